@@ -1,0 +1,125 @@
+# AgentNest build. See README.md.  `make help` lists targets.
+PREFIX    ?= /usr/local
+BINDIR    ?= $(PREFIX)/bin
+LIBDIR    ?= $(PREFIX)/lib
+INCDIR    ?= $(PREFIX)/include
+DATADIR   ?= $(PREFIX)/share/agentnest
+MANDIR    ?= $(PREFIX)/share/man
+BUILD     ?= build
+VERSION   := 0.1.0
+
+PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 libarchive yajl libnftables libcrypto
+CC        ?= cc
+WARN      := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wvla
+HARDEN    := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIC -fno-strict-overflow
+OPT       ?= -O2 -g
+SANFLAGS  ?=
+CFLAGS    += -std=gnu11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) $(SANFLAGS) -Iinclude -Isrc \
+             -DAN_VERSION='"$(VERSION)"' -DAN_DATADIR='"$(DATADIR)"' $(shell pkg-config --cflags $(PKGS))
+LDFLAGS   += $(SANFLAGS) -Wl,-z,relro,-z,now
+LIBS      := $(shell pkg-config --libs $(PKGS))
+
+LIB_SRC   := $(sort $(wildcard src/util/*.c src/engine/*.c src/image/*.c src/sandbox/*.c))
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_SRC   := $(sort $(wildcard src/cli/agentnest/*.c src/cli/common/*.c))
+OCI_SRC   := $(sort $(wildcard src/cli/oci/*.c src/cli/common/*.c))
+CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
+OCI_OBJ   := $(OCI_SRC:%.c=$(BUILD)/%.o)
+TLIB_SRC  := $(sort $(wildcard tests/lib/*.c))
+TLIB_OBJ  := $(TLIB_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC  := $(sort $(wildcard tests/unit/*.c tests/integration/*.c tests/escapes/*.c))
+TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
+HELPER_SRC:= $(sort $(wildcard tests/helpers/*.c))
+HELPER_BIN:= $(HELPER_SRC:%.c=$(BUILD)/%)
+
+.PHONY: all deps install check check-asan check-cgroupv2 test-bins images demo bench clean help fuzz
+all: $(BUILD)/libagentnest.a $(BUILD)/libagentnest.so $(BUILD)/agentnest $(BUILD)/agentnest-oci $(BUILD)/agentnest.pc
+
+help:
+	@echo "make deps          install every Debian package the build, tests and image tools need"
+	@echo "make               build libagentnest (static+shared), agentnest, agentnest-oci"
+	@echo "make images        build (or reuse cached) busybox, python and debian OCI images"
+	@echo "make demo          deps + build + default image + import + main job"
+	@echo "make check         run all tests (as root)"
+	@echo "make check-asan    run all tests under AddressSanitizer + UBSan"
+	@echo "make check-cgroupv2 run the cgroup tests inside a pure cgroup v2 VM"
+	@echo "make bench         benchmark against crun and runc"
+	@echo "make install PREFIX=/usr/local"
+
+deps:
+	./rootfs-tools/install-deps.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libagentnest.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@; ar rcs $@ $^
+
+$(BUILD)/libagentnest.so: $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,libagentnest.so.0 $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/agentnest: $(CLI_OBJ) $(BUILD)/libagentnest.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libagentnest.a $(LIBS)
+
+$(BUILD)/agentnest-oci: $(OCI_OBJ) $(BUILD)/libagentnest.a
+	$(CC) $(LDFLAGS) -o $@ $(OCI_OBJ) $(BUILD)/libagentnest.a $(LIBS)
+
+$(BUILD)/agentnest.pc: agentnest.pc.in Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|;s|@LIBDIR@|$(LIBDIR)|;s|@INCDIR@|$(INCDIR)|;s|@VERSION@|$(VERSION)|;s|@PKGS@|$(PKGS)|' $< > $@
+
+$(BUILD)/tests/helpers/%: tests/helpers/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -static -Wall -Wextra -Werror -o $@ $<
+
+$(BUILD)/tests/%: tests/%.c $(TLIB_OBJ) $(BUILD)/libagentnest.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/lib -o $@ $< $(TLIB_OBJ) $(BUILD)/libagentnest.a $(LDFLAGS) $(LIBS) -lcriterion
+
+$(BUILD)/tests/lib/%.o: tests/lib/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/lib -c $< -o $@
+
+test-bins: all $(TEST_BIN) $(HELPER_BIN)
+
+images:
+	./rootfs-tools/build-all.sh
+
+check: test-bins images
+	BUILD=$(BUILD) ./tests/run-tests.sh
+
+check-asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	  SANFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" check
+
+check-cgroupv2: test-bins images
+	BUILD=$(BUILD) ./tests/run-cgroupv2.sh
+
+fuzz:
+	./tests/fuzz/run-fuzz.sh
+
+bench: all images
+	./tests/bench/bench.sh
+
+demo: all images
+	./rootfs-tools/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/agentnest \
+	  $(DESTDIR)$(DATADIR)/profiles/seccomp $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(BUILD)/agentnest $(BUILD)/agentnest-oci $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(BUILD)/libagentnest.a $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(BUILD)/libagentnest.so $(DESTDIR)$(LIBDIR)/libagentnest.so.0
+	ln -sf libagentnest.so.0 $(DESTDIR)$(LIBDIR)/libagentnest.so
+	install -m 0644 include/agentnest.h $(DESTDIR)$(INCDIR)/
+	install -m 0644 include/agentnest/*.h $(DESTDIR)$(INCDIR)/agentnest/
+	install -m 0644 $(BUILD)/agentnest.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	-install -m 0644 profiles/*.json $(DESTDIR)$(DATADIR)/profiles/
+	-install -m 0644 profiles/seccomp/*.json $(DESTDIR)$(DATADIR)/profiles/seccomp/
+	install -m 0644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

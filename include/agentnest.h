@@ -1,0 +1,10 @@
+/* agentnest.h — libagentnest's public API (umbrella header).
+ * Layers (DESIGN.md): images -> engine -> sandbox -> front ends. */
+#ifndef AGENTNEST_H
+#define AGENTNEST_H
+#include "agentnest/error.h"
+#include "agentnest/spec.h"
+#include "agentnest/cgroup.h"
+#include "agentnest/container.h"
+#include "agentnest/image.h"
+#endif

@@ -1,0 +1,123 @@
+/* agentnest/container.h — the engine: an OCI runtime-spec config -> a running
+ * container, with the runtime-spec lifecycle (runtime.md: creating, created,
+ * running, stopped) and runc-compatible operations.
+ *
+ * State lives in `<state_root>/<id>/` (default /run/agentnest-oci): state.json
+ * (the runtime-spec state plus what the engine needs to find the container
+ * again: init pid and its start time, cgroup path, bundle, created time) and
+ * the exec fifo used for the create->start handshake.  Every operation takes
+ * the directory's lock.
+ */
+#ifndef AGENTNEST_CONTAINER_H
+#define AGENTNEST_CONTAINER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "agentnest/error.h"
+#include "agentnest/spec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum an_container_status {
+  AN_STATUS_CREATING, AN_STATUS_CREATED, AN_STATUS_RUNNING, AN_STATUS_STOPPED,
+  AN_STATUS_PAUSED,
+};
+
+/* "creating", "created", "running", "stopped", "paused" (static string). */
+const char *an_container_status_name(enum an_container_status s);
+
+struct an_container_opts {
+  const char *state_root;       /* NULL: /run/agentnest-oci */
+  const char *id;               /* required: [A-Za-z0-9][A-Za-z0-9_.+-]{0,127} */
+  const char *bundle;           /* directory holding config.json; root.path is relative to it */
+  const char *console_socket;   /* AF_UNIX path to send the pty master to (process.terminal) */
+  const char *pid_file;         /* write the init pid here (atomically) */
+  int preserve_fds;             /* extra fds 3..3+n-1 passed to the container */
+  bool no_pivot;                /* MS_MOVE + chroot instead of pivot_root */
+  bool no_new_keyring;          /* keep the caller's session keyring */
+  bool detach;                  /* run: do not wait */
+  bool keep;                    /* run: keep state after exit */
+  int stdio[3];                 /* fds for the container's stdin/out/err; -1 = inherit 0/1/2 */
+};
+
+/* The runtime-spec state (runtime.md "State") as kept by the engine. */
+struct an_container_state {
+  char *oci_version;
+  char *id;
+  enum an_container_status status;
+  pid_t pid;                    /* 0 when stopped */
+  char *bundle;
+  char *rootfs;                 /* absolute host path of the root */
+  char *cgroup_path;            /* relative cgroup path */
+  char *created;                /* RFC 3339 UTC */
+  char *owner;
+  uint64_t start_time;          /* init's start time (clock ticks since boot, /proc/PID/stat field 22) */
+  struct an_spec_key_value *annotations; size_t n_annotations;
+};
+
+void an_container_state_free(struct an_container_state *st);
+
+/* Create: set up namespaces, cgroup, mounts, pivot_root, and leave the init
+ * process blocked before exec of process.args (state "created").  Runs the
+ * createRuntime/createContainer hooks.  On any failure everything made so far
+ * (cgroup, state dir, processes, mounts) is removed.  Errors: -EINVAL bad
+ * config (message names the field), -EEXIST id in use, -ENOENT missing rootfs
+ * or executable, -EOPNOTSUPP a requested control this host cannot enforce,
+ * or the errno of the failing step with its object named. */
+int an_container_create(const struct an_spec *spec, const struct an_container_opts *opts,
+                        an_error_t *err);
+
+/* Start a created container (exec the user process; startContainer and
+ * poststart hooks).  Errors: -ENOENT no such container, -EINVAL wrong state. */
+int an_container_start(const char *state_root, const char *id, an_error_t *err);
+
+/* create + start and, unless opts->detach, wait for it, forward signals, run
+ * poststop hooks and delete it (unless opts->keep).  Returns the container's
+ * exit status as a shell would report it (0-255, 128+N for signal N) or a
+ * negative errno. */
+int an_container_run(const struct an_spec *spec, const struct an_container_opts *opts,
+                     an_error_t *err);
+
+/* Run an additional process inside a running container (runc exec).
+ * Returns its exit status (as run) unless `detach`, then 0 and *pid.  Errors
+ * as create, -EINVAL container not running. */
+int an_container_exec(const char *state_root, const char *id, const struct an_spec_process *proc,
+                      bool detach, const char *console_socket, const char *pid_file,
+                      pid_t *pid, an_error_t *err);
+
+/* Read the state, refreshing status (a recorded pid whose start time differs
+ * is treated as gone: PID reuse guard).  *out owned by the caller. */
+int an_container_state(const char *state_root, const char *id,
+                       struct an_container_state **out, an_error_t *err);
+
+/* Ids of all containers under state_root (NULL-terminated, caller frees with
+ * free() of each and of the array). */
+int an_container_list(const char *state_root, char ***ids, an_error_t *err);
+
+/* Send `sig` to init, or to every process of the container with `all`.
+ * Errors: -ESRCH not running, -EINVAL created/stopped rules per runtime.md. */
+int an_container_kill(const char *state_root, const char *id, int sig, bool all, an_error_t *err);
+
+/* Delete a stopped container (or any, with `force`: SIGKILL first): run
+ * poststop hooks, remove cgroup and state.  Errors: -EBUSY still running. */
+int an_container_delete(const char *state_root, const char *id, bool force, an_error_t *err);
+
+/* Freeze / thaw all processes.  Errors: -EINVAL not running. */
+int an_container_pause(const char *state_root, const char *id, an_error_t *err);
+int an_container_resume(const char *state_root, const char *id, an_error_t *err);
+
+/* Pids of the container's processes (host pid namespace).  Caller frees. */
+int an_container_pids(const char *state_root, const char *id, pid_t **pids, size_t *n,
+                      an_error_t *err);
+
+/* The runtime-spec state as JSON (runc's `state` output; also handed to hooks
+ * on stdin).  *json owned by caller. */
+int an_container_state_json(const struct an_container_state *st, char **json, an_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

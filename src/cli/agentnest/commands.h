@@ -1,0 +1,15 @@
+/* cli/agentnest/commands.h — the agentnest subcommands.  Each takes the
+ * arguments after its name (argv[0] is the subcommand name) and returns the
+ * process exit status (DESIGN.md: 125 for a runtime failure). */
+#ifndef AN_CLI_COMMANDS_H
+#define AN_CLI_COMMANDS_H
+
+struct an_global_opts {
+  const char *root;      /* image store / state root: --root, $AGENTNEST_ROOT, /var/lib/agentnest */
+  int json;              /* --json given globally */
+};
+
+int cmd_image(struct an_global_opts *g, int argc, char **argv);
+
+#define AN_EXIT_RUNTIME 125
+#endif
