@@ -52,12 +52,18 @@ for j in "$cmd" "$entrypoint"; do
   [ -z "$j" ] || jq -e 'type == "array" and all(type == "string")' <<<"$j" >/dev/null 2>&1 ||
     die "--cmd/--entrypoint '$j' is not a JSON array of strings"
 done
+for spec in "${layers[@]}"; do
+  [ -d "${spec%%=*}" ] || die "layer directory '${spec%%=*}' does not exist"
+done
 for kv in "${envs[@]}" "${labels[@]}"; do
   [[ $kv == ?*=* ]] || die "'$kv' is not KEY=VALUE"
 done
 if [ -e "$out" ] && [ -n "$(ls -A "$out")" ]; then die "output $out exists and is not empty"; fi
 
 created_iso=$(date -u -d "@$created" +%Y-%m-%dT%H:%M:%SZ)
+# On any failure remove what this run wrote: no half-written layout remains.
+if [ -e "$out" ]; then trap 'rm -rf "${out:?}"/blobs "$out/index.json" "$out/oci-layout"' ERR EXIT
+else trap 'rm -rf "${out:?}"' ERR EXIT; fi
 mkdir -p "$out/blobs/sha256"
 blobs=$out/blobs/sha256
 
@@ -136,4 +142,5 @@ jq -cSjn --arg md "$manifest_digest" --argjson ms "$manifest_size" --arg tag "$t
                 platform: {architecture: "amd64", os: "linux"},
                 annotations: {"org.opencontainers.image.ref.name": $tag}}]}' > "$out/index.json"
 printf '{"imageLayoutVersion":"1.0.0"}' > "$out/oci-layout"
+trap - ERR EXIT
 echo "$manifest_digest"
