@@ -5,6 +5,8 @@
 # The mirror is this machine's own Debian mirror (from /etc/apt/sources.list
 # or /etc/apt/sources.list.d/*; override with AN_DEBIAN_MIRROR).
 #
+# Slim like debian:*-slim (no man pages, docs except copyright, translations;
+# a dpkg.cfg.d path-exclude keeps it so for later installs).
 # Reproducibility: logs, apt caches and lists, backup files, device nodes,
 # resolv.conf and the ldconfig aux cache are removed; shadow "last change"
 # days are fixed; Python bytecode is rebuilt as checked-hash pycs (PEP 552)
@@ -59,7 +61,6 @@ inputs() {
 scrub() {
   local root=$1 days=$((SOURCE_DATE_EPOCH / 86400))
   rm -rf "$root/debootstrap"
-  find "$root/dev" -mindepth 1 -delete
   rm -f "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb
   find "$root/var/lib/apt/lists" -mindepth 1 -maxdepth 1 ! -name partial ! -name lock -exec rm -rf {} +
   find "$root/var/log" -type f -delete
@@ -67,6 +68,24 @@ scrub() {
   rm -f "$root/var/cache/ldconfig/aux-cache" "$root/etc/machine-id" "$root/var/lib/dbus/machine-id"
   rm -rf "$root"/tmp/* "$root"/var/tmp/* "$root"/run/*
   rm -f "$root/etc/resolv.conf"
+  # Slim, as Docker's debian:*-slim: no manuals, docs (copyright stays),
+  # translations; dpkg keeps excluding them for packages installed later.
+  cat > "$root/etc/dpkg/dpkg.cfg.d/agentnest-slim" <<'CFG'
+# AgentNest debian image: keep the image small (as debian:*-slim does).
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/groff/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/lintian/*
+path-exclude /usr/share/linda/*
+path-exclude /usr/share/locale/*
+path-exclude /usr/share/man/*
+CFG
+  chmod 0644 "$root/etc/dpkg/dpkg.cfg.d/agentnest-slim"
+  find "$root/usr/share/doc" -mindepth 1 ! -type d ! -name copyright -delete
+  find "$root/usr/share/doc" -mindepth 1 -type d -empty -delete
+  rm -rf "$root"/usr/share/groff/* "$root"/usr/share/info/* "$root"/usr/share/lintian/* \
+    "$root"/usr/share/linda/* "$root"/usr/share/locale/* "$root"/usr/share/man/*
   echo sandbox > "$root/etc/hostname"
   # shadow(5) field 3, "date of last password change", is the build day.
   sed -i -E "s/^([^:]*:[^:]*:)[0-9]+:/\\1$days:/" "$root/etc/shadow"
@@ -106,6 +125,8 @@ build() {
     'import json,sqlite3,ssl,venv,asyncio; assert ssl.create_default_context().cert_store_stats()["x509_ca"] > 100' ||
     die "self-check: python3 in $root"
   env -i PATH=/usr/bin:/bin /usr/sbin/chroot "$root" git --version >/dev/null || die "self-check: git in $root"
+  # Device nodes debootstrap made for its chroot: the runtime provides /dev.
+  find "$root/dev" -mindepth 1 -delete
   normalise_root "$root"
   "$RT_DIR/oci-layout.sh" --out "$out/layout" --tag debian \
     --layer "$root=debootstrap --variant=minbase --include=$INCLUDE $SUITE" \

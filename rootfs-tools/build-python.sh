@@ -14,7 +14,7 @@ set -euo pipefail
 AN_BUILDER=python
 . "$(dirname "$0")/lib.sh"
 
-ROOTS="python3 python3.11 libpython3.11-stdlib ca-certificates openssl tzdata media-types busybox-static"
+ROOTS="python3 python3.11 libpython3.11-stdlib python3.11-venv ca-certificates openssl tzdata media-types busybox-static"
 EXCLUDES="dpkg debconf perl-base tar"
 PY_ENV=(--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
         --env LANG=C.UTF-8 --env PYTHONDONTWRITEBYTECODE=1)

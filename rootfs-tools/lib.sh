@@ -8,6 +8,8 @@
 # writer (oci-layout.sh) and the cache/locking logic (build-all.sh).
 
 export LC_ALL=C
+# Modes of files the builders create must not depend on the caller's umask.
+umask 022
 # Fixed timestamp for every file and JSON "created" field (reproducible-builds.org).
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
 RT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -22,6 +22,7 @@
 # Same inputs -> same bytes -> same digests.
 set -euo pipefail
 export LC_ALL=C
+umask 022
 
 die() { echo "oci-layout: $*" >&2; exit 1; }
 
