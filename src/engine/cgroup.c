@@ -134,20 +134,6 @@ static int open_unified_fd(struct an_cgroup *cg, an_error_t *err) {
 /* Fail closed: every controller `want` names must be enforceable here. */
 static int check_available(const struct an_cg_layout *l, uint32_t want,
                            const struct an_spec_resources *res, an_error_t *err) {
-  for (int c = 0; c < AN_CG__COUNT; c++) {
-    if (!(want & AN_CG_BIT(c))) continue;
-    if (c == AN_CG_DEVICES) {
-      if (an_cg_layout_find(l, AN_CG_DEVICES) < 0 && l->unified < 0)
-        return an_error_set(err, EOPNOTSUPP, "%s: no devices cgroup controller and no cgroup2 "
-                            "hierarchy for a device eBPF program on this host", an_cg_ctrl_field(c));
-      continue;
-    }
-    if (an_cg_layout_find(l, c) < 0) {
-      const char *name = an_cg_ctrl_v1_name(c);
-      return an_error_set(err, EOPNOTSUPP, "%s: cgroup controller \"%s\" is not available on this host",
-                          an_cg_ctrl_field(c), name ? name : "?");
-    }
-  }
   /* linux.resources.unified writes cgroup v2 files: each key's controller
    * must be in the cgroup2 hierarchy (runc refuses unified on v1 too). */
   for (size_t i = 0; res && i < res->n_unified; i++) {
@@ -164,8 +150,22 @@ static int check_available(const struct an_cg_layout *l, uint32_t want,
         ok = (l->h[l->unified].ctrls & AN_CG_BIT(c)) != 0;
     }
     if (!ok)
-      return an_error_set(err, EOPNOTSUPP, "linux.resources.unified: controller of \"%s\" is not "
-                          "in the cgroup v2 hierarchy of this host", k);
+      return an_error_set(err, EOPNOTSUPP, "linux.resources.unified: cgroup controller \"%.*s\" "
+                          "(for \"%s\") is not in the cgroup v2 hierarchy of this host", (int) len, k, k);
+  }
+  for (int c = 0; c < AN_CG__COUNT; c++) {
+    if (!(want & AN_CG_BIT(c))) continue;
+    if (c == AN_CG_DEVICES) {
+      if (an_cg_layout_find(l, AN_CG_DEVICES) < 0 && l->unified < 0)
+        return an_error_set(err, EOPNOTSUPP, "%s: no devices cgroup controller and no cgroup2 "
+                            "hierarchy for a device eBPF program on this host", an_cg_ctrl_field(c));
+      continue;
+    }
+    if (an_cg_layout_find(l, c) < 0) {
+      const char *name = an_cg_ctrl_v1_name(c);
+      return an_error_set(err, EOPNOTSUPP, "%s: cgroup controller \"%s\" is not available on this host",
+                          an_cg_ctrl_field(c), name ? name : "?");
+    }
   }
   return 0;
 }
