@@ -153,6 +153,17 @@ static int check_available(const struct an_cg_layout *l, uint32_t want,
       return an_error_set(err, EOPNOTSUPP, "linux.resources.unified: cgroup controller \"%.*s\" "
                           "(for \"%s\") is not in the cgroup v2 hierarchy of this host", (int) len, k, k);
   }
+  /* a huge page size the kernel does not offer, before anything is made */
+  for (size_t i = 0; res && i < res->n_hugepage_limits; i++) {
+    const char *ps = res->hugepage_limits[i].page_size;   /* validated: digits + K|M|G + "B" */
+    char *end;
+    unsigned long long kb = strtoull(ps, &end, 10) << (*end == 'G' ? 20 : *end == 'M' ? 10 : 0);
+    char sys[96];
+    snprintf(sys, sizeof sys, "/sys/kernel/mm/hugepages/hugepages-%llukB", kb);
+    if (access(sys, F_OK) < 0)
+      return an_error_set(err, EOPNOTSUPP, "linux.resources.hugepageLimits[%zu]: page size %s is "
+                          "not offered by this kernel (no %s)", i, ps, sys);
+  }
   for (int c = 0; c < AN_CG__COUNT; c++) {
     if (!(want & AN_CG_BIT(c))) continue;
     if (c == AN_CG_DEVICES) {
