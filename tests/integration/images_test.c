@@ -394,14 +394,18 @@ Test(images, python_config_has_default_user_cwd_env_and_cmd) {
   free(cp), free(layout), free(dir);
 }
 
-/* Runs /usr/bin/python3 -c CODE chrooted into ROOT with an empty environment;
- * returns its exit status. */
-static int chroot_python(const char *root, const char *code) {
+/* Runs /usr/bin/python3 -c CODE chrooted into ROOT with an empty environment
+ * (stderr discarded if quiet); returns its exit status. */
+static int chroot_python(const char *root, const char *code, int quiet) {
   pid_t pid = fork();
   cr_assert_geq(pid, 0);
   if (pid == 0) {
     char *argv[] = {"python3", "-c", (char *)code, NULL};
     char *envp[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", NULL};
+    if (quiet) {
+      int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+      if (null < 0 || dup2(null, STDERR_FILENO) < 0) _exit(119);
+    }
     if (chroot(root) != 0 || chdir("/") != 0) _exit(120);
     execve("/usr/bin/python3", argv, envp);
     _exit(121);
@@ -417,9 +421,30 @@ Test(images, python_rootfs_imports_sqlite3_and_ssl_with_ca_certificates, .timeou
   int st = chroot_python(root,
       "import json, sqlite3, ssl, venv, asyncio, ctypes, decimal, lzma, bz2, zlib, uuid\n"
       "sqlite3.connect(':memory:').execute('select 1')\n"
-      "assert ssl.create_default_context().cert_store_stats()['x509_ca'] > 100\n");
+      "assert ssl.create_default_context().cert_store_stats()['x509_ca'] > 100\n", 0);
   cr_assert_eq(st, 0, "python3 in %s could not import the standard library (status %d)", root, st);
   /* The check above can fail: a missing module is reported as failure. */
-  cr_assert_neq(chroot_python(root, "import an_images_test_no_such_module"), 0);
+  cr_assert_neq(chroot_python(root, "import an_images_test_no_such_module", 1), 0);
   free(root), free(dir);
+}
+
+/* python-tests = the python image's layer, unchanged, plus one layer. */
+Test(images, python_tests_reuses_the_python_layer_blob) {
+  char *py = image_dir_or_skip("python");
+  char *pt = image_dir_or_skip("python-tests");
+  char *pl = xasprintf("%s/layout", py), *tl = xasprintf("%s/layout", pt);
+  yajl_val pm = read_manifest(pl, NULL), tm = read_manifest(tl, NULL);
+  yajl_val player = yajl_tree_get(pm, (const char *[]){"layers", NULL}, yajl_t_array);
+  yajl_val tlayer = yajl_tree_get(tm, (const char *[]){"layers", NULL}, yajl_t_array);
+  cr_assert(player && tlayer);
+  cr_assert_eq(YAJL_GET_ARRAY(player)->len, 1);
+  cr_assert_eq(YAJL_GET_ARRAY(tlayer)->len, 2);
+  const char *dp = json_str(YAJL_GET_ARRAY(player)->values[0], (const char *[]){"digest", NULL});
+  const char *dt = json_str(YAJL_GET_ARRAY(tlayer)->values[0], (const char *[]){"digest", NULL});
+  cr_assert_str_eq(dp, dt, "python-tests layer 0 %s is not the python layer %s "
+                   "(rebuild both with `make images`)", dt, dp);
+  char *suite = xasprintf("%s/rootfs/usr/lib/python3.11/test/test_json/__init__.py", pt);
+  cr_assert_eq(access(suite, R_OK), 0, "%s missing", suite);
+  yajl_tree_free(pm), yajl_tree_free(tm);
+  free(suite), free(pl), free(tl), free(py), free(pt);
 }
