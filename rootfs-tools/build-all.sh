@@ -70,6 +70,12 @@ build_one() {
     return
   fi
   echo "$name: building (key ${key:0:16})"
+  # Leftovers of builds that were killed (we hold the lock: none is running).
+  local cur d
+  cur=$(readlink "$AN_IMAGE_CACHE/$name" 2>/dev/null || true)
+  for d in "$AN_IMAGE_CACHE/.$name".??????; do
+    if [ -d "$d" ] && [ "${d##*/}" != "$cur" ]; then rm -rf "$d"; fi
+  done
   t0=$(date +%s%N)
   tmp=$(mktemp -d "$AN_IMAGE_CACHE/.$name.XXXXXX")
   chmod 0755 "$tmp"
