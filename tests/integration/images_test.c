@@ -448,3 +448,25 @@ Test(images, python_tests_reuses_the_python_layer_blob) {
   yajl_tree_free(pm), yajl_tree_free(tm);
   free(suite), free(pl), free(tl), free(py), free(pt);
 }
+
+/* Two build-all.sh runs racing on an empty cache: both succeed, one builds,
+ * the other waits on the lock and reuses; one image directory remains. */
+Test(images, racing_build_all_runs_build_once_and_both_succeed, .timeout = 300, .fini = repro_fini) {
+  repro_cache[0] = xasprintf("/tmp/an-images-test-%d-race", getpid());
+  char *shared_debs = xasprintf("%s/.debs", image_cache());
+  char *debs_env = access(shared_debs, R_OK) == 0 ? xasprintf("AN_DEB_CACHE='%s'", shared_debs) : strdup("");
+  char *out = NULL;
+  int st = run_sh(&out,
+      "b() { AN_IMAGE_CACHE='%s' %s '%s/rootfs-tools/build-all.sh' busybox 2>/dev/null; }; "
+      "b > '%s.1' & b > '%s.2'; s2=$?; wait $!; s1=$?; cat '%s.1' '%s.2'; rm -f '%s.1' '%s.2'; "
+      "[ $s1 = 0 ] && [ $s2 = 0 ]",
+      repro_cache[0], debs_env, source_dir(), repro_cache[0], repro_cache[0], repro_cache[0],
+      repro_cache[0], repro_cache[0], repro_cache[0]);
+  cr_assert_eq(st, 0, "a racing build failed: %s", out);
+  cr_assert(strstr(out, "busybox: built sha256:"), "no run built: %s", out);
+  cr_assert(strstr(out, "busybox: reusing cached image"), "the other run did not reuse: %s", out);
+  char *count = NULL;
+  cr_assert_eq(run_sh(&count, "ls -d '%s'/.busybox.* | wc -l", repro_cache[0]), 0);
+  cr_assert_eq(atoi(count), 1, "%s holds %s image directories", repro_cache[0], count);
+  free(count), free(out), free(debs_env), free(shared_debs);
+}
