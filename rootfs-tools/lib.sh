@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh: shell functions shared by the image builders (sourced, not run).
 #
 # What lives here: logging, resolving a Debian package dependency closure
@@ -12,6 +13,7 @@ export LC_ALL=C
 umask 022
 # Fixed timestamp for every file and JSON "created" field (reproducible-builds.org).
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
+# shellcheck disable=SC2034 # used by the scripts that source this file
 RT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 AN_IMAGE_CACHE=${AN_IMAGE_CACHE:-/var/cache/agentnest/images}
 DEB_CACHE=${AN_DEB_CACHE:-$AN_IMAGE_CACHE/.debs}
@@ -45,7 +47,7 @@ deb_closure_resolve() {
   resolved=$(awk '$1 == "Inst" { v = $3; gsub(/[()]/, "", v); print $2, v }' <<<"$sim" |
     sed 's/:amd64 / /' | sort -u)
   [ -n "$resolved" ] || die "apt resolved no packages for '$roots'"
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2046 # one argument per package name
   apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks \
     --no-replaces --no-enhances $(cut -d' ' -f1 <<<"$resolved") 2>/dev/null |
   awk -v roots="$roots" -v excl="$excludes" -v res="$resolved" '

@@ -26,8 +26,8 @@ umask 022
 
 die() { echo "oci-layout: $*" >&2; exit 1; }
 
-out= tag= created=${SOURCE_DATE_EPOCH:-1700000000}
-cmd= entrypoint= workdir= user=
+out='' tag='' created=${SOURCE_DATE_EPOCH:-1700000000}
+cmd='' entrypoint='' workdir='' user=''
 layers=() envs=() labels=()
 while [ $# -gt 0 ]; do
   case $1 in
