@@ -123,6 +123,15 @@ static int do_import(const char *store_root, int imagesfd, int tmpfd, const char
                      const char *ref, const char *want_digest, const struct an_image_import_opts *opts,
                      struct an_image_info **result, an_error_t *err) {
   struct an_image_source s = {.dirfd = -1, .filefd = -1};
+  /* "LAYOUT:TAG" (as skopeo's oci:DIR:TAG) selects a tagged manifest of a layout */
+  cleanup_free char *src_dir = NULL, *select = NULL;
+  struct stat st;
+  const char *colon = strrchr(src, ':');
+  if (colon && stat(src, &st) < 0 && errno == ENOENT && colon[1] && !strchr(colon, '/')) {
+    src_dir = strndup(src, (size_t) (colon - src));
+    if (!src_dir || asprintf(&select, "layout%s", colon) < 0) return an_error_set(err, ENOMEM, "import");
+    if (stat(src_dir, &st) == 0 && S_ISDIR(st.st_mode)) src = src_dir;
+  }
   struct an_image_plan p = {0};
   uint64_t cap = opts->max_unpack_bytes ? opts->max_unpack_bytes : AN_IMAGE_DEFAULT_MAX_UNPACK;
   uint64_t left = cap;
@@ -137,7 +146,7 @@ static int do_import(const char *store_root, int imagesfd, int tmpfd, const char
   switch (s.kind) {
   case AN_IMAGE_SOURCE_OCI_LAYOUT:
   case AN_IMAGE_SOURCE_OCI_ARCHIVE:
-    r = an_oci_layout_plan(&s, *want_digest ? want_digest : NULL, ref, &p, err);
+    r = an_oci_layout_plan(&s, *want_digest ? want_digest : NULL, src == src_dir ? select : ref, &p, err);
     break;
   case AN_IMAGE_SOURCE_DOCKER_ARCHIVE: r = an_docker_archive_plan(&s, &p, err); break;
   case AN_IMAGE_SOURCE_ROOTFS_TAR: r = an_rootfs_tar_plan(&s, &p, err); break;

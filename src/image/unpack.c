@@ -36,6 +36,7 @@ struct unpack {
   int cache_fd;
   struct dir_time *dirs;
   size_t n_dirs, cap_dirs;
+  bool tail_missing;           /* the tar ended right after an entry's data */
 };
 
 static void cache_drop(struct unpack *u) {
@@ -146,8 +147,18 @@ static int write_data(struct unpack *u, struct archive *a, int fd, const char *p
   for (;;) {
     int r = archive_read_data_block(a, &buf, &len, &off);
     if (r == ARCHIVE_EOF) break;
-    if (r < ARCHIVE_WARN)
+    if (r < ARCHIVE_WARN) {
+      /* Some writers (umoci 0.4 `insert`) end the tar right after the last
+       * file's data, without the 512-byte padding and end-of-archive blocks.
+       * The data is complete (and the blob digest-verified), so accept the
+       * entry and treat this as the end of the archive, with a warning. */
+      if (pos >= declared) {
+        u->tail_missing = true;
+        warn(u, path, "tar ends without padding after this entry (tolerated)");
+        break;
+      }
       return refuse(err, EIO, path, "read data: %s", archive_error_string(a));
+    }
     if (off + (int64_t) len > declared && (uint64_t) (off + (int64_t) len) > *u->o->budget_left)
       return refuse(err, EFBIG, path, "data exceeds the unpack limit of %llu bytes",
                     (unsigned long long) u->o->budget_total);
@@ -370,7 +381,7 @@ int an_unpack_archive(int rootfd, struct archive *a, const struct an_unpack_opts
     if (ret < 0) break;
     ret = apply_entry(&u, a, e, path, err);
     free(path);
-    if (ret < 0) break;
+    if (ret < 0 || u.tail_missing) break;
   }
   if (ret == 0) apply_dir_times(&u);
   cache_drop(&u);
