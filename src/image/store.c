@@ -294,6 +294,7 @@ int an_image_remove(const char *store_root, const char *name, an_error_t *err) {
   if (lock < 0) return lock;
   cleanup_close int nlock = an_store_lock(imagesfd, ".names.lock", LOCK_EX, err);
   if (nlock < 0) return nlock;
+  cleanup_free char *ref = NULL;   /* before any goto: cleanup must see it initialised */
   struct an_names names;
   int r = an_names_load(imagesfd, &names, err);
   if (r < 0) return r;
@@ -301,7 +302,6 @@ int an_image_remove(const char *store_root, const char *name, an_error_t *err) {
   if ((r = lookup(imagesfd, &names, name, hex, err)) < 0) goto out;
   snprintf(digest, sizeof digest, "sha256:%s", hex);
   /* a tag is untagged; a digest removes every tag on it */
-  cleanup_free char *ref = NULL;
   char rd[AN_DIGEST_SIZE];
   an_error_t perr = NULL;
   bool by_tag = strncmp(name, "sha256:", 7) && an_image_ref_parse(name, &ref, rd, &perr) == 0 &&
