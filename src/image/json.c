@@ -1,24 +1,20 @@
 /* image/json.c — small helpers over yajl_tree for the image JSON documents
  * (index.json, manifests, configs, docker manifest.json, the store's own
- * files).  Parsing only; output is written with yajl_gen where it is made. */
+ * files), over util/json_tree.c's bounded parser.  Parsing only; output
+ * is written with yajl_gen where it is made. */
 #include <errno.h>
 #include <string.h>
 #include "image/image_internal.h"
+#include "util/json_tree.h"
 
-yajl_val an_json_parse(const char *buf, const char *what, an_error_t *err) {
-  char msg[256] = "";
-  yajl_val v = yajl_tree_parse(buf, msg, sizeof msg);
-  if (!v) {
-    size_t l = strlen(msg);
-    while (l && (msg[l - 1] == '\n' || msg[l - 1] == ' ')) msg[--l] = '\0';
-    for (char *p = msg; *p; p++)
-      if (*p == '\n') *p = ' ';
-    an_error_set(err, EINVAL, "%s: invalid JSON: %s", what, *msg ? msg : "parse error");
-  }
+yajl_val an_img_json_parse(const char *buf, const char *what, an_error_t *err) {
+  /* bounded parse (size, depth, value count, duplicate keys): util/json_tree.c */
+  yajl_val v = NULL;
+  if (an_json_parse(buf, strlen(buf), what, &v, err) < 0) return NULL;
   return v;
 }
 
-yajl_val an_json_get(yajl_val obj, const char *key, yajl_type type) {
+yajl_val an_img_json_get(yajl_val obj, const char *key, yajl_type type) {
   if (!obj || !YAJL_IS_OBJECT(obj)) return NULL;
   for (size_t i = 0; i < obj->u.object.len; i++)
     if (!strcmp(obj->u.object.keys[i], key)) {
@@ -30,12 +26,12 @@ yajl_val an_json_get(yajl_val obj, const char *key, yajl_type type) {
   return NULL;
 }
 
-const char *an_json_str(yajl_val obj, const char *key) {
-  yajl_val v = an_json_get(obj, key, yajl_t_string);
+const char *an_img_json_str(yajl_val obj, const char *key) {
+  yajl_val v = an_img_json_get(obj, key, yajl_t_string);
   return v ? v->u.string : NULL;
 }
 
-char **an_json_strv(yajl_val arr, bool *bad) {
+char **an_img_json_strv(yajl_val arr, bool *bad) {
   if (!arr || !YAJL_IS_ARRAY(arr)) return NULL;
   size_t n = arr->u.array.len;
   char **v = calloc(n + 1, sizeof *v);
@@ -43,7 +39,7 @@ char **an_json_strv(yajl_val arr, bool *bad) {
   for (size_t i = 0; i < n; i++) {
     yajl_val e = arr->u.array.values[i];
     if (!YAJL_IS_STRING(e) || !(v[i] = strdup(e->u.string))) {
-      an_strv_free(v);
+      an_img_strv_free(v);
       if (bad) *bad = true;
       return NULL;
     }
@@ -51,13 +47,13 @@ char **an_json_strv(yajl_val arr, bool *bad) {
   return v;
 }
 
-void an_strv_free(char **v) {
+void an_img_strv_free(char **v) {
   if (!v) return;
   for (char **s = v; *s; s++) free(*s);
   free(v);
 }
 
-size_t an_strv_len(char *const *v) {
+size_t an_img_strv_len(char *const *v) {
   size_t n = 0;
   while (v && v[n]) n++;
   return n;
