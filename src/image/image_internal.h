@@ -71,6 +71,8 @@ struct an_unpack_opts {
   an_image_progress_fn progress;
   void *userdata;
   const char *label;           /* "layer sha256:..." for warnings */
+  void (*tick)(void *tick_data); /* called after each entry, on the caller's thread */
+  void *tick_data;
 };
 /* Read every entry of the opened archive A and write it below ROOTFD. */
 int an_unpack_archive(int rootfd, struct archive *a, const struct an_unpack_opts *o,

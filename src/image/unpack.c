@@ -383,6 +383,7 @@ int an_unpack_archive(int rootfd, struct archive *a, const struct an_unpack_opts
     ret = apply_entry(&u, a, e, path, err);
     free(path);
     if (ret < 0 || u.tail_missing) break;
+    if (o->tick) o->tick(o->tick_data);
   }
   if (ret == 0) apply_dir_times(&u);
   cache_drop(&u);
