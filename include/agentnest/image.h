@@ -64,7 +64,8 @@
  *  - modes: kept as in the image, setuid/setgid included, because sandboxes
  *    need the image as built.  They are never honoured for the host: the
  *    store's images/ directory is 0700 (no host user but root reaches them)
- *    and sandboxes run with no_new_privs and mount the root nosuid.
+ *    and sandboxes run with no_new_privs (DESIGN.md), so setuid grants
+ *    nothing there either.
  *  - mtimes: kept (Python's .pyc checks need them).
  *  - xattrs: only "user.*" are applied; "security.capability" and every other
  *    namespace are dropped with a warning (file capabilities are ineffective
@@ -72,6 +73,9 @@
  *  - size: the unpacked total (regular file bytes, all layers) is capped
  *    (default AN_IMAGE_DEFAULT_MAX_UNPACK, 16 GiB); an entry whose declared
  *    size exceeds what is left fails with "size N exceeds the unpack limit".
+ *  - a tar that ends right after its last file's data, without padding and
+ *    end-of-archive blocks (umoci 0.4 `insert` writes such layers), is
+ *    accepted with a warning: the data is complete and digest-verified.
  * Every refusal is an error naming the layer, the entry and the reason; the
  * import then fails and leaves nothing in the store.
  */

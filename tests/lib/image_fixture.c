@@ -44,7 +44,10 @@ static la_ssize_t mem_write(struct archive *a, void *d, const void *buf, size_t 
 struct tb_buf tb_tar(const struct tb_entry *e, size_t n, int compression) {
   struct mem m = {0};
   struct archive *a = archive_write_new();
-  archive_write_set_format_ustar(a);
+  int pax = 0;
+  for (size_t i = 0; i < n; i++) pax |= e[i].xattrs;
+  if (pax) archive_write_set_format_pax(a);
+  else archive_write_set_format_ustar(a);
   if (compression == 'g') archive_write_add_filter_gzip(a);
   if (compression == 'z') archive_write_add_filter_zstd(a);
   archive_write_set_bytes_in_last_block(a, 1);
@@ -52,8 +55,14 @@ struct tb_buf tb_tar(const struct tb_entry *e, size_t n, int compression) {
   for (size_t i = 0; i < n; i++) {
     struct archive_entry *ae = archive_entry_new();
     archive_entry_set_pathname(ae, e[i].name);
-    archive_entry_set_uid(ae, 0);
-    archive_entry_set_gid(ae, 0);
+    archive_entry_set_uid(ae, e[i].uid);
+    archive_entry_set_gid(ae, e[i].gid);
+    archive_entry_set_uname(ae, "root");      /* a lookup by name would give 0 */
+    archive_entry_set_gname(ae, "root");
+    if (e[i].xattrs) {
+      archive_entry_xattr_add_entry(ae, "user.test", "1", 1);
+      archive_entry_xattr_add_entry(ae, "security.capability", "\x01\x00\x00\x02", 4);
+    }
     archive_entry_set_mtime(ae, 1700000000, 0);
     size_t dlen = 0;
     switch (e[i].type) {

@@ -9,11 +9,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* entry tables list only the fields they need */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 struct tb_entry {
   char type;            /* 'f' file, 'd' dir, 'l' symlink, 'h' hardlink, 'c' char dev, 'b' block dev, 'p' fifo */
   const char *name;
   const char *data;     /* file content, or link target */
   mode_t mode;          /* 0: 0644 files, 0755 dirs */
+  int uid, gid;         /* numeric owner (uname/gname are always "root") */
+  int xattrs;           /* 1 adds user.test=1 and security.capability (pax format) */
 };
 
 struct tb_buf { char *data; size_t len; };

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include "agentnest/image.h"
 #include "image/image_internal.h"
@@ -482,6 +483,33 @@ Test(image_unpack, file_modes_including_setuid_are_kept) {
   cr_assert_eq(stat(p, &st), 0);
   cr_assert_eq(st.st_mode & 07777, 01777);
   cr_assert_eq(st.st_mtime, 1700000000);
+}
+
+Test(image_unpack, owners_are_numeric_ids_never_looked_up_by_name) {
+  /* BL-24: uname "root" with uid 1234 must give uid 1234, not 0 */
+  struct tb_entry e[] = {{'f', "owned", "x", 0, 1234, 5678, 0}, {'l', "owned-link", "owned", 0, 4321, 8765, 0}};
+  apply_ok(e, 2);
+  struct stat st;
+  char p[512];
+  snprintf(p, sizeof p, "%s/owned", rootfs);
+  cr_assert_eq(lstat(p, &st), 0);
+  cr_assert_eq(st.st_uid, 1234);
+  cr_assert_eq(st.st_gid, 5678);
+  snprintf(p, sizeof p, "%s/owned-link", rootfs);
+  cr_assert_eq(lstat(p, &st), 0);
+  cr_assert_eq(st.st_uid, 4321, "symlink owner set through the link");
+}
+
+Test(image_unpack, only_user_xattrs_are_kept_and_others_warned_about) {
+  struct tb_entry e[] = {{'f', "bin/ping", "elf", 0755, 0, 0, 1}};
+  apply_ok(e, 1);
+  char p[512], v[16];
+  snprintf(p, sizeof p, "%s/bin/ping", rootfs);
+  ssize_t n = getxattr(p, "user.test", v, sizeof v);
+  if (n < 0 && errno == ENOTSUP) cr_skip_test("no user xattrs on this file system");
+  cr_assert_eq(n, 1);
+  cr_assert_lt(getxattr(p, "security.capability", v, sizeof v), 0, "file capability applied");
+  cr_assert(strstr(warnings, "entry \"bin/ping\": xattr security.capability dropped"), "%s", warnings);
 }
 
 Test(image_unpack, entry_path_rules) {
