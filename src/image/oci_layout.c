@@ -217,10 +217,12 @@ int an_oci_layout_plan(const struct an_image_source *s, const char *want_digest,
     }
     yajl_tree_free(mv);
     if (r < 0) return an_error_prefix(err, "%s", s->path);
-    /* the layout's own name for it, when it is a full reference */
+    /* the layout's own name for it (org.opencontainers.image.ref.name), when
+     * it is a valid image name: "python" -> "python:latest" */
     p->names = calloc(2, sizeof *p->names);
     if (!p->names) return an_error_set(err, ENOMEM, "names");
-    if (*top_ref && (strchr(top_ref, ':') || strchr(top_ref, '/'))) p->names[0] = strdup(top_ref);
+    char rd[AN_DIGEST_SIZE];
+    if (*top_ref && an_image_ref_parse(top_ref, &p->names[0], rd, NULL) < 0) p->names[0] = NULL;
     return 0;
   }
 }
