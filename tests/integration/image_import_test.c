@@ -567,3 +567,50 @@ Test(image_import, cli_import_ls_inspect_rm_and_exit_125_on_error) {
   cr_assert(strstr(msg, want), "stderr: %s\nwant: %s", msg, want);
   assert_store_empty_of_images();
 }
+
+Test(image_import, skopeo_written_docker_archive_and_oci_archive_import) {
+  if (access("/usr/bin/skopeo", X_OK) != 0) cr_skip_test("skopeo not installed");
+  char dir[300], digest[72], dtar[300], otar[300];
+  snprintf(dir, sizeof dir, "%s/layout", work);
+  snprintf(dtar, sizeof dtar, "%s/sk-docker.tar", work);
+  snprintf(otar, sizeof otar, "%s/sk-oci.tar", work);
+  two_layer_layout(dir, digest);
+  cr_assert_eq(tb_sh("skopeo --insecure-policy copy -q oci:%s:example.com/test:1.0 docker-archive:%s:sk/docker:1 && "
+                     "skopeo --insecure-policy copy -q oci:%s:example.com/test:1.0 oci-archive:%s:sk-oci",
+                     dir, dtar, dir, otar), 0);
+  struct an_image_info *d = import_ok(dtar, NULL);
+  cr_assert_eq(d->source, AN_IMAGE_SOURCE_DOCKER_ARCHIVE);
+  cr_assert_str_eq(file_in(d->rootfs, "work/hello"), "hi");
+  cr_assert_null(file_in(d->rootfs, "etc/gone"));
+  cr_assert_str_eq(d->names[0], "docker.io/sk/docker:1");
+  struct an_image_info *o = import_ok(otar, NULL);
+  cr_assert_eq(o->source, AN_IMAGE_SOURCE_OCI_ARCHIVE);
+  cr_assert_str_eq(file_in(o->rootfs, "work/hello"), "hi");
+  an_image_info_free(d);
+  an_image_info_free(o);
+}
+
+Test(image_import, cached_image_tool_layouts_import_twice_to_one_entry) {
+  static const char *imgs[] = {"busybox", "python"};
+  int done = 0;
+  for (size_t i = 0; i < 2; i++) {
+    char lay[300];
+    snprintf(lay, sizeof lay, "/var/cache/agentnest/images/%s/layout", imgs[i]);
+    if (access(lay, R_OK) != 0) continue;
+    struct an_image_info *a = import_ok(lay, imgs[i]);
+    struct an_image_info *b = import_ok(lay, imgs[i]);
+    cr_assert_str_eq(a->digest, b->digest);
+    cr_assert_eq(b->already_present, 1);
+    char sh[400];
+    snprintf(sh, sizeof sh, "%s/bin/sh", a->rootfs);
+    struct stat st;
+    cr_assert_eq(lstat(sh, &st), 0, "%s has no /bin/sh", imgs[i]);
+    an_image_info_free(a);
+    an_image_info_free(b);
+    done++;
+  }
+  if (!done) cr_skip_test("no image built under /var/cache/agentnest/images (make images)");
+  int images, temps;
+  count_store(&images, &temps);
+  cr_assert_eq(images, done);
+}

@@ -172,6 +172,24 @@ static void write_blob(const char *dir, const void *buf, size_t len, char out[72
   tb_write_file(path, buf, len);
 }
 
+/* diff_id: digest of the uncompressed tar (config.md rootfs.diff_ids) */
+static void diff_id(const struct tb_buf *l, char out[72]) {
+  struct archive *a = archive_read_new();
+  archive_read_support_filter_all(a);
+  archive_read_support_format_raw(a);
+  struct archive_entry *e;
+  struct mem m = {0};
+  if (archive_read_open_memory(a, l->data, l->len) == ARCHIVE_OK &&
+      archive_read_next_header(a, &e) == ARCHIVE_OK) {
+    char buf[65536];
+    la_ssize_t n;
+    while ((n = archive_read_data(a, buf, sizeof buf)) > 0) mem_write(a, &m, buf, (size_t) n);
+  }
+  archive_read_free(a);
+  tb_digest(m.data ? m.data : "", m.len, out);
+  free(m.data);
+}
+
 static const char *layer_mt(const struct tb_buf *l) {
   const unsigned char *p = (const unsigned char *) l->data;
   if (l->len >= 2 && p[0] == 0x1f && p[1] == 0x8b) return "application/vnd.oci.image.layer.v1.tar+gzip";
@@ -192,7 +210,9 @@ void tb_oci_layout(const char *dir, const struct tb_buf *layers, size_t n, const
     write_blob(dir, layers[i].data, layers[i].len, dg[i]);
     if (layer_digests) memcpy(layer_digests[i], dg[i], 72);
     char *t;
-    cr_assert(asprintf(&t, "%s%s\"%s\"", ids, i ? "," : "", dg[i]) > 0);
+    char did[72];
+    diff_id(&layers[i], did);
+    cr_assert(asprintf(&t, "%s%s\"%s\"", ids, i ? "," : "", did) > 0);
     free(ids); ids = t;
     cr_assert(asprintf(&t, "%s%s{\"mediaType\":\"%s\",\"digest\":\"%s\",\"size\":%zu}", lay, i ? "," : "",
                        layer_mt(&layers[i]), dg[i], layers[i].len) > 0);
