@@ -17,6 +17,10 @@
 #include <sys/types.h>
 #include "agentnest/error.h"
 
+/* GCC predefines `linux` as 1 in GNU modes (-std=gnu11); struct an_spec has a
+ * member named after the spec's "linux" key. */
+#undef linux
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -92,7 +96,8 @@ struct an_spec_hooks {
   struct an_spec_hook *poststop; size_t n_poststop;
 };
 
-/* linux.namespaces[].type, as a bit set of CLONE_NEW* flags in an_spec_linux.ns_flags */
+/* linux.namespaces[] (type as its CLONE_NEW* flag; the OR of all of them is
+ * kept in an_spec_linux.ns_flags) */
 struct an_spec_namespace {
   int clone_flag;                     /* CLONE_NEWNS, CLONE_NEWPID, ... CLONE_NEWTIME */
   char *path;                         /* join this namespace if non-NULL */
@@ -155,29 +160,35 @@ struct an_spec_resources {            /* linux.resources (config-linux.md "Contr
 };
 
 struct an_spec_seccomp_arg {          /* linux.seccomp.syscalls[].args[] */
-  unsigned index;
-  uint64_t value, value_two;
+  unsigned index;                     /* 0..5 */
+  uint64_t value, value_two;          /* SCMP_CMP_MASKED_EQ: value is the mask, value_two the datum */
   int op;                             /* enum scmp_compare value (SCMP_CMP_EQ, ...) */
 };
 
 struct an_spec_seccomp_syscall {
-  char **names;
-  uint32_t action;                    /* libseccomp SCMP_ACT_* (errno folded in) */
+  char **names;                       /* as written; names libseccomp does not know are the
+                                         loader's to skip */
+  uint32_t action;                    /* libseccomp SCMP_ACT_* (errno folded in: errnoRet,
+                                         else EPERM, for SCMP_ACT_ERRNO and SCMP_ACT_TRACE) */
   bool has_errno_ret; unsigned errno_ret;
   struct an_spec_seccomp_arg *args; size_t n_args;
 };
 
 struct an_spec_seccomp {              /* linux.seccomp (config-linux.md "Seccomp") */
-  uint32_t default_action;            /* SCMP_ACT_*; SCMP_ACT_ERRNO uses default_errno_ret */
+  uint32_t default_action;            /* SCMP_ACT_*, errno folded in as for syscalls[].action:
+                                         SCMP_ACT_ERRNO(defaultErrnoRet, else EPERM) */
   bool has_default_errno_ret; unsigned default_errno_ret;
   uint32_t *architectures; size_t n_architectures;  /* SCMP_ARCH_* tokens */
-  char **flags;                       /* "SECCOMP_FILTER_FLAG_*" */
+  char **flags;                       /* "SECCOMP_FILTER_FLAG_*" (known names only); may be NULL */
   char *listener_path;
+  char *listener_metadata;
   struct an_spec_seccomp_syscall *syscalls; size_t n_syscalls;
 };
 
 struct an_spec_linux {                /* linux (config-linux.md) */
   struct an_spec_namespace *namespaces; size_t n_namespaces;
+  int ns_flags;                       /* OR of namespaces[].clone_flag; set by an_spec_parse and
+                                         an_spec_new_default — keep in sync when editing */
   struct an_spec_id_mapping *uid_mappings; size_t n_uid_mappings;
   struct an_spec_id_mapping *gid_mappings; size_t n_gid_mappings;
   struct an_spec_key_value *sysctl; size_t n_sysctl;
