@@ -28,9 +28,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "agentnest/error.h"
-/* GCC predefines `linux` as 1 in GNU modes; struct an_spec has a member named
- * after the spec's "linux" key (spec.h does the same on the spec-parser branch). */
-#undef linux
 #include "agentnest/spec.h"
 
 #ifdef __cplusplus
