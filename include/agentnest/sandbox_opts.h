@@ -137,6 +137,21 @@ int an_sandbox_opts_set_seccomp_profile(struct an_sandbox_opts *opts, const char
 /* Human name of the sandbox: [A-Za-z0-9][A-Za-z0-9_.-]{0,62}. */
 int an_sandbox_opts_set_name(struct an_sandbox_opts *opts, const char *name, an_error_t *err);
 
+/* Set one option from its text form, as a command-line flag gives it, with
+ * the grammar of util/units.h for sizes and durations:
+ *   image name workdir network seccomp_profile   the string as is
+ *   memory tmp_size max_output max_read          size  ("512m", "4096")
+ *   timeout (the lifetime) exec_timeout          duration ("300", "1.5s", "500ms")
+ *   cpus                                         "1.5" (up to 3 decimals)
+ *   pids                                         decimal integer
+ *   env                                          "K=V" (add_env)
+ *   secret                                       "NAME" or "NAME=@FILE" (add_secret_arg)
+ * Errors: -EINVAL unknown option (`unknown option "memroy"`) or bad text;
+ * -ERANGE overflow; otherwise the setter's errors.  Messages name the
+ * option and the value; callers add "--memory" or a profile key. */
+int an_sandbox_opts_set_option(struct an_sandbox_opts *opts, const char *option, const char *text,
+                               an_error_t *err);
+
 /* ---- getters (no errors; strings owned by opts) ------------------------------------------ */
 const char *an_sandbox_opts_image(const struct an_sandbox_opts *opts);      /* NULL: unset */
 const char *an_sandbox_opts_name(const struct an_sandbox_opts *opts);       /* NULL: unset */

@@ -384,6 +384,57 @@ int an_sandbox_opts_set_name(struct an_sandbox_opts *o, const char *name, an_err
   return replace_string(&o->name, name, "name", err);
 }
 
+typedef int (*u64_setter)(struct an_sandbox_opts *, uint64_t, an_error_t *);
+typedef int (*u64_parser)(const char *, uint64_t *, an_error_t *);
+
+/* pids as text: a strict decimal integer (no sign, no spaces, no units). */
+static int parse_count(const char *text, uint64_t *out, an_error_t *err) {
+  if (!text || *text < '0' || *text > '9')
+    return an_error_set(err, EINVAL, "pids \"%s\": expected a decimal integer", text ? text : "");
+  uint64_t v = 0;
+  for (const char *p = text; *p; p++) {
+    if (*p < '0' || *p > '9')
+      return an_error_set(err, EINVAL, "pids \"%s\": expected a decimal integer", text);
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t) (*p - '0'), &v))
+      return an_error_set(err, ERANGE, "pids \"%s\": too large", text);
+  }
+  *out = v;
+  return 0;
+}
+
+int an_sandbox_opts_set_option(struct an_sandbox_opts *o, const char *option, const char *text,
+                               an_error_t *err) {
+  static const struct {
+    const char *name;
+    u64_parser parse;
+    u64_setter set;
+  } numeric[] = {
+    {"memory", an_parse_size, an_sandbox_opts_set_memory},
+    {"tmp_size", an_parse_size, an_sandbox_opts_set_tmp_size},
+    {"max_output", an_parse_size, an_sandbox_opts_set_max_output},
+    {"max_read", an_parse_size, an_sandbox_opts_set_max_read},
+    {"timeout", an_parse_duration_ms, an_sandbox_opts_set_lifetime},
+    {"exec_timeout", an_parse_duration_ms, an_sandbox_opts_set_exec_timeout},
+    {"cpus", an_parse_millicpus, an_sandbox_opts_set_cpus},
+    {"pids", parse_count, an_sandbox_opts_set_pids},
+  };
+  if (!option) return an_error_set(err, EINVAL, "no option name");
+  for (size_t i = 0; i < sizeof numeric / sizeof *numeric; i++)
+    if (strcmp(option, numeric[i].name) == 0) {
+      uint64_t v;
+      int r = numeric[i].parse(text, &v, err);
+      return r < 0 ? r : numeric[i].set(o, v, err);
+    }
+  if (strcmp(option, "image") == 0) return an_sandbox_opts_set_image(o, text, err);
+  if (strcmp(option, "name") == 0) return an_sandbox_opts_set_name(o, text, err);
+  if (strcmp(option, "workdir") == 0) return an_sandbox_opts_set_workdir(o, text, err);
+  if (strcmp(option, "network") == 0) return an_sandbox_opts_set_network(o, text, err);
+  if (strcmp(option, "seccomp_profile") == 0) return an_sandbox_opts_set_seccomp_profile(o, text, err);
+  if (strcmp(option, "env") == 0) return an_sandbox_opts_add_env(o, text, err);
+  if (strcmp(option, "secret") == 0) return an_sandbox_opts_add_secret_arg(o, text, err);
+  return an_error_set(err, EINVAL, "unknown option \"%s\"", option);
+}
+
 int an_sandbox_opts_set_profile_name(struct an_sandbox_opts *o, const char *profile, an_error_t *err) {
   return replace_string(&o->profile, profile, "profile", err);
 }

@@ -74,27 +74,13 @@ static int want_string(const char *key, yajl_val v, const char **out, an_error_t
   return 0;
 }
 
-typedef int (*size_setter)(struct an_sandbox_opts *, uint64_t, an_error_t *);
-
-static int apply_size(struct an_sandbox_opts *o, const char *key, yajl_val v, size_setter set,
-                      an_error_t *err) {
-  const char *text = scalar_text(v);
-  uint64_t bytes;
-  if (!text)
-    return an_error_set(err, EINVAL, "key \"%s\": expected a size (\"512m\" or bytes)", key);
-  int r = an_parse_size(text, &bytes, err);
-  if (r == 0) r = set(o, bytes, err);
-  return r < 0 ? an_error_prefix(err, "key \"%s\"", key) : 0;
-}
-
-static int apply_duration(struct an_sandbox_opts *o, const char *key, yajl_val v, size_setter set,
+/* A size, duration or CPU count: a JSON string in the units grammar or a
+ * JSON number (taken as written, so 1.5 and "1.5" parse alike). */
+static int apply_quantity(struct an_sandbox_opts *o, const char *key, yajl_val v, const char *kind,
                           an_error_t *err) {
   const char *text = scalar_text(v);
-  uint64_t ms;
-  if (!text)
-    return an_error_set(err, EINVAL, "key \"%s\": expected a duration (\"300s\" or seconds)", key);
-  int r = an_parse_duration_ms(text, &ms, err);
-  if (r == 0) r = set(o, ms, err);
+  if (!text) return an_error_set(err, EINVAL, "key \"%s\": expected %s", key, kind);
+  int r = an_sandbox_opts_set_option(o, key, text, err);
   return r < 0 ? an_error_prefix(err, "key \"%s\"", key) : 0;
 }
 
@@ -146,40 +132,33 @@ static int apply_seccomp_profile(struct an_sandbox_opts *o, const char *profile_
 
 static int apply_key(struct an_sandbox_opts *o, const char *profile_path, const char *key,
                      yajl_val v, an_error_t *err) {
-  const char *s = NULL;
-  int r;
-  if (strcmp(key, "memory") == 0) return apply_size(o, key, v, an_sandbox_opts_set_memory, err);
-  if (strcmp(key, "tmp_size") == 0) return apply_size(o, key, v, an_sandbox_opts_set_tmp_size, err);
-  if (strcmp(key, "max_output") == 0) return apply_size(o, key, v, an_sandbox_opts_set_max_output, err);
-  if (strcmp(key, "max_read") == 0) return apply_size(o, key, v, an_sandbox_opts_set_max_read, err);
-  if (strcmp(key, "timeout") == 0) return apply_duration(o, key, v, an_sandbox_opts_set_lifetime, err);
-  if (strcmp(key, "exec_timeout") == 0)
-    return apply_duration(o, key, v, an_sandbox_opts_set_exec_timeout, err);
+  static const char *const sizes[] = {"memory", "tmp_size", "max_output", "max_read"};
+  static const char *const strings[] = {"image", "network", "workdir"};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+    if (strcmp(key, sizes[i]) == 0) return apply_quantity(o, key, v, "a size (\"512m\" or bytes)", err);
+  if (strcmp(key, "timeout") == 0 || strcmp(key, "exec_timeout") == 0)
+    return apply_quantity(o, key, v, "a duration (\"300s\" or seconds)", err);
+  if (strcmp(key, "cpus") == 0) return apply_quantity(o, key, v, "a number like 1.5", err);
   if (strcmp(key, "env") == 0) return apply_env(o, v, err);
   if (strcmp(key, "seccomp_profile") == 0) return apply_seccomp_profile(o, profile_path, v, err);
-  if (strcmp(key, "cpus") == 0) {
-    const char *text = scalar_text(v);
-    uint64_t m;
-    if (!text) return an_error_set(err, EINVAL, "key \"cpus\": expected a number like 1.5");
-    r = an_parse_millicpus(text, &m, err);
-    if (r == 0) r = an_sandbox_opts_set_cpus(o, m, err);
-    return r < 0 ? an_error_prefix(err, "key \"cpus\"") : 0;
-  }
   if (strcmp(key, "pids") == 0) {
     if (!YAJL_IS_INTEGER(v) || YAJL_GET_INTEGER(v) < 0)
       return an_error_set(err, EINVAL, "key \"pids\": expected a positive integer");
-    r = an_sandbox_opts_set_pids(o, (uint64_t) YAJL_GET_INTEGER(v), err);
+    int r = an_sandbox_opts_set_option(o, key, YAJL_GET_NUMBER(v), err);
     return r < 0 ? an_error_prefix(err, "key \"pids\"") : 0;
   }
-  if (strcmp(key, "image") == 0 || strcmp(key, "network") == 0 || strcmp(key, "workdir") == 0 ||
-      strcmp(key, "description") == 0) {
-    r = want_string(key, v, &s, err);
-    if (r < 0) return r;
-    if (key[0] == 'i') r = an_sandbox_opts_set_image(o, s, err);
-    else if (key[0] == 'n') r = an_sandbox_opts_set_network(o, s, err);
-    else if (key[0] == 'w') r = an_sandbox_opts_set_workdir(o, s, err);
-    return r < 0 ? an_error_prefix(err, "key \"%s\"", key) : 0;
+  if (strcmp(key, "description") == 0) {
+    const char *s = NULL;
+    return want_string(key, v, &s, err);
   }
+  for (size_t i = 0; i < sizeof strings / sizeof *strings; i++)
+    if (strcmp(key, strings[i]) == 0) {
+      const char *s = NULL;
+      int r = want_string(key, v, &s, err);
+      if (r < 0) return r;
+      r = an_sandbox_opts_set_option(o, key, s, err);
+      return r < 0 ? an_error_prefix(err, "key \"%s\"", key) : 0;
+    }
   return an_error_set(err, EINVAL, "key \"%s\": unknown key", key);
 }
 

@@ -200,3 +200,38 @@ Test(opts, image_name_and_seccomp_profile_validation) {
   cr_assert_str_eq(an_sandbox_opts_image(o), "debian:12");
   cr_assert_str_eq(an_sandbox_opts_name(o), "my-box.1");
 }
+
+Test(opts, set_option_parses_flag_text_with_the_units_grammar) {
+  an_error_t err = NULL;
+  cr_assert_eq(an_sandbox_opts_set_option(o, "memory", "1.5g", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "cpus", "0.5", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "pids", "100", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "tmp_size", "10MiB", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "timeout", "5m", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "exec_timeout", "500ms", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "max_output", "1m", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "max_read", "2m", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "env", "A=b", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "image", "busybox", &err), 0);
+  cr_assert_eq(an_sandbox_opts_memory(o), 3ull << 29);
+  cr_assert_eq(an_sandbox_opts_cpus(o), 500);
+  cr_assert_eq(an_sandbox_opts_pids(o), 100);
+  cr_assert_eq(an_sandbox_opts_tmp_size(o), 10ull << 20);
+  cr_assert_eq(an_sandbox_opts_lifetime(o), 300000);
+  cr_assert_eq(an_sandbox_opts_exec_timeout(o), 500);
+  cr_assert_eq(an_sandbox_opts_max_output(o), 1ull << 20);
+  cr_assert_eq(an_sandbox_opts_max_read(o), 2ull << 20);
+  cr_assert_str_eq(an_sandbox_opts_env(o)[0], "A=b");
+  cr_assert_str_eq(an_sandbox_opts_image(o), "busybox");
+  REFUSED(an_sandbox_opts_set_option(o, "memroy", "1g", E), -EINVAL, "unknown option \"memroy\": EINVAL");
+  REFUSED(an_sandbox_opts_set_option(o, "memory", "0", E), -EINVAL, "memory 0B: below the minimum of 4MiB: EINVAL");
+  REFUSED(an_sandbox_opts_set_option(o, "memory", "12q", E), -EINVAL,
+          "size \"12q\": unknown unit \"q\" (use b, k, m, g or t): EINVAL");
+  REFUSED(an_sandbox_opts_set_option(o, "timeout", "-5", E), -EINVAL,
+          "duration \"-5\": must start with a digit (no sign, no spaces): EINVAL");
+  REFUSED(an_sandbox_opts_set_option(o, "pids", "0", E), -EINVAL, "pids 0: must be between 1 and 4194304: EINVAL");
+  REFUSED(an_sandbox_opts_set_option(o, "pids", "12k", E), -EINVAL, "pids \"12k\": expected a decimal integer: EINVAL");
+  REFUSED(an_sandbox_opts_set_option(o, "pids", "99999999999999999999", E), -ERANGE,
+          "pids \"99999999999999999999\": too large: ERANGE");
+  cr_assert_eq(an_sandbox_opts_pids(o), 100, "refused value stored");
+}
