@@ -253,11 +253,13 @@ struct an_sandbox_ids {
  *   resources: memory limit = swap limit (no swap), CFS quota =
  *   millicpus*100 µs per 100000 µs period, pids limit, device cgroup deny all
  *   but null zero full random urandom tty ptmx and pts; devices null zero
- *   full random urandom tty; seccomp parsed from opts' seccomp_profile.
+ *   full random urandom tty; linux.seccomp loaded from opts'
+ *   seccomp_profile with an_seccomp_profile_load.
  * Errors: -EINVAL a missing or invalid argument (message names it);
- *   -EOPNOTSUPP the seccomp profile loader is not built in (fail closed:
- *   never a sandbox without seccomp); the loader's errors for the seccomp
- *   profile (prefixed with its path); -ENOMEM. */
+ *   the errors of an_seccomp_profile_load (agentnest/seccomp_profile.h) for
+ *   opts' seccomp profile, e.g. -ENOENT when it is missing, -EINVAL when it
+ *   is malformed: fail closed, never a spec without a seccomp filter;
+ *   -ENOMEM.  On error *out is untouched. */
 int an_sandbox_build_spec(const struct an_sandbox_opts *opts, const struct an_sandbox_image *img,
                           const struct an_sandbox_ids *ids, const char *sandbox_id,
                           const char *workspace_host_path, char **argv, struct an_spec **out,

@@ -26,12 +26,8 @@
 #include "agentnest/spec.h"
 #include "sandbox/opts_internal.h"
 #include "sandbox/spec_build_internal.h"
-#include "util/cleanup.h"
-
-#if __has_include("agentnest/seccomp_profile.h")
 #include "agentnest/seccomp_profile.h"
-#define HAVE_SECCOMP_PROFILE_LOADER 1
-#endif
+#include "util/cleanup.h"
 
 #define OCI_VERSION        "1.2.0"
 #define CPU_PERIOD_US      100000
@@ -334,18 +330,6 @@ int an_sandbox_build_spec_without_seccomp(const struct an_sandbox_opts *opts,
   return 0;
 }
 
-/* Parse the Docker/OCI-format seccomp profile file into a spec section. */
-static int load_seccomp(const char *path, struct an_spec_seccomp **out, an_error_t *err) {
-#ifdef HAVE_SECCOMP_PROFILE_LOADER
-  return an_seccomp_profile_load(path, out, err);
-#else
-  /* TODO(spec-parser): an_seccomp_profile_load lands with the spec-parser
-   * branch.  Until then refuse: a sandbox never runs without seccomp. */
-  (void) out;
-  return an_error_set(err, EOPNOTSUPP, "seccomp profile %s: seccomp profile loader unavailable", path);
-#endif
-}
-
 int an_sandbox_build_spec(const struct an_sandbox_opts *opts, const struct an_sandbox_image *img,
                           const struct an_sandbox_ids *ids, const char *sandbox_id,
                           const char *workspace_host_path, char **argv, struct an_spec **out,
@@ -354,7 +338,7 @@ int an_sandbox_build_spec(const struct an_sandbox_opts *opts, const struct an_sa
   int r = an_sandbox_build_spec_without_seccomp(opts, img, ids, sandbox_id, workspace_host_path,
                                                 argv, &spec, err);
   if (r < 0) return r;
-  r = load_seccomp(opts->seccomp_profile, &spec->linux.seccomp, err);
+  r = an_seccomp_profile_load(opts->seccomp_profile, &spec->linux.seccomp, err);
   if (r < 0 || !spec->linux.seccomp) {   /* fail closed: no filter, no sandbox */
     an_spec_free(spec);
     return r < 0 ? r : an_error_set(err, EINVAL, "seccomp profile %s: no filter", opts->seccomp_profile);

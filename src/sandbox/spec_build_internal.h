@@ -1,7 +1,7 @@
 /* sandbox/spec_build_internal.h — the seccomp-less half of
  * an_sandbox_build_spec (internal, not installed).  Only for callers that
  * attach a seccomp section themselves right after, and for unit tests that
- * check every other default while the seccomp loader is unavailable.  Never
+ * check every other default without reading a seccomp file.  Never
  * hand its result to the engine as is. */
 #ifndef AN_SANDBOX_SPEC_BUILD_INTERNAL_H
 #define AN_SANDBOX_SPEC_BUILD_INTERNAL_H

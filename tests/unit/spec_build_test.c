@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "agentnest/sandbox_opts.h"
 #include "agentnest/spec.h"
 #include "sandbox/spec_build_internal.h"
@@ -335,34 +337,69 @@ Test(spec_build, bad_arguments_are_refused_naming_them) {
               "sandbox spec: sandbox id \"a/b\": must match [A-Za-z0-9]{1,52}: EINVAL");
 }
 
-Test(spec_build, build_spec_never_returns_a_spec_without_seccomp) {
+/* Options whose default seccomp profile is the source tree's
+ * profiles/seccomp/default.json. */
+static struct an_sandbox_opts *new_opts_with_source_profiles(void) {
   const char *src = getenv("AN_TEST_SRC");
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/profiles", src ? src : ".");
   setenv("AGENTNEST_PROFILES", dir, 1);
   struct an_sandbox_opts *o = new_opts();
   unsetenv("AGENTNEST_PROFILES");
+  return o;
+}
+
+Test(spec_build, build_spec_attaches_the_default_seccomp_profile) {
+  struct an_sandbox_opts *o = new_opts_with_source_profiles();
   struct an_spec *s = NULL;
   an_error_t err = NULL;
   int r = an_sandbox_build_spec(o, &image, &ids, "abc", "/w", argv_true, &s, &err);
-#if __has_include("agentnest/seccomp_profile.h")
   cr_assert_eq(r, 0, "%s", err ? err->msg : "");
   cr_assert_not_null(s->linux.seccomp);
   cr_assert_gt(s->linux.seccomp->n_syscalls, 0);
   an_spec_free(s);
-#else
-  cr_assert_eq(r, -EOPNOTSUPP);
-  cr_assert_null(s);
-  cr_assert(strstr(err->msg, "seccomp profile loader unavailable"), "%s", err->msg);
+  an_sandbox_opts_free(o);
+}
+
+Test(spec_build, unreadable_or_bad_seccomp_profile_fails_closed_with_no_spec) {
+  char dir[128], path[200];
+  snprintf(dir, sizeof dir, "/tmp/an-spec-build-test-%d", (int) getpid());
+  cr_assert_eq(mkdir(dir, 0700), 0);
+  snprintf(path, sizeof path, "%s/bad.json", dir);
+  FILE *f = fopen(path, "w");
+  fputs("{\"defaultAction\": \"SCMP_ACT_NOPE\"}", f);
+  fclose(f);
+  setenv("AGENTNEST_PROFILES", dir, 1);       /* no seccomp/default.json there */
+  struct an_sandbox_opts *o = new_opts();
+  unsetenv("AGENTNEST_PROFILES");
+  struct an_spec *s = NULL;
+  an_error_t err = NULL;
+  int r1 = an_sandbox_build_spec(o, &image, &ids, "abc", "/w", argv_true, &s, &err);
+  char *msg1 = err ? strdup(err->msg) : NULL;
   an_error_free(&err);
-#endif
+  int r2 = an_sandbox_opts_set_seccomp_profile(o, path, &err);
+  int r3 = an_sandbox_build_spec(o, &image, &ids, "abc", "/w", argv_true, &s, &err);
+  unlink(path);
+  rmdir(dir);
+  cr_assert_eq(r1, -ENOENT, "missing default profile: %d (%s)", r1, msg1);
+  cr_assert(msg1 && strstr(msg1, "seccomp/default.json"), "%s", msg1);
+  cr_assert_eq(r2, 0);
+  cr_assert_eq(r3, -EINVAL, "bad profile: %d", r3);
+  cr_assert(strstr(err->msg, "bad.json"), "%s", err->msg);
+  cr_assert_null(s, "a spec came back without its seccomp filter");
+  free(msg1);
+  an_error_free(&err);
   an_sandbox_opts_free(o);
 }
 
 Test(spec_build, built_spec_round_trips_through_json) {
-  struct an_spec *s = build_default(), *back = NULL;
+  struct an_sandbox_opts *o = new_opts_with_source_profiles();
+  struct an_spec *s = NULL, *back = NULL;
   char *json = NULL, *json2 = NULL;
   an_error_t err = NULL;
+  cr_assert_eq(an_sandbox_build_spec(o, &image, &ids, "abc", "/w", argv_true, &s, &err), 0,
+               "%s", err ? err->msg : "");
+  an_sandbox_opts_free(o);
   cr_assert_eq(an_spec_to_json(s, &json, &err), 0, "%s", err ? err->msg : "");
   cr_assert_eq(an_spec_parse(json, strlen(json), &back, &err), 0, "%s", err ? err->msg : "");
   cr_assert_eq(an_spec_to_json(back, &json2, &err), 0);
@@ -371,6 +408,8 @@ Test(spec_build, built_spec_round_trips_through_json) {
   cr_assert_eq(back->linux.uid_mappings[0].host_id, 0x10020000u);
   cr_assert_not_null(back->process->capabilities);
   cr_assert_null(back->process->capabilities->bounding[0]);
+  cr_assert_not_null(back->linux.seccomp);
+  cr_assert_eq(back->linux.seccomp->n_syscalls, s->linux.seccomp->n_syscalls);
   free(json);
   free(json2);
   an_spec_free(s);
