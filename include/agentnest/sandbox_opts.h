@@ -175,6 +175,20 @@ char *const *an_sandbox_opts_env(const struct an_sandbox_opts *opts);
  * redacts.  Secret names with their values are in the built spec's env. */
 char *const *an_sandbox_opts_secret_values(const struct an_sandbox_opts *opts);
 
+/* Copy an options object, secrets included.  *copy is owned by the caller
+ * (an_sandbox_opts_free).  Errors: -ENOMEM. */
+int an_sandbox_opts_dup(const struct an_sandbox_opts *opts, struct an_sandbox_opts **copy,
+                        an_error_t *err);
+
+/* Write the options as a profile document (the keys of
+ * an_sandbox_opts_load_profile; sizes in bytes, durations as "<n>ms", cpus
+ * as "1.500", seccomp_profile as its path) for the state store, `inspect`
+ * and `fork`.  Loading it into fresh options gives the same values, except
+ * name and secrets: secrets are never written.  *json is heap-allocated,
+ * NUL-terminated, owned by the caller.  Errors: -EINVAL a string is not
+ * valid UTF-8; -ENOMEM. */
+int an_sandbox_opts_to_json(const struct an_sandbox_opts *opts, char **json, an_error_t *err);
+
 /* ---- profiles (src/sandbox/profile.c) ---------------------------------------------------- */
 
 /* The directory named profiles are looked up in: $AGENTNEST_PROFILES if set
@@ -302,6 +316,23 @@ int an_idrange_alloc_config(const char *state_root, const struct an_idrange_conf
  * Errors: -EINVAL ids not a range this allocator hands out; -ENOENT not
  * reserved; the unlink errno otherwise. */
 int an_idrange_free(const char *state_root, const struct an_sandbox_ids *ids, an_error_t *err);
+
+/* A reservation on disk: the range and the pid that made it (0 if the file
+ * holds none). */
+struct an_idrange_reservation {
+  struct an_sandbox_ids ids;
+  pid_t pid;
+};
+
+/* List the reservations under <state_root>/idranges, for `prune`: a
+ * reservation whose sandbox is gone (no state, or its monitor and processes
+ * dead) is released with an_idrange_free.  Files that are not
+ * "<base>.lock" are ignored.  *out (heap, owned by the caller, free()) has
+ * *n entries, in no particular order; a missing directory gives none.
+ * Errors: the opendir/read errno with a message naming the directory;
+ * -ENOMEM. */
+int an_idrange_list(const char *state_root, struct an_idrange_reservation **out, size_t *n,
+                    an_error_t *err);
 
 #ifdef __cplusplus
 }

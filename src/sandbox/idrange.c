@@ -205,3 +205,42 @@ int an_idrange_free(const char *state_root, const struct an_sandbox_ids *ids, an
   if (unlink(path) < 0) return an_error_set(err, errno, "release id range: unlink %s", path);
   return 0;
 }
+
+int an_idrange_list(const char *state_root, struct an_idrange_reservation **out, size_t *n,
+                    an_error_t *err) {
+  cleanup_free char *path = NULL;
+  if (!state_root || asprintf(&path, "%s/" IDRANGE_DIR, state_root) < 0)
+    return an_error_set(err, state_root ? ENOMEM : EINVAL, "list id ranges");
+  *out = NULL;
+  *n = 0;
+  cleanup_closedir DIR *d = opendir(path);
+  if (!d) return errno == ENOENT ? 0 : an_error_set(err, errno, "open %s", path);
+  cleanup_free struct an_idrange_reservation *list = NULL;
+  size_t count = 0, cap = 0;
+  int read_errno = 0;
+  for (;;) {
+    errno = 0;
+    struct dirent *de = readdir(d);
+    if (!de) { read_errno = errno; break; }
+    char *end;
+    if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
+    unsigned long long base = strtoull(de->d_name, &end, 10);
+    if (strcmp(end, ".lock") != 0 || base % AN_IDRANGE_SIZE || base + AN_IDRANGE_SIZE > UINT32_MAX)
+      continue;
+    if (count == cap) {
+      cap = cap ? cap * 2 : 16;
+      struct an_idrange_reservation *grown = realloc(list, cap * sizeof *grown);
+      if (!grown) return an_error_set(err, ENOMEM, "list %s", path);
+      list = grown;
+    }
+    struct an_idrange_reservation *r = &list[count++];
+    *r = (struct an_idrange_reservation){.ids = {(uint32_t) base, AN_IDRANGE_SIZE}, .pid = 0};
+    cleanup_close int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    char buf[24] = "";
+    if (fd >= 0 && read(fd, buf, sizeof buf - 1) > 0) r->pid = (pid_t) atoi(buf);
+  }
+  if (read_errno) return an_error_set(err, read_errno, "read %s", path);
+  *out = an_steal(&list);
+  *n = count;
+  return 0;
+}

@@ -181,3 +181,36 @@ Test(idrange, bad_config_is_einval) {
   an_error_free(&err);
   cr_assert_eq(a.host_uid_base, 0);
 }
+
+Test(idrange, list_shows_reservations_with_their_pid_for_prune) {
+  an_error_t err = NULL;
+  struct an_idrange_reservation *list = NULL;
+  size_t n = 99;
+  cr_assert_eq(an_idrange_list(state, &list, &n, &err), 0, "missing dir: %s", err ? err->msg : "");
+  cr_assert_eq(n, 0);
+  struct an_idrange_config c = small_config(3);
+  struct an_sandbox_ids a = {0}, b = {0};
+  cr_assert_eq(an_idrange_alloc_config(state, &c, &a, &err), 0);
+  cr_assert_eq(an_idrange_alloc_config(state, &c, &b, &err), 0);
+  char junk[400];
+  snprintf(junk, sizeof junk, "%s/idranges/notes.txt", state);
+  FILE *f = fopen(junk, "w");
+  fclose(f);
+  cr_assert_eq(an_idrange_list(state, &list, &n, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(n, 2);
+  bool seen_a = false, seen_b = false;
+  for (size_t i = 0; i < n; i++) {
+    cr_assert_eq(list[i].pid, getpid());
+    cr_assert_eq(list[i].ids.size, 65536);
+    seen_a |= list[i].ids.host_uid_base == a.host_uid_base;
+    seen_b |= list[i].ids.host_uid_base == b.host_uid_base;
+  }
+  cr_assert(seen_a && seen_b);
+  free(list);
+  cr_assert_eq(an_idrange_free(state, &a, &err), 0);
+  cr_assert_eq(an_idrange_list(state, &list, &n, &err), 0);
+  cr_assert_eq(n, 1);
+  cr_assert_eq(list[0].ids.host_uid_base, b.host_uid_base);
+  free(list);
+  cr_assert_eq(an_idrange_free(state, &b, &err), 0);
+}

@@ -235,3 +235,65 @@ Test(opts, set_option_parses_flag_text_with_the_units_grammar) {
           "pids \"99999999999999999999\": too large: ERANGE");
   cr_assert_eq(an_sandbox_opts_pids(o), 100, "refused value stored");
 }
+
+Test(opts, to_json_round_trips_through_load_profile_without_secrets) {
+  an_error_t err = NULL;
+  char dir[128], path[200];
+  snprintf(dir, sizeof dir, "/tmp/an-opts-json-test-%d", (int) getpid());
+  cr_assert_eq(mkdir(dir, 0700), 0);
+  snprintf(path, sizeof path, "%s/seccomp.json", dir);
+  FILE *f = fopen(path, "w");
+  fputs("{}", f);
+  fclose(f);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "image", "debian", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "memory", "1.5g", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "cpus", "2.25", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "pids", "99", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "timeout", "1.5s", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "exec_timeout", "700ms", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "tmp_size", "3m", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "max_output", "5k", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "max_read", "7k", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "workdir", "/workspace/x", &err), 0);
+  cr_assert_eq(an_sandbox_opts_set_option(o, "seccomp_profile", path, &err), 0);
+  cr_assert_eq(an_sandbox_opts_add_env(o, "A=1", &err), 0);
+  cr_assert_eq(an_sandbox_opts_add_secret(o, "TOKEN", "do-not-write-me", &err), 0);
+  char *json = NULL;
+  cr_assert_eq(an_sandbox_opts_to_json(o, &json, &err), 0);
+  cr_assert_null(strstr(json, "do-not-write-me"), "secret written: %s", json);
+  cr_assert_null(strstr(json, "TOKEN"), "secret name written: %s", json);
+  char ppath[200];
+  snprintf(ppath, sizeof ppath, "%s/saved.json", dir);
+  f = fopen(ppath, "w");
+  fputs(json, f);
+  fclose(f);
+  struct an_sandbox_opts *back = NULL, *copy = NULL;
+  cr_assert_eq(an_sandbox_opts_new(&back, &err), 0);
+  int r = an_sandbox_opts_load_profile(back, ppath, NULL, &err);
+  cr_assert_eq(an_sandbox_opts_dup(o, &copy, &err), 0);
+  unlink(ppath);
+  unlink(path);
+  rmdir(dir);
+  cr_assert_eq(r, 0, "%s\n%s", err ? err->msg : "", json);
+  const struct an_sandbox_opts *both[] = {back, copy};
+  for (int i = 0; i < 2; i++) {
+    const struct an_sandbox_opts *x = both[i];
+    cr_assert_str_eq(an_sandbox_opts_image(x), "debian");
+    cr_assert_eq(an_sandbox_opts_memory(x), 3ull << 29);
+    cr_assert_eq(an_sandbox_opts_cpus(x), 2250);
+    cr_assert_eq(an_sandbox_opts_pids(x), 99);
+    cr_assert_eq(an_sandbox_opts_lifetime(x), 1500);
+    cr_assert_eq(an_sandbox_opts_exec_timeout(x), 700);
+    cr_assert_eq(an_sandbox_opts_tmp_size(x), 3ull << 20);
+    cr_assert_eq(an_sandbox_opts_max_output(x), 5120);
+    cr_assert_eq(an_sandbox_opts_max_read(x), 7168);
+    cr_assert_str_eq(an_sandbox_opts_workdir(x), "/workspace/x");
+    cr_assert_str_eq(an_sandbox_opts_seccomp_profile(x), path);
+    cr_assert_str_eq(an_sandbox_opts_env(x)[0], "A=1");
+  }
+  cr_assert_null(an_sandbox_opts_secret_values(back)[0]);
+  cr_assert_str_eq(an_sandbox_opts_secret_values(copy)[0], "do-not-write-me");
+  free(json);
+  an_sandbox_opts_free(back);
+  an_sandbox_opts_free(copy);
+}
