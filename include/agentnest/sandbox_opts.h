@@ -129,7 +129,8 @@ int an_sandbox_opts_set_network(struct an_sandbox_opts *opts, const char *mode, 
 
 /* seccomp profile file in the Docker/OCI profile format.  Must name an
  * existing regular file (-ENOENT / -EINVAL "not a regular file", stat(2)
- * errno otherwise); it is parsed by an_sandbox_build_spec.  There is no
+ * errno otherwise); it is stored as an absolute path (realpath(3)) and
+ * parsed by an_sandbox_build_spec.  There is no
  * "unconfined": seccomp cannot be switched off (fail closed). */
 int an_sandbox_opts_set_seccomp_profile(struct an_sandbox_opts *opts, const char *path,
                                         an_error_t *err);

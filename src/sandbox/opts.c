@@ -367,7 +367,10 @@ int an_sandbox_opts_set_seccomp_profile(struct an_sandbox_opts *o, const char *p
   if (stat(path, &st) < 0) return an_error_set(err, errno, "seccomp_profile %s", path);
   if (!S_ISREG(st.st_mode))
     return an_error_set(err, EINVAL, "seccomp_profile %s: not a regular file", path);
-  return replace_string(&o->seccomp_profile, path, "seccomp_profile", err);
+  /* Kept absolute: the monitor and `fork` read it later from another cwd. */
+  cleanup_free char *abs = realpath(path, NULL);
+  if (!abs) return an_error_set(err, errno, "seccomp_profile %s: realpath", path);
+  return replace_string(&o->seccomp_profile, abs, "seccomp_profile", err);
 }
 
 int an_sandbox_opts_set_name(struct an_sandbox_opts *o, const char *name, an_error_t *err) {

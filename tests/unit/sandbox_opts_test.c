@@ -297,3 +297,23 @@ Test(opts, to_json_round_trips_through_load_profile_without_secrets) {
   an_sandbox_opts_free(back);
   an_sandbox_opts_free(copy);
 }
+
+Test(opts, seccomp_profile_is_stored_as_an_absolute_path) {
+  char dir[128];
+  snprintf(dir, sizeof dir, "/tmp/an-opts-rel-test-%d", (int) getpid());
+  cr_assert_eq(mkdir(dir, 0700), 0);
+  char path[200];
+  snprintf(path, sizeof path, "%s/p.json", dir);
+  FILE *f = fopen(path, "w");
+  fputs("{}", f);
+  fclose(f);
+  char old[4096];
+  cr_assert_not_null(getcwd(old, sizeof old));
+  an_error_t err = NULL;
+  int r = chdir(dir) == 0 ? an_sandbox_opts_set_seccomp_profile(o, "./p.json", &err) : -1;
+  cr_assert_eq(chdir(old), 0);
+  unlink(path);
+  rmdir(dir);
+  cr_assert_eq(r, 0, "%s", err ? err->msg : "");
+  cr_assert_str_eq(an_sandbox_opts_seccomp_profile(o), path);
+}
