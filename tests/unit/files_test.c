@@ -109,8 +109,12 @@ Test(files, bl_21_final_symlink_is_replaced_never_written_through) {
 static void race_swapper(const char *ws) {
   int wfd = open(ws, O_RDONLY | O_DIRECTORY);
   for (;;) {
+    /* d: dir -> link to / -> link to CANARY -> dir ...; the short pauses
+     * let the host see every state, the swaps themselves hit its walks. */
     renameat2(wfd, "d", wfd, "x1", RENAME_EXCHANGE);
+    usleep(20);
     renameat2(wfd, "d", wfd, "x2", RENAME_EXCHANGE);
+    usleep(20);
   }
 }
 
