@@ -42,9 +42,9 @@ void an_files_warn(const struct an_file_opts *o, const char *fmt, ...) {
   va_end(ap);
 }
 
-int an_files_write_at(int parent, const char *name, const char *display, const void *data,
-                      size_t len, int src_fd, uint64_t max_bytes, mode_t mode,
-                      const struct an_file_opts *o, an_error_t *err) {
+static int write_at(int parent, const char *name, const char *display, const void *data, size_t len,
+                    int src_fd, uint64_t max_bytes, mode_t mode, const struct an_file_opts *o,
+                    uint64_t *copied, char *sha256_hex, an_error_t *err) {
   cleanup_free char *tmp = an_random_name(".an-put");
   if (!tmp) return an_error_set(err, ENOMEM, "write %s", display);
   /* O_EXCL|O_NOFOLLOW: the fresh random name cannot be a pre-planted link. */
@@ -54,7 +54,7 @@ int an_files_write_at(int parent, const char *name, const char *display, const v
   {
     cleanup_close int wfd = fd;
     if (src_fd >= 0)
-      r = an_copy_fd_capped(src_fd, wfd, max_bytes, display, NULL, NULL, err);
+      r = an_copy_fd_capped(src_fd, wfd, max_bytes, display, copied, sha256_hex, err);
     else
       r = an_write_all(wfd, data, len, display, err);
     if (r == 0 && o->set_owner && fchown(wfd, o->uid, o->gid) < 0)
@@ -72,6 +72,18 @@ int an_files_write_at(int parent, const char *name, const char *display, const v
   if (fsync(parent) < 0 && errno != EINVAL && errno != EBADF)
     return an_error_set(err, errno, "fsync directory of %s", display);
   return 0;
+}
+
+int an_files_write_at(int parent, const char *name, const char *display, const void *data,
+                      size_t len, int src_fd, uint64_t max_bytes, mode_t mode,
+                      const struct an_file_opts *o, an_error_t *err) {
+  return write_at(parent, name, display, data, len, src_fd, max_bytes, mode, o, NULL, NULL, err);
+}
+
+int an_files_copy_hashed_at(int parent, const char *name, const char *display, int src_fd,
+                            uint64_t max_bytes, mode_t mode, const struct an_file_opts *o,
+                            uint64_t *copied, char *sha256_hex, an_error_t *err) {
+  return write_at(parent, name, display, NULL, 0, src_fd, max_bytes, mode, o, copied, sha256_hex, err);
 }
 
 static int put_common(int ws_dirfd, const char *relpath, const void *data, size_t len, int src_fd,

@@ -23,6 +23,12 @@ int an_files_write_at(int parent, const char *name, const char *display, const v
                       size_t len, int src_fd, uint64_t max_bytes, mode_t mode,
                       const struct an_file_opts *o, an_error_t *err);
 
+/* As an_files_write_at from src_fd, also returning the sha256 (lowercase hex
+ * into sha256_hex[65]) and byte count of exactly what was written. */
+int an_files_copy_hashed_at(int parent, const char *name, const char *display, int src_fd,
+                            uint64_t max_bytes, mode_t mode, const struct an_file_opts *o,
+                            uint64_t *copied, char *sha256_hex, an_error_t *err);
+
 /* an_open_regular_beneath() plus a size check: -EFBIG "file too large" when
  * st_size > max_bytes.  Returns the fd; fills *st if non-NULL. */
 int an_files_open_capped(int dirfd, const char *relpath, const char *display, uint64_t max_bytes,
