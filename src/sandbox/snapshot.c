@@ -317,7 +317,7 @@ int an_workspace_restore_ex(int parent_dirfd, const char *workspace_name, const 
     r = an_error_set(err, errno, "restore: exchange %s with %s", tmp, workspace_name);
   /* On success `tmp` now names the old tree; on failure the partial new one. */
   an_error_t rm_err = NULL;
-  if (an_remove_tree_at(parent_dirfd, tmp, &rm_err) < 0)
+  if (an_remove_tree_beneath(parent_dirfd, tmp, &rm_err) < 0)
     warnf(o, "restore: could not remove %s: %s", tmp, rm_err->msg);
   an_error_free(&rm_err);
   return r < 0 ? an_error_prefix(err, "restore %s from %s", workspace_name, tar_path) : 0;

@@ -198,16 +198,36 @@ int an_open_regular_beneath(int dirfd, const char *relpath, struct stat *st, an_
   return an_steal_fd(&fdc);
 }
 
-static int remove_tree(int parent, const char *name, int depth, an_error_t *err) {
+/* Depth at which remove_rec stops descending and moves the subdirectory up
+ * into the top of the tree instead, so any depth is removed with at most
+ * this many fds open. */
+#define REMOVE_FD_DEPTH 32
+
+/* Empty directory `fd` (at `depth` below `top`; fd is consumed).  Sets *moved when a
+ * too-deep subdirectory was renamed into `top` for a later pass. */
+static int empty_dir(int top, int fd, const char *name, int depth, bool *moved, an_error_t *err);
+
+static int remove_rec(int top, int parent, const char *name, int depth, bool *moved, an_error_t *err) {
   if (unlinkat(parent, name, 0) == 0 || errno == ENOENT) return 0;
-  if (errno != EISDIR && errno != EPERM)
-    return an_error_set(err, errno, "remove %s", name);
-  if (depth >= AN_TREE_MAX_DEPTH) return an_error_set(err, ELOOP, "remove %s: tree too deep", name);
-  int fd = sys_openat2(parent, name, O_RDONLY | O_DIRECTORY, 0);
-  if (fd < 0) {
-    if (errno == ENOENT) return 0;
-    return an_error_set(err, errno, "open %s for removal", name);
+  if (errno != EISDIR && errno != EPERM) return an_error_set(err, errno, "remove %s", name);
+  if (depth >= REMOVE_FD_DEPTH && top >= 0) {
+    cleanup_free char *tmp = an_random_name(".an-rm");
+    if (!tmp) return an_error_set(err, ENOMEM, "remove %s", name);
+    if (renameat(parent, name, top, tmp) < 0) return an_error_set(err, errno, "move %s up for removal", name);
+    *moved = true;
+    return 0;
   }
+  int fd = sys_openat2(parent, name, O_RDONLY | O_DIRECTORY, 0);
+  if (fd < 0) return errno == ENOENT ? 0 : an_error_set(err, errno, "open %s for removal", name);
+  int r = empty_dir(top, fd, name, depth, moved, err);
+  if (r < 0) return r;
+  if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    return an_error_set(err, errno, "rmdir %s", name);
+  return 0;
+}
+
+/* Takes ownership of `fd` (one fd per level: the DIR uses it). */
+static int empty_dir(int top, int fd, const char *name, int depth, bool *moved, an_error_t *err) {
   cleanup_closedir DIR *d = fdopendir(fd);
   if (!d) {
     close(fd);
@@ -216,17 +236,33 @@ static int remove_tree(int parent, const char *name, int depth, an_error_t *err)
   struct dirent *de;
   while ((errno = 0, de = readdir(d))) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-    int r = remove_tree(dirfd(d), de->d_name, depth + 1, err);
+    int r = remove_rec(top, dirfd(d), de->d_name, depth + 1, moved, err);
     if (r < 0) return an_error_prefix(err, "remove %s", name);
   }
   if (errno) return an_error_set(err, errno, "readdir %s", name);
-  if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-    return an_error_set(err, errno, "rmdir %s", name);
   return 0;
 }
 
-int an_remove_tree_at(int dirfd, const char *name, an_error_t *err) {
-  return remove_tree(dirfd, name, 0, err);
+int an_remove_tree_beneath(int dirfd, const char *name, an_error_t *err) {
+  if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT) return 0;
+  if (errno != EISDIR && errno != EPERM) return an_error_set(err, errno, "remove %s", name);
+  cleanup_close int top = sys_openat2(dirfd, name, O_RDONLY | O_DIRECTORY, 0);
+  if (top < 0) return errno == ENOENT ? 0 : an_error_set(err, errno, "open %s for removal", name);
+  /* Each pass removes up to REMOVE_FD_DEPTH levels everywhere and moves
+   * deeper subtrees into `top`; repeat until nothing was moved. */
+  for (;;) {
+    bool moved = false;
+    /* a fresh open file description: a dup would share the end offset of
+     * the previous pass's readdir */
+    int pass_fd = sys_openat2(top, ".", O_RDONLY | O_DIRECTORY, 0);
+    if (pass_fd < 0) return an_error_set(err, errno, "open %s for removal", name);
+    int r = empty_dir(top, pass_fd, name, 0, &moved, err);
+    if (r < 0) return r;
+    if (!moved) break;
+  }
+  if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    return an_error_set(err, errno, "rmdir %s", name);
+  return 0;
 }
 
 char *an_random_name(const char *prefix) {

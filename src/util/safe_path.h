@@ -90,10 +90,12 @@ int an_open_parent_beneath(int dirfd, const char *relpath, bool mkdir_parents, m
 int an_open_regular_beneath(int dirfd, const char *relpath, struct stat *st, an_error_t *err);
 
 /* Remove `name` in `dirfd` and, if it is a directory, everything in it,
- * walking with O_NOFOLLOW dirfds (symlinks are unlinked, never followed).
- * ENOENT is not an error.  Fails with -ELOOP beyond AN_TREE_MAX_DEPTH.
- * Returns 0 or a negative errno naming the entry that could not go. */
-int an_remove_tree_at(int dirfd, const char *name, an_error_t *err);
+ * walking with openat2 no-symlink dirfds (symlinks are unlinked, never
+ * followed).  Any nesting depth is removed with a bounded number of open
+ * fds: subtrees deeper than 32 levels are renamed up into the top directory
+ * and removed in a further pass.  ENOENT is not an error.  Returns 0 or a
+ * negative errno naming the entry that could not go. */
+int an_remove_tree_beneath(int dirfd, const char *name, an_error_t *err);
 
 /* Make a unique name "<prefix>.<16 hex chars from getrandom(2)>" in a
  * malloc'd string.  Returns NULL only on allocation failure. */

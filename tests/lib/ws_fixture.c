@@ -172,5 +172,5 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ft
 void ws_fixture_teardown(struct ws_fixture *f) {
   if (f->wsfd > 0) close(f->wsfd);
   f->wsfd = -1;
-  if (f->root[0]) nftw(f->root, rm_one, 64, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  if (f->root[0]) nftw(f->root, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }

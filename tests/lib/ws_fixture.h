@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define WS_CANARY_SECRET "HOST-CANARY-SECRET\n"
 
