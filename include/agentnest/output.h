@@ -115,9 +115,10 @@ void an_output_capture_free(an_output_capture_t *c);
 /* Read `stdout_fd` and `stderr_fd` (pipes; either may be -1) concurrently
  * until both reach EOF, keeping output per `opts` (see the file comment).
  * `stop_fd` (-1 for none), e.g. a pidfd or a timerfd: once it polls
- * readable, whatever is already buffered in the pipes is drained and the
- * call returns, so a daemonised grandchild holding a pipe open cannot keep
- * the caller waiting.  The fds are not closed.  Returns 0 and fills *out, or
+ * readable, whatever is already buffered in the pipes is drained (at most
+ * 1 MiB more per stream, so a writer that keeps writing cannot hold the
+ * call) and the call returns; a daemonised grandchild holding a pipe open
+ * cannot keep the caller waiting.  The fds are not closed.  Returns 0 and fills *out, or
  * -EINVAL (bad options), -ENOMEM, or the errno of poll(2)/read(2) (*out is
  * then left empty). */
 int an_output_capture(int stdout_fd, int stderr_fd, int stop_fd, const struct an_output_opts *opts,

@@ -11,6 +11,7 @@
 #include "util/cleanup.h"
 
 #define READ_CHUNK 65536
+#define STOP_DRAIN_READS 16 /* x READ_CHUNK: more than a default pipe buffer (64 KiB) */
 
 struct stream_buf {
   char *buf;
@@ -188,6 +189,9 @@ int an_output_capture(int stdout_fd, int stderr_fd, int stop_fd, const struct an
   };
   const enum an_stream ids[2] = {AN_STREAM_STDOUT, AN_STREAM_STDERR};
   bool stopping = false;
+  /* After stop, drain at most this many reads per stream: a writer that
+   * keeps writing must not keep the caller here. */
+  int reads_after_stop[2] = {STOP_DRAIN_READS, STOP_DRAIN_READS};
   while (pfd[0].fd >= 0 || pfd[1].fd >= 0) {
     /* After stop: only what is already in the pipes (timeout 0). */
     int n = poll(pfd, 3, stopping ? 0 : -1);
@@ -208,7 +212,7 @@ int an_output_capture(int stdout_fd, int stderr_fd, int stop_fd, const struct an
       }
       r = read_once(c, pfd[i].fd, ids[i], buf, err);
       if (r < 0) return r;
-      if (r == 0) pfd[i].fd = -1;
+      if (r == 0 || (stopping && --reads_after_stop[i] <= 0)) pfd[i].fd = -1;
     }
   }
   return an_output_capture_finish(c, out, err);
