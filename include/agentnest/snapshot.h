@@ -80,7 +80,8 @@ int an_workspace_snapshot_fd(int ws_dirfd, int out_fd, const struct an_snapshot_
 /* Extract the uncompressed tar read from `tar_fd` into the directory
  * `dest_dirfd` (expected empty and private to the caller) with the rules of
  * the file comment.  Stops at the first refused entry: the error message
- * starts "entry '<name>':".  On error dest may hold a partial tree; the
+ * starts `entry "<name>":` (control bytes, quote and backslash in the name
+ * shown as \xNN).  On error dest may hold a partial tree; the
  * caller removes it.  Returns 0 or a negative errno (see file comment;
  * -EINVAL for a corrupt archive). */
 int an_tar_extract_safe(int tar_fd, int dest_dirfd, const struct an_snapshot_opts *opts,

@@ -85,7 +85,7 @@ static void expect_restore_refused(const struct ent *ents, size_t n, const char 
   int r = an_workspace_restore(rootfd, "ws", tar, NULL, &err);
   cr_assert_eq(r, -errnum, "restore returned %d: %s", r, err ? err->msg : "ok");
   char needle[PATH_MAX];
-  ws_path(needle, "entry '%s'", offender);
+  ws_path(needle, "entry \"%s\"", offender);
   cr_assert(strstr(err->msg, needle), "error does not name %s: %s", offender, err->msg);
   an_error_free(&err);
   ws_tree_digest(fx.ws, after);
@@ -289,4 +289,17 @@ Test(snapshot, restore_can_set_owner_and_strips_setuid) {
   ws_path(p, "%s/deep", fx.ws);
   cr_assert_eq(stat(p, &st), 0);
   cr_assert_eq(st.st_uid, 100000, "implicit parent gets the owner too");
+}
+
+Test(snapshot, bl_27_hostile_entry_names_are_quoted_in_errors) {
+  char tar[PATH_MAX];
+  ws_path(tar, "%s/evil.tar", fx.root);
+  const struct ent ents[] = {{F, "ok\n\x1b[31mFAKE LOG LINE/../../x", "x"}};
+  make_tar(tar, ents, 1);
+  an_error_t err = NULL;
+  cr_assert_eq(an_workspace_restore(rootfd, "ws", tar, NULL, &err), -EXDEV);
+  cr_assert_null(strchr(err->msg, '\n'), "raw newline in: %s", err->msg);
+  cr_assert_null(strchr(err->msg, '\x1b'), "raw escape in: %s", err->msg);
+  cr_assert(strstr(err->msg, "entry \"ok\\x0a\\x1b[31mFAKE"), "%s", err->msg);
+  an_error_free(&err);
 }
