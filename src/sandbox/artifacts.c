@@ -279,6 +279,7 @@ int an_artifacts_collect(int ws_dirfd, const char *const *globs, size_t nglobs,
   if (root < 0) return an_error_prefix(err, "artifacts");
   char *comp[MAX_COMPONENTS];
   int r = walk(&c, root, "", comp, 0, err);
+  if (r == 0 && to_fd >= 0 && syncfs(to_fd) < 0) r = an_error_set(err, errno, "artifacts: sync %s", c.o.to_dir);
   if (r < 0) {
     an_artifact_list_free(out);
     return r;

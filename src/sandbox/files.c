@@ -1,7 +1,8 @@
 /* sandbox/files.c — path-safe put/get of files and directory trees between
  * the host and a workspace (see agentnest/files.h).  All lookups beneath the
  * workspace go through util/safe_path (openat2, no symlinks); writes are
- * temp-file + fsync + renameat in the target directory. */
+ * temp-file + renameat in the target directory, made durable by fsync for a
+ * single file and by one syncfs(2) for a directory tree. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -44,7 +45,7 @@ void an_files_warn(const struct an_file_opts *o, const char *fmt, ...) {
 
 static int write_at(int parent, const char *name, const char *display, const void *data, size_t len,
                     int src_fd, uint64_t max_bytes, mode_t mode, const struct an_file_opts *o,
-                    uint64_t *copied, char *sha256_hex, an_error_t *err) {
+                    bool durable, uint64_t *copied, char *sha256_hex, an_error_t *err) {
   cleanup_free char *tmp = an_random_name(".an-put");
   if (!tmp) return an_error_set(err, ENOMEM, "write %s", display);
   /* O_EXCL|O_NOFOLLOW: the fresh random name cannot be a pre-planted link. */
@@ -60,7 +61,7 @@ static int write_at(int parent, const char *name, const char *display, const voi
     if (r == 0 && o->set_owner && fchown(wfd, o->uid, o->gid) < 0)
       r = an_error_set(err, errno, "chown %s to %d:%d", display, (int) o->uid, (int) o->gid);
     if (r == 0 && fchmod(wfd, mode & 0777) < 0) r = an_error_set(err, errno, "chmod %s", display);
-    if (r == 0 && fsync(wfd) < 0) r = an_error_set(err, errno, "fsync %s", display);
+    if (r == 0 && durable && fsync(wfd) < 0) r = an_error_set(err, errno, "fsync %s", display);
   }
   /* renameat replaces a symlink at `name` itself; it never follows it. */
   if (r == 0 && renameat(parent, tmp, parent, name) < 0)
@@ -69,21 +70,22 @@ static int write_at(int parent, const char *name, const char *display, const voi
     unlinkat(parent, tmp, 0);
     return r;
   }
-  if (fsync(parent) < 0 && errno != EINVAL && errno != EBADF)
+  if (durable && fsync(parent) < 0 && errno != EINVAL && errno != EBADF)
     return an_error_set(err, errno, "fsync directory of %s", display);
   return 0;
 }
 
 int an_files_write_at(int parent, const char *name, const char *display, const void *data,
                       size_t len, int src_fd, uint64_t max_bytes, mode_t mode,
-                      const struct an_file_opts *o, an_error_t *err) {
-  return write_at(parent, name, display, data, len, src_fd, max_bytes, mode, o, NULL, NULL, err);
+                      const struct an_file_opts *o, bool durable, an_error_t *err) {
+  return write_at(parent, name, display, data, len, src_fd, max_bytes, mode, o, durable, NULL, NULL, err);
 }
 
 int an_files_copy_hashed_at(int parent, const char *name, const char *display, int src_fd,
                             uint64_t max_bytes, mode_t mode, const struct an_file_opts *o,
                             uint64_t *copied, char *sha256_hex, an_error_t *err) {
-  return write_at(parent, name, display, NULL, 0, src_fd, max_bytes, mode, o, copied, sha256_hex, err);
+  return write_at(parent, name, display, NULL, 0, src_fd, max_bytes, mode, o, false, copied, sha256_hex,
+                  err);
 }
 
 static int put_common(int ws_dirfd, const char *relpath, const void *data, size_t len, int src_fd,
@@ -94,7 +96,7 @@ static int put_common(int ws_dirfd, const char *relpath, const void *data, size_
   cleanup_close int parent = an_open_parent_beneath(ws_dirfd, relpath, o.mkdir_parents, o.dir_mode,
                                                     owner_uid(&o), owner_gid(&o), &name, err);
   if (parent < 0) return an_error_prefix(err, "put %s", relpath);
-  int r = an_files_write_at(parent, name, relpath, data, len, src_fd, UINT64_MAX, o.mode, &o, err);
+  int r = an_files_write_at(parent, name, relpath, data, len, src_fd, UINT64_MAX, o.mode, &o, true, err);
   return r < 0 ? an_error_prefix(err, "put %s", relpath) : 0;
 }
 
@@ -245,7 +247,7 @@ static int copy_tree_in(int src, int dst, const char *display, int depth,
     } else if (S_ISREG(st.st_mode)) {
       cleanup_close int s2 = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
       if (s2 < 0) return an_error_set(err, errno, "open %s", path);
-      r = an_files_write_at(dst, name, path, NULL, 0, s2, UINT64_MAX, st.st_mode & 0777, o, err);
+      r = an_files_write_at(dst, name, path, NULL, 0, s2, UINT64_MAX, st.st_mode & 0777, o, false, err);
     } else if (S_ISLNK(st.st_mode)) {
       char target[PATH_MAX];
       ssize_t n = readlinkat(src, name, target, sizeof target - 1);
@@ -279,7 +281,10 @@ int an_dir_put(int ws_dirfd, const char *relpath, const char *host_dir,
   }
   if (dst < 0) return an_error_prefix(err, "put directory %s", relpath);
   int r = copy_tree_in(src, dst, relpath, 0, &o, err);
-  return r < 0 ? an_error_prefix(err, "put directory %s", host_dir) : 0;
+  if (r < 0) return an_error_prefix(err, "put directory %s", host_dir);
+  /* one syncfs(2) for the tree instead of an fsync per file */
+  if (syncfs(dst) < 0) return an_error_set(err, errno, "put directory %s: sync", relpath);
+  return 0;
 }
 
 static int copy_tree_out(int src, int dst, const char *display, int depth,
@@ -316,7 +321,7 @@ static int copy_tree_out(int src, int dst, const char *display, int depth,
     } else if (S_ISREG(st.st_mode)) {
       cleanup_close int s2 = an_files_open_capped(src, name, path, o->max_bytes, NULL, err);
       if (s2 < 0) return an_error_prefix(err, "get");
-      r = an_files_write_at(dst, name, path, NULL, 0, s2, o->max_bytes, st.st_mode & 0777, o, err);
+      r = an_files_write_at(dst, name, path, NULL, 0, s2, o->max_bytes, st.st_mode & 0777, o, false, err);
     } else if (S_ISLNK(st.st_mode)) {
       an_files_warn(o, "%s: skipped symlink (symlinks are never followed)", path);
     } else {
@@ -339,5 +344,7 @@ int an_dir_get(int ws_dirfd, const char *relpath, const char *host_dir,
   cleanup_close int dst = open(host_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dst < 0) return an_error_set(err, errno, "get directory %s: open %s", relpath, host_dir);
   int r = copy_tree_out(src, dst, relpath, 0, &o, err);
-  return r < 0 ? an_error_prefix(err, "get directory %s", relpath) : 0;
+  if (r < 0) return an_error_prefix(err, "get directory %s", relpath);
+  if (syncfs(dst) < 0) return an_error_set(err, errno, "get directory %s: sync %s", relpath, host_dir);
+  return 0;
 }
