@@ -15,7 +15,9 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "agentnest/artifacts.h"
 #include "agentnest/files.h"
+#include "agentnest/snapshot.h"
 #include "ws_fixture.h"
 
 static struct ws_fixture fx;
@@ -367,5 +369,64 @@ Test(files, dir_put_recreates_symlinks_without_following) {
   wsln(fx.canary, "esc");
   cr_assert_eq(an_dir_put(fx.wsfd, "esc/sub", src, &o, &err), -EXDEV);
   an_error_free(&err);
+  assert_no_host_escape();
+}
+
+/* Does any regular file under `dir` hold the canary secret? */
+static bool tree_has_canary(const char *dir) {
+  char cmd[PATH_MAX + 128];
+  ws_path(cmd, "grep -rqs --no-messages -F 'HOST-CANARY-SECRET' %s", dir);
+  return system(cmd) == 0;
+}
+
+Test(files, bl_21_race_tree_copies_snapshots_and_artifacts_never_escape) {
+  char p[PATH_MAX], out[PATH_MAX], canary_hash[65];
+  ws_buf_sha256(WS_CANARY_SECRET, strlen(WS_CANARY_SECRET), canary_hash);
+  cr_assert(tree_has_canary(fx.canary), "the evidence check itself works");
+  ws_path(p, "%s/d", fx.ws);
+  cr_assert_eq(mkdir(p, 0755), 0);
+  ws_path(p, "%s/d/f", fx.ws);
+  ws_write(p, "inside\n");
+  wsln("/", "x1");
+  wsln(fx.canary, "x2");
+  pid_t child = fork();
+  cr_assert_geq(child, 0);
+  if (child == 0) race_swapper(fx.ws);
+  int ok = 0;
+  for (int i = 0; i < 100; i++) {
+    an_error_t err = NULL;
+    ws_path(out, "%s/out%d", fx.root, i % 4);
+    if (an_dir_get(fx.wsfd, ".", out, NULL, &err) == 0) ok++;
+    an_error_free(&err);
+    if (an_dir_get(fx.wsfd, "d", out, NULL, &err) == 0) ok++;
+    an_error_free(&err);
+    char tar[PATH_MAX];
+    ws_path(tar, "%s/snap%d.tar", fx.root, i % 2);
+    if (an_workspace_snapshot(fx.wsfd, tar, NULL, NULL, &err) == 0) ok++;
+    an_error_free(&err);
+    struct an_artifact_list l;
+    const char *all[] = {"**"};
+    if (an_artifacts_collect(fx.wsfd, all, 1, NULL, &l, &err) == 0) {
+      ok++;
+      for (size_t k = 0; k < l.n; k++) {
+        cr_assert_str_neq(l.items[k].sha256, canary_hash, "artifact %s hashed host content", l.items[k].path);
+        cr_assert_null(strstr(l.items[k].path, "etc/"), "artifact walk left the workspace: %s", l.items[k].path);
+      }
+      an_artifact_list_free(&l);
+    }
+    an_error_free(&err);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  cr_log_info("tree race: %d copies completed", ok);
+  for (int i = 0; i < 4; i++) {
+    ws_path(out, "%s/out%d", fx.root, i);
+    cr_assert_not(tree_has_canary(out), "host content copied out into %s", out);
+    cr_assert_eq(ws_count_named(out, "shadow", NULL), 0, "host /etc copied out");
+  }
+  ws_path(out, "%s/snap0.tar", fx.root);
+  cr_assert_not(tree_has_canary(out), "host content in a snapshot");
+  ws_path(out, "%s/snap1.tar", fx.root);
+  cr_assert_not(tree_has_canary(out), "host content in a snapshot");
   assert_no_host_escape();
 }
