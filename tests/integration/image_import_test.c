@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "agentnest/image.h"
 #include "image_fixture.h"
@@ -643,5 +644,39 @@ Test(image_import, cached_image_tool_layouts_import_twice_to_one_entry) {
   int images, temps;
   count_store(&images, &temps);
   cr_assert_eq(images, done);
+  assert_clean_end();
+}
+
+Test(image_import, concurrent_imports_of_one_image_leave_one_entry) {
+  char dir[300], digest[72];
+  snprintf(dir, sizeof dir, "%s/layout", work);
+  two_layer_layout(dir, digest);
+  pid_t kids[4];
+  for (int i = 0; i < 4; i++) {
+    kids[i] = fork();
+    cr_assert_geq(kids[i], 0);
+    if (kids[i] == 0) {
+      an_error_t err = NULL;
+      struct an_image_import_opts o = {.no_sync = 1};
+      char name[32];
+      snprintf(name, sizeof name, "race:%d", i);
+      _exit(an_image_import(store, dir, name, &o, NULL, &err) == 0 ? 0 : 1);
+    }
+  }
+  for (int i = 0; i < 4; i++) {
+    int st;
+    cr_assert_eq(waitpid(kids[i], &st, 0), kids[i]);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "import %d failed", i);
+  }
+  int images, temps;
+  count_store(&images, &temps);
+  cr_assert_eq(images, 1);
+  struct an_image_info *info = NULL;
+  an_error_t err = NULL;
+  cr_assert_eq(an_image_resolve(store, "race:3", &info, &err), 0);
+  size_t n = 0;
+  while (info->names[n]) n++;
+  cr_assert_eq(n, 4, "tags lost in concurrent names.json updates");
+  an_image_info_free(info);
   assert_clean_end();
 }
