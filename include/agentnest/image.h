@@ -128,8 +128,9 @@ struct an_image_progress {
   int already_present;        /* DONE: 1 when the digest was already in the store */
 };
 
-/* Progress callback.  Called from the importing thread; must not call back
- * into the store.  `p` and its strings are valid only during the call.
+/* Progress callback.  Always called on the thread that called
+ * an_image_import() (each layer is decompressed by a short-lived helper
+ * thread, which never calls it); must not call back into the store.  `p` and its strings are valid only during the call.
  * LAYER_BYTES events are rate-limited (about every 1 MiB). */
 typedef void (*an_image_progress_fn)(const struct an_image_progress *p, void *userdata);
 
