@@ -26,7 +26,7 @@ int an_store_open(const char *store_root, bool create, an_error_t *err) {
     /* 0700: image roots keep their setuid bits; no host user may reach them */
     if (mkdir(images, 0700) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", images);
   }
-  int fd = open(images, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = open(images, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return an_error_set(err, errno, "open image store %s", images);
   return fd;
 }
