@@ -92,6 +92,8 @@ int an_store_load_info(const char *store_root, int imagesfd, const char *hex,
   info->size = size && YAJL_IS_INTEGER(size) ? (uint64_t) YAJL_GET_INTEGER(size) : 0;
   info->source = kind_from_name(an_img_json_str(mv, "source"));
   r = 0;
+  cleanup_free char *abs_root = realpath(store_root, NULL);   /* documented as absolute */
+  if (abs_root) store_root = abs_root;
   if (asprintf(&info->digest, "sha256:%s", hex) < 0) info->digest = NULL;
   if (asprintf(&info->dir, "%s/images/%s", store_root, hex) < 0) info->dir = NULL;
   if (asprintf(&info->rootfs, "%s/images/%s/rootfs", store_root, hex) < 0) info->rootfs = NULL;
