@@ -472,11 +472,34 @@ static int signal_all(struct an_cgroup *cg, int sig, size_t *sent, an_error_t *e
   return 0;
 }
 
+/* Whether the cgroup is frozen now (by an earlier an_cgroup_freeze). */
+static bool is_frozen(struct an_cgroup *cg) {
+  an_error_t e = NULL;
+  bool frozen = false;
+  if (cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.freeze")) {
+    cleanup_free char *s = NULL;
+    frozen = an_cg_read(cg->dir[cg->l.unified], "cgroup.freeze", &s, &e) == 0 && s[0] == '1';
+  } else {
+    int i = an_cg_layout_find(&cg->l, AN_CG_FREEZER);
+    cleanup_free char *s = NULL;
+    frozen = i >= 0 && an_cg_read(cg->dir[i], "freezer.state", &s, &e) == 0 && strncmp(s, "THAWED", 6);
+  }
+  an_error_free(&e);
+  return frozen;
+}
+
 int an_cgroup_kill(struct an_cgroup *cg, int sig, an_error_t *err) {
   if (sig == SIGKILL && cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.kill"))
     return an_cg_write(cg->dir[cg->l.unified], "cgroup.kill", "1", err);
   /* No cgroup.kill: freeze so that nothing forks between listing and
-   * signalling (runc's signalAllProcesses), signal every pid, thaw. */
+   * signalling (runc's signalAllProcesses), signal every pid, thaw.  A
+   * cgroup paused by the caller stays paused, except for SIGKILL (frozen
+   * v1 tasks only die once thawed). */
+  bool paused = is_frozen(cg);
+  if (paused && sig != SIGKILL) {
+    size_t sent = 0;
+    return signal_all(cg, sig, &sent, err);
+  }
   an_error_t ferr = NULL;
   bool frozen = freeze_dir(cg, true, &ferr) == 0;
   an_error_free(&ferr);

@@ -134,3 +134,12 @@ int an_cgroup_detect(enum an_cgroup_layout *layout, an_error_t *err) {
   an_cg_layout_clear(&l);
   return 0;
 }
+
+const char *an_cgroup_layout_name(enum an_cgroup_layout layout) {
+  switch (layout) {
+  case AN_CGROUP_UNIFIED: return "unified";
+  case AN_CGROUP_HYBRID: return "hybrid";
+  case AN_CGROUP_LEGACY: return "legacy";
+  }
+  return "unknown";
+}
