@@ -6,6 +6,7 @@
  * Cases: BL-34 (fork bomb contained by pids.max), BL-35 (OOM kill of a
  * grandchild reported through an_cgroup_oom_kills). */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -646,4 +647,106 @@ Test(cgroup, devices_are_denied_by_default_and_allowed_by_rule) {
   read_full(k2.res, r, sizeof r);
   cr_assert_eq(r[0], 0);
   cr_assert_eq(r[1], 0, "/dev/kmsg allowed by rule c 1:11 r: %s", strerror(r[1]));
+}
+
+Test(cgroup, apply_with_devices_replaces_the_device_policy) {
+  struct stat st;
+  if (stat("/dev/kmsg", &st) < 0) cr_skip_test("no /dev/kmsg to probe");
+  create_ok(NULL);
+  struct an_spec_device_cgroup rule = {true, 'c', 1, 11, (char *) "r"};
+  struct an_spec_resources res = {0};
+  res.devices = &rule; res.n_devices = 1;
+  an_error_t err = NULL;
+  cr_assert_eq(an_cgroup_apply(g_cg, &res, &err), 0, "apply: %s", err ? err->msg : "?");
+  struct kid k = spawn(open_null_and_kmsg);
+  enter_and_go(&k);
+  int r[2];
+  read_full(k.res, r, sizeof r);
+  cr_assert_eq(r[0], 0);
+  cr_assert_eq(r[1], 0, "/dev/kmsg allowed after update: %s", strerror(r[1]));
+  wait_kid(&k);
+  /* and a later deny rule (last match wins) takes it away again */
+  struct an_spec_device_cgroup rules[2] = {{true, 'c', 1, 11, (char *) "r"}, {false, 'c', 1, -1, (char *) "rwm"}};
+  res.devices = rules; res.n_devices = 2;
+  cr_assert_eq(an_cgroup_apply(g_cg, &res, &err), 0, "apply: %s", err ? err->msg : "?");
+  struct kid k2 = spawn(open_null_and_kmsg);
+  enter_and_go(&k2);
+  read_full(k2.res, r, sizeof r);
+  cr_assert_eq(r[1], EPERM, "/dev/kmsg denied by c 1:* after: %s", strerror(r[1]));
+}
+
+Test(cgroup, absolute_and_relative_paths_name_the_same_cgroup) {
+  create_ok(NULL);
+  char abs[160];
+  snprintf(abs, sizeof abs, "/%s", g_path);
+  struct an_cgroup *cg = NULL;
+  an_error_t err = NULL;
+  cr_assert_eq(an_cgroup_open(abs, &cg, &err), 0, "open %s: %s", abs, err ? err->msg : "?");
+  cr_assert_str_eq(an_cgroup_path(cg), g_path);
+  struct kid k = spawn(sleep_forever);
+  cr_assert_eq(an_cgroup_enter(cg, k.pid, &err), 0);
+  cr_assert(has_pid(g_cg, k.pid));
+  an_cgroup_free(cg);
+  cr_assert_eq(an_cgroup_open("agentnest/no-such-cgroup-here", &cg, &err), -ENOENT);
+  an_error_free(&err);
+}
+
+Test(cgroup, block_io_throttle_is_written) {
+  /* any block device the kernel has: its maj:min from /sys/dev/block */
+  DIR *d = opendir("/sys/dev/block");
+  if (!d) cr_skip_test("no /sys/dev/block");
+  struct dirent *de;
+  unsigned maj = 0, min = 0;
+  bool found = false;
+  while (!found && (de = readdir(d))) found = sscanf(de->d_name, "%u:%u", &maj, &min) == 2;
+  closedir(d);
+  if (!found) cr_skip_test("no block device");
+  struct an_spec_throttle_device t = {maj, min, 1048576};
+  struct an_spec_resources res = {0};
+  res.blkio_throttle_read_bps = &t; res.n_blkio_throttle_read_bps = 1;
+  create_ok(&res);
+  char want[64];
+  if (host_is_unified()) {
+    snprintf(want, sizeof want, "%u:%u rbps=1048576", maj, min);
+    const char *got = read_ctl("blkio", "io.max");
+    cr_assert(strstr(got, want), "io.max: \"%s\", want \"%s\"", got, want);
+  } else {
+    snprintf(want, sizeof want, "%u:%u 1048576", maj, min);
+    cr_assert_str_eq(read_ctl("blkio", "blkio.throttle.read_bps_device"), want);
+  }
+}
+
+Test(cgroup, hugetlb_limit_is_written) {
+  struct stat st;
+  if (stat("/sys/kernel/mm/hugepages/hugepages-2048kB", &st) < 0) cr_skip_test("no 2MB huge pages");
+  if (!getenv("RUN_IN_VM") && !host_is_unified() && controller_absent("hugetlb"))
+    cr_skip_test("no hugetlb controller");
+  if (!getenv("RUN_IN_VM") && !host_is_unified())
+    cr_skip_test("hugetlb lives in the host's cgroup2 root here: not enabled by tests");
+  struct an_spec_hugepage_limit hp = {(char *) "2MB", 4 << 21};
+  struct an_spec_resources res = {0};
+  res.hugepage_limits = &hp; res.n_hugepage_limits = 1;
+  create_ok(&res);
+  cr_assert_str_eq(read_ctl("hugetlb", "hugetlb.2MB.max"), "8388608");
+}
+
+Test(cgroup, deny_inside_a_broader_allow_works_on_v2_and_fails_closed_on_v1) {
+  struct stat st;
+  if (stat("/dev/kmsg", &st) < 0) cr_skip_test("no /dev/kmsg to probe");
+  struct an_spec_device_cgroup rules[2] = {{true, 'c', 1, -1, (char *) "rwm"},
+                                           {false, 'c', 1, 11, (char *) "rwm"}};
+  struct an_spec_resources res = {0};
+  res.devices = rules; res.n_devices = 2;
+  bool v1_devices = !host_is_unified() && !controller_absent("devices");
+  if (v1_devices) {
+    expect_eopnotsupp(&res, "devices[1]");
+    return;
+  }
+  create_ok(&res);
+  struct kid k = spawn(open_null_and_kmsg);
+  enter_and_go(&k);
+  int r[2];
+  read_full(k.res, r, sizeof r);
+  cr_assert_eq(r[0], 0, "/dev/null (c 1:3) allowed by c 1:*: %s", strerror(r[0]));
+  cr_assert_eq(r[1], EPERM, "/dev/kmsg (c 1:11) denied by the later rule: %s", strerror(r[1]));
 }
