@@ -573,14 +573,18 @@ static void expect_eopnotsupp(struct an_spec_resources *res, const char *what) {
   assert_gone_everywhere(g_path);
 }
 
-Test(cgroup, missing_controller_fails_closed_and_leaves_nothing) {
+Test(cgroup, missing_hugepage_size_fails_closed_and_leaves_nothing) {
   /* a hugepage size no x86 kernel offers */
   struct an_spec_hugepage_limit hp = {(char *) "3MB", 1 << 22};
   struct an_spec_resources res = {0};
   res.hugepage_limits = &hp; res.n_hugepage_limits = 1;
   if (controller_absent("hugetlb")) expect_eopnotsupp(&res, "hugetlb");
   else expect_eopnotsupp(&res, "3MB");
+}
+
+Test(cgroup, missing_controller_in_unified_keys_fails_closed_and_leaves_nothing) {
   /* a controller the host lacks, asked for through linux.resources.unified */
+  struct an_spec_resources res = {0};
   const char *cands[] = {"rdma", "misc", "hugetlb", "memory"};
   const char *missing = NULL;
   for (size_t i = 0; i < 4 && !missing; i++)
