@@ -142,6 +142,14 @@ int an_cgroup_pids(struct an_cgroup *cg, pid_t **pids, size_t *n, an_error_t *er
  * Errors: -EOPNOTSUPP no memory controller for this cgroup, read errors. */
 int an_cgroup_oom_kills(struct an_cgroup *cg, uint64_t *count, an_error_t *err);
 
+/* Number of forks refused because a pids limit was reached (pids.events
+ * "max"), for this cgroup and below: summed over the subtree on v1; on v2
+ * the nearest cgroup with the pids controller inside the container (the
+ * kernel counts it where the fork failed, hierarchically since 6.12).
+ * Compare before/after a command to report "pids limit reached" (BL-34).
+ * Errors: -EOPNOTSUPP no pids controller, read errors. */
+int an_cgroup_pids_max_events(struct an_cgroup *cg, uint64_t *count, an_error_t *err);
+
 /* Kill everything left (SIGKILL; cgroup.kill where available, else SIGKILL
  * of every pid, repeated), wait until empty (cgroup.events "populated 0", or
  * no pid listed on v1; at most 5000 ms), and remove the cgroup directories

@@ -310,6 +310,10 @@ Test(cgroup, bl_34_pids_limit_stops_a_fork_bomb_with_eagain) {
   /* the forker itself is one of the 64 */
   cr_assert(r[0] >= 60 && r[0] <= 63, "%d forks before EAGAIN with pids.max 64", r[0]);
   cr_assert_eq(count_pids(g_cg), (size_t) r[0] + 1);
+  uint64_t refused = 0;
+  an_error_t perr = NULL;
+  cr_assert_eq(an_cgroup_pids_max_events(g_cg, &refused, &perr), 0, "%s", perr ? perr->msg : "?");
+  cr_assert_geq(refused, 1, "pids.events max counts the refused fork");
   an_error_t err = NULL;
   cr_assert_eq(an_cgroup_kill(g_cg, SIGKILL, &err), 0, "kill: %s", err ? err->msg : "?");
   int st = wait_kid(&k);
@@ -800,4 +804,27 @@ Test(cgroup, v1_freezer_fallback_freezes_and_thaws) {
   cr_assert_eq(an_cg_v1_freezer_set(dir, false, &err), 0, "thaw: %s", err ? err->msg : "?");
   for (int i = 0; i < 1000 && *ctr == a; i++) usleep(1000);
   cr_assert_neq(*ctr, a, "a thawed process runs again");
+}
+
+Test(cgroup, bl_34_fork_bomb_in_an_exec_child_is_counted_as_pids_limit) {
+  struct an_spec_resources res = {0};
+  res.has_pids_limit = true; res.pids_limit = 32;
+  create_ok(&res);
+  struct an_cgroup *exec = NULL;
+  an_error_t err = NULL;
+  cr_assert_eq(an_cgroup_create_child(g_cg, "exec-1", &exec, &err), 0, "child: %s", err ? err->msg : "?");
+  uint64_t before = 99, after = 0;
+  cr_assert_eq(an_cgroup_pids_max_events(exec, &before, &err), 0, "%s", err ? err->msg : "?");
+  struct kid k = spawn(fork_until_refused);
+  cr_assert_eq(an_cgroup_enter(exec, k.pid, &err), 0, "enter: %s", err ? err->msg : "?");
+  cr_assert_eq(write(k.go, "g", 1), 1);
+  int r[2];
+  read_full(k.res, r, sizeof r);
+  cr_assert_eq(r[1], EAGAIN, "the parent's pids.max stops the exec's forks: %s", strerror(r[1]));
+  cr_assert_eq(an_cgroup_pids_max_events(exec, &after, &err), 0, "%s", err ? err->msg : "?");
+  cr_assert_gt(after, before, "pids.events max %llu -> %llu", (unsigned long long) before,
+               (unsigned long long) after);
+  cr_assert_eq(an_cgroup_kill(exec, SIGKILL, &err), 0);
+  wait_kid(&k);
+  an_cgroup_free(exec);
 }
