@@ -590,9 +590,9 @@ Test(cgroup, missing_hugepage_size_fails_closed_and_leaves_nothing) {
 Test(cgroup, missing_controller_in_unified_keys_fails_closed_and_leaves_nothing) {
   /* a controller the host lacks, asked for through linux.resources.unified */
   struct an_spec_resources res = {0};
-  const char *cands[] = {"rdma", "misc", "hugetlb", "memory"};
+  const char *cands[] = {"rdma", "misc", "hugetlb", "memory", "dmem"};   /* dmem: Linux 6.14+ */
   const char *missing = NULL;
-  for (size_t i = 0; i < 4 && !missing; i++)
+  for (size_t i = 0; i < sizeof cands / sizeof cands[0] && !missing; i++)
     if (v2_controller_absent(cands[i])) missing = cands[i];
   if (!missing) cr_skip_test("every candidate controller is present in the cgroup2 hierarchy");
   char key[64];
