@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -827,4 +828,43 @@ Test(cgroup, bl_34_fork_bomb_in_an_exec_child_is_counted_as_pids_limit) {
   cr_assert_eq(an_cgroup_kill(exec, SIGKILL, &err), 0);
   wait_kid(&k);
   an_cgroup_free(exec);
+}
+
+/* A v1-only (legacy) host, made from this hybrid one: in a private mount
+ * namespace of this test process, a tmpfs hides the cgroup2 mount (the
+ * trick crun needs here).  Then tracking, killing and freezing must go
+ * through the v1 hierarchies (no cgroup.kill, no cgroup.freeze). */
+Test(cgroup, legacy_layout_without_cgroup2_tracks_kills_and_freezes_with_v1) {
+  struct statfs s;
+  if (host_is_unified() || statfs("/sys/fs/cgroup/unified", &s) < 0 || s.f_type != CGROUP2_SUPER_MAGIC)
+    cr_skip_test("needs a hybrid host");
+  cr_assert_eq(unshare(CLONE_NEWNS), 0, "unshare: %s", strerror(errno));
+  cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+  cr_assert_eq(mount("tmpfs", "/sys/fs/cgroup/unified", "tmpfs", 0, "size=4k"), 0);
+  enum an_cgroup_layout l;
+  an_error_t err = NULL;
+  cr_assert_eq(an_cgroup_detect(&l, &err), 0);
+  cr_assert_eq(l, AN_CGROUP_LEGACY);
+
+  struct an_spec_resources res = {0};
+  res.has_pids_limit = true; res.pids_limit = 16;
+  create_ok(&res);
+  cr_assert_eq(an_cgroup_clone_fd(g_cg), -1);
+  struct kid k = spawn(fork_one_and_sleep);
+  enter_and_go(&k);
+  int g = 0;
+  read_full(k.res, &g, sizeof g);
+  cr_assert(has_pid(g_cg, k.pid));
+  cr_assert(has_pid(g_cg, g));
+  cr_assert_eq(an_cgroup_freeze(g_cg, true, &err), 0, "freeze: %s", err ? err->msg : "?");
+  cr_assert_str_eq(read_ctl("freezer", "freezer.state"), "FROZEN");
+  cr_assert_eq(an_cgroup_freeze(g_cg, false, &err), 0, "thaw: %s", err ? err->msg : "?");
+  cr_assert_str_eq(read_ctl("freezer", "freezer.state"), "THAWED");
+  cr_assert_eq(an_cgroup_kill(g_cg, SIGKILL, &err), 0, "kill: %s", err ? err->msg : "?");
+  int st = wait_kid(&k);
+  cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+  cr_assert_eq(an_cgroup_destroy(g_cg, &err), 0, "destroy: %s", err ? err->msg : "?");
+  an_cgroup_free(g_cg);
+  g_cg = NULL;
+  assert_gone_everywhere(g_path);
 }
