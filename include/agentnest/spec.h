@@ -17,6 +17,10 @@
 #include <sys/types.h>
 #include "agentnest/error.h"
 
+/* GCC predefines `linux` as 1 in GNU modes (-std=gnu11); struct an_spec has a
+ * member named after the spec's "linux" key. */
+#undef linux
+
 #ifdef __cplusplus
 extern "C" {
 #endif
