@@ -186,7 +186,7 @@ int oci_cmd_exec(struct oci_ctx *ctx, int argc, char **argv) {
   const char *id = argv[optind];
   int nargs = argc - optind - 1;
   if (!fl.process_file && nargs == 0)
-    return oci_usage_error(ctx, cmd, "%s: exec args cannot be empty", OCI_PROG);
+    return oci_usage_error(ctx, cmd, "exec args cannot be empty");
   if (oci_require_container(ctx, id)) return 1;
 
   cleanup_error an_error_t err = NULL;

@@ -33,13 +33,13 @@ int oci_require_container(struct oci_ctx *ctx, const char *id) {
 
 int oci_check_args(struct oci_ctx *ctx, const struct oci_command *cmd, int nargs, int min, int max) {
   if (min == max && nargs != min)
-    return oci_usage_error(ctx, cmd, "%s: \"%s\" requires exactly %d argument(s)", OCI_PROG,
+    return oci_usage_error(ctx, cmd, "\"%s\" requires exactly %d argument(s)",
                            cmd->name, min);
   if (nargs < min)
-    return oci_usage_error(ctx, cmd, "%s: \"%s\" requires a minimum of %d argument(s)", OCI_PROG,
+    return oci_usage_error(ctx, cmd, "\"%s\" requires a minimum of %d argument(s)",
                            cmd->name, min);
   if (max >= 0 && nargs > max)
-    return oci_usage_error(ctx, cmd, "%s: \"%s\" requires a maximum of %d argument(s)", OCI_PROG,
+    return oci_usage_error(ctx, cmd, "\"%s\" requires a maximum of %d argument(s)",
                            cmd->name, max);
   return 0;
 }
