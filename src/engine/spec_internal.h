@@ -1,0 +1,60 @@
+/* engine/spec_internal.h — pieces of the runtime-spec parser shared between
+ * its files and with the seccomp profile loader (internal).
+ *
+ * Every parse function reads one JSON value `v` found at JSON path `path`,
+ * writes into an already-zeroed struct that the caller has linked into the
+ * spec tree (so an_spec_free releases partial results on error), and
+ * returns 0 or a negative errno with err naming the path and the cause.
+ */
+#ifndef AN_ENGINE_SPEC_INTERNAL_H
+#define AN_ENGINE_SPEC_INTERNAL_H
+
+#include "agentnest/spec.h"
+#include "util/json_tree.h"
+
+void an_spec_strv_free(char **v);
+
+/* Sections (spec_parse_linux.c, spec_parse_resources.c, spec_parse_seccomp.c). */
+int an_spec_parse_linux(yajl_val v, const char *path, struct an_spec_linux *out,
+                        an_error_t *err);
+int an_spec_parse_resources(yajl_val v, const char *path, struct an_spec_resources *out,
+                            an_error_t *err);
+int an_spec_parse_seccomp(yajl_val v, const char *path, struct an_spec_seccomp *out,
+                          an_error_t *err);
+/* uidMappings / gidMappings arrays (linux.* and mounts[].*). */
+int an_spec_parse_id_mappings(yajl_val v, const char *path, struct an_spec_id_mapping **out,
+                              size_t *n, an_error_t *err);
+
+/* Seccomp building blocks, also used for the Docker profile format. */
+/* `action` (a SCMP_ACT_* name) and optional `errno_ret` (may be NULL) into
+ * a folded libseccomp action; errnoRet defaults to EPERM as in runc. */
+int an_spec_parse_seccomp_action(yajl_val action, const char *action_path, yajl_val errno_ret,
+                                 const char *errno_path, uint32_t *out, bool *has_errno_ret,
+                                 unsigned *errno_out, an_error_t *err);
+int an_spec_parse_seccomp_args(yajl_val v, const char *path, struct an_spec_seccomp_syscall *sc,
+                               an_error_t *err);
+int an_spec_parse_seccomp_arches(yajl_val v, const char *path, uint32_t **out, size_t *n,
+                                 an_error_t *err);
+
+/* Helpers: an absolute path string ("must be an absolute path"); a string
+ * array whose entries are all absolute paths. */
+int an_spec_get_abs_path(yajl_val v, const char *path, char **out, an_error_t *err);
+int an_spec_get_abs_path_strv(yajl_val v, const char *path, char ***out, an_error_t *err);
+
+/* A JSON object of string values into key/value pairs. */
+int an_spec_parse_string_map(yajl_val v, const char *path, struct an_spec_key_value **out,
+                             size_t *n, an_error_t *err);
+
+/* Allocate a zeroed array of n elements for a `T *p; size_t n_p;` pair
+ * (NULL, 0 for n == 0).  Sets the count at once so that an_spec_free sees
+ * every element. */
+#define AN_SPEC_ALLOC_ARRAY(ptr, count, n, path, err)                            \
+  ({ int an__r = 0; (ptr) = NULL; (count) = 0;                                   \
+     if ((n) > 0) {                                                              \
+       (ptr) = calloc((n), sizeof *(ptr));                                       \
+       if (!(ptr)) an__r = an_error_set((err), ENOMEM, "%s", (path));            \
+       else (count) = (n);                                                       \
+     }                                                                           \
+     an__r; })
+
+#endif
