@@ -32,7 +32,7 @@ TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
 HELPER_SRC:= $(sort $(wildcard tests/helpers/*.c))
 HELPER_BIN:= $(HELPER_SRC:%.c=$(BUILD)/%)
 
-.PHONY: all deps install check check-asan check-cgroupv2 test-bins images demo bench clean help fuzz
+.PHONY: all deps install check check-all check-asan check-cgroupv2 test-bins images demo bench clean help fuzz
 all: $(BUILD)/libagentnest.a $(BUILD)/libagentnest.so $(BUILD)/agentnest $(BUILD)/agentnest-oci $(BUILD)/agentnest.pc
 
 help:
@@ -41,6 +41,7 @@ help:
 	@echo "make images        build (or reuse cached) busybox, python and debian OCI images"
 	@echo "make demo          deps + build + default image + import + main job"
 	@echo "make check         run all tests (as root)"
+	@echo "make check-all     check + check-asan + check-cgroupv2 + fuzz (what CI runs)"
 	@echo "make check-asan    run all tests under AddressSanitizer + UBSan"
 	@echo "make check-cgroupv2 run the cgroup tests inside a pure cgroup v2 VM"
 	@echo "make bench         benchmark against crun and runc"
@@ -96,14 +97,19 @@ check-asan:
 check-cgroupv2: test-bins images
 	BUILD=$(BUILD) ./tests/run-cgroupv2.sh
 
+# Everything CI runs: tests, the same under ASan+UBSan, cgroup v2 VM tests, a
+# short fuzz run and the benchmark's smoke mode.
+check-all: check check-asan check-cgroupv2 fuzz
+
 fuzz:
 	./tests/fuzz/run-fuzz.sh
 
 bench: all images
 	./tests/bench/bench.sh
 
-demo: all images
-	./rootfs-tools/demo.sh
+demo: deps
+	$(MAKE) all images
+	./scripts/demo.sh
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/agentnest \

@@ -215,11 +215,27 @@ struct an_spec {
 };
 
 /* Parse a config.json document held in memory (`len` bytes, need not be
- * NUL-terminated).  On success *out owns a new spec (free with an_spec_free).
- * Errors: -EINVAL malformed JSON or a value of the wrong type/range, with a
- * message naming the JSON path and the cause, e.g.
- *   `process.rlimits[2].type: unknown rlimit "RLIMIT_FOO"`;
- * -ENOMEM.  Unknown keys are ignored (runtime-spec config.md, "Extensibility"). */
+ * NUL-terminated; runtime-spec 1.0–1.2, config.md and config-linux.md).
+ * On success *out owns a new spec (free with an_spec_free).
+ * Errors (errno in err, message without an errno suffix):
+ *   -EINVAL  malformed JSON, a duplicate key, nesting deeper than 64, more
+ *            than 1e6 values, U+0000 in a string, or a value of the wrong
+ *            type/range; the message names the JSON path and the cause:
+ *              `process.rlimits[2].type: unknown rlimit "RLIMIT_FOO"`
+ *              `linux.namespaces[1].type: duplicate namespace "pid"`
+ *              `mounts[0].destination: must be an absolute path`
+ *              `process.user.uid: must not be negative (-1)`
+ *              `process.user.uid: 4294967296 is out of range (0..4294967295)`
+ *            Also refused: ociVersion missing or not 1.x, root or root.path
+ *            missing, process without user/args/cwd, empty args, relative
+ *            cwd, env entries without '=', unknown rlimit/namespace/
+ *            capability/seccomp names, errnoRet on actions other than
+ *            SCMP_ACT_ERRNO/SCMP_ACT_TRACE, hook timeout <= 0.
+ *   -EFBIG   more than 16 MiB.
+ *   -ENOMEM.
+ * Unknown keys are ignored (config.md, "Extensibility"); JSON null counts
+ * as absent.  Syscall names are not resolved here (see
+ * an_spec_seccomp_syscall.names). */
 int an_spec_parse(const char *json, size_t len, struct an_spec **out, an_error_t *err);
 
 /* Read and parse `path` (at most 16 MiB).  Errors: as an_spec_parse, plus the
@@ -231,13 +247,24 @@ int an_spec_load_file(const char *path, struct an_spec **out, an_error_t *err);
 int an_spec_to_json(const struct an_spec *spec, char **json, an_error_t *err);
 
 /* A default config (runc's `spec` template, but with AgentNest's secure
- * defaults: user/mount/pid/net/ipc/uts/cgroup namespaces, no capabilities,
- * noNewPrivileges, read-only root "rootfs", masked/read-only paths).
- * Errors: -ENOMEM. */
+ * defaults: user/mount/pid/net/ipc/uts/cgroup namespaces with container ids
+ * 0..65535 mapped onto host ids 100000..165535, process.user 0:0 inside
+ * that user namespace, args ["sh"], terminal false (so `run` needs no
+ * console socket), no capabilities in any set, noNewPrivileges,
+ * read-only root "rootfs", runc's mounts plus a 64 MiB /tmp, masked and
+ * read-only paths, memory 512 MiB without swap, 1 CPU, 256 pids).  No
+ * seccomp filter: attach profiles/seccomp/default.json with
+ * an_seccomp_profile_load() (this function does no I/O).  See
+ * src/engine/spec_default.c for the reasoning.  *out is owned by the
+ * caller (an_spec_free).  Errors: -ENOMEM. */
 int an_spec_new_default(struct an_spec **out, an_error_t *err);
 
 /* Free a spec and everything it owns; NULL allowed. */
 void an_spec_free(struct an_spec *spec);
+
+/* Free a seccomp section (as returned by an_seccomp_profile_load, or
+ * detached from a spec); NULL allowed. */
+void an_spec_seccomp_free(struct an_spec_seccomp *seccomp);
 
 #ifdef __cplusplus
 }
