@@ -87,7 +87,8 @@ static int exec_start(struct exec_ctx *x, const char *state_root, const char *id
   x->sync_fd = sp[0];
   struct an_init_config cfg = {
     .spec = x->spec, .process = proc, .rootfs = x->st->rootfs, .parent_pid = getpid(),
-    .sync_fd = sp[1], .parent_sync_fd = sp[0], .start_fd = -1, .ns = &plan,
+    .sync_fd = sp[1], .parent_sync_fd = sp[0], .start_fd = -1, .state_dirfd = x->dirfd,
+    .ns = &plan,
     .in_userns = flags & CLONE_NEWUSER, .seccomp = x->seccomp, .stdio = {-1, -1, -1},
     .exec_only = true,
   };

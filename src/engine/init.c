@@ -301,6 +301,7 @@ _Noreturn void an_init_main(const struct an_init_config *c) {
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   if (c->parent_sync_fd >= 0) close(c->parent_sync_fd);
+  if (c->state_dirfd >= 0) close(c->state_dirfd);
 
   r = init_run(c, &report_fd, exe, sizeof exe, &err);
   if (r == 0) {

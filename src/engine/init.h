@@ -36,6 +36,9 @@ struct an_init_config {
   int sync_fd;                             /* child's end of the sync socketpair */
   int parent_sync_fd;                      /* parent's end: the child closes it first */
   int start_fd;                            /* listening start socket (create), or -1 */
+  int state_dirfd;                         /* the parent's locked state dir: closed first, so
+                                              the lock is not held by init (flock(2) locks
+                                              belong to the open file description) */
   const struct an_ns_plan *ns;
   bool in_userns;                          /* runs in a (new or joined) user namespace */
   bool become_root_early;                  /* setresuid(0) after the maps are written */
