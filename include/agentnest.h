@@ -7,4 +7,5 @@
 #include "agentnest/cgroup.h"
 #include "agentnest/container.h"
 #include "agentnest/image.h"
+#include "agentnest/sandbox_opts.h"
 #endif

@@ -6,11 +6,8 @@
  * Standard: OCI runtime-spec 1.0–1.2, config.md.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include "agentnest/spec.h"
 #include "engine/spec_internal.h"
 #include "util/cleanup.h"
@@ -243,36 +240,11 @@ int an_spec_parse(const char *json, size_t len, struct an_spec **out, an_error_t
 }
 
 int an_spec_load_file(const char *path, struct an_spec **out, an_error_t *err) {
-  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return an_error_set(err, errno, "open %s", path);
-  struct stat st;
-  if (fstat(fd, &st) < 0) return an_error_set(err, errno, "stat %s", path);
-  if (!S_ISREG(st.st_mode)) return an_error_set(err, EINVAL, "%s: not a regular file", path);
-  if (st.st_size > (off_t) AN_JSON_MAX_BYTES)
-    return an_error_set(err, EFBIG, "%s: larger than 16 MiB", path);
-  /* Read up to one byte past the cap, in case the file grew after fstat. */
-  size_t cap = AN_JSON_MAX_BYTES + 1, len = 0, size = (size_t) st.st_size + 1;
-  cleanup_free char *buf = malloc(size);
-  if (!buf) return an_error_set(err, ENOMEM, "read %s", path);
-  for (;;) {
-    if (len == size) {
-      if (size >= cap) return an_error_set(err, EFBIG, "%s: larger than 16 MiB", path);
-      size_t nsize = size * 2 < cap ? size * 2 : cap;
-      char *nbuf = realloc(buf, nsize);
-      if (!nbuf) return an_error_set(err, ENOMEM, "read %s", path);
-      buf = nbuf;
-      size = nsize;
-    }
-    ssize_t n = read(fd, buf + len, size - len);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return an_error_set(err, errno, "read %s", path);
-    }
-    if (n == 0) break;
-    len += (size_t) n;
-  }
-  if (len > AN_JSON_MAX_BYTES) return an_error_set(err, EFBIG, "%s: larger than 16 MiB", path);
-  int r = an_spec_parse(buf, len, out, err);
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+  int r = an_json_read_file(path, &buf, &len, err);
+  if (r < 0) return r;
+  r = an_spec_parse(buf, len, out, err);
   if (r < 0) an_error_prefix(err, "%s", path);
   return r;
 }

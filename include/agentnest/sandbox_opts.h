@@ -1,0 +1,341 @@
+/* agentnest/sandbox_opts.h — sandbox options, profiles, the OCI spec a
+ * sandbox runs with, and host id ranges.
+ *
+ * A builder in minijail's style: make an options object with
+ * an_sandbox_opts_new() (it starts at DESIGN.md's secure defaults), call one
+ * small setter per control (each validates its value and refuses absurd ones
+ * with -EINVAL and a message naming the option and the value), optionally
+ * load a profile first (later setters overwrite what it set, so command-line
+ * flags override the profile), then turn the options into the same in-memory
+ * OCI runtime-spec config the engine runs for `agentnest-oci`
+ * (an_sandbox_build_spec; DESIGN.md "ONE engine").
+ *
+ * Defaults (DESIGN.md "Secure defaults of a sandbox"):
+ *   memory 512 MiB, no swap       cpus 1.0 (1000 millicpus)    pids 256
+ *   /tmp 64 MiB                   lifetime 300 s               exec timeout = remaining lifetime
+ *   output 10 MiB (stdout+stderr) file read 64 MiB             network "none"
+ *   user 65532:65532, no supplementary groups                  workdir /workspace
+ *   seccomp: <profiles dir>/seccomp/default.json
+ *
+ * Sizes are bytes, durations milliseconds, CPUs millicpus (1000 = 1 CPU).
+ * Strings passed in are copied; strings returned by getters are owned by the
+ * options object and valid until the next setter call or an_sandbox_opts_free.
+ * An options object is not thread-safe.
+ */
+#ifndef AGENTNEST_SANDBOX_OPTS_H
+#define AGENTNEST_SANDBOX_OPTS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "agentnest/error.h"
+#include "agentnest/spec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct an_sandbox_opts;
+
+/* ---- limits of the setters (documented refusals) ---------------------------------------- */
+#define AN_SANDBOX_MEMORY_MIN       (4ull << 20)        /* 4 MiB; max: host RAM */
+#define AN_SANDBOX_MILLICPUS_MIN    10                  /* 0.01 CPU: the kernel's 1 ms CFS quota floor */
+#define AN_SANDBOX_MILLICPUS_MAX    (1024u * 1000u)     /* 1024 CPUs */
+#define AN_SANDBOX_PIDS_MAX         4194304             /* PID_MAX_LIMIT on 64-bit */
+#define AN_SANDBOX_TMP_SIZE_MIN     (1ull << 20)        /* 1 MiB; max: host RAM */
+#define AN_SANDBOX_DURATION_MAX_MS  (366ull * 24 * 3600 * 1000) /* lifetime/exec timeout: 366 days */
+#define AN_SANDBOX_MAX_OUTPUT_MAX   (1ull << 30)        /* 1 GiB (held in memory) */
+#define AN_SANDBOX_MAX_READ_MAX     (16ull << 30)       /* 16 GiB */
+#define AN_SANDBOX_SECRET_FILE_MAX  (64u << 10)         /* --secret NAME=@FILE: 64 KiB */
+
+#define AN_SANDBOX_DEFAULT_UID      65532
+#define AN_SANDBOX_DEFAULT_GID      65532
+#define AN_SANDBOX_WORKSPACE        "/workspace"
+
+/* Make an options object holding the defaults above.  The default seccomp
+ * profile path is resolved now from an_sandbox_profiles_dir().
+ * *opts is owned by the caller (an_sandbox_opts_free).  Errors: -ENOMEM. */
+int an_sandbox_opts_new(struct an_sandbox_opts **opts, an_error_t *err);
+
+/* Free the object and every string it holds (secret values are zeroed
+ * first); NULL allowed. */
+void an_sandbox_opts_free(struct an_sandbox_opts *opts);
+
+/* ---- setters: each returns 0, or -EINVAL with "<option> <value>: <why>" --------------- */
+
+/* Image reference as the image store names it ("python", "debian:12",
+ * "sha256:..."): 1..255 printable non-space characters. */
+int an_sandbox_opts_set_image(struct an_sandbox_opts *opts, const char *image, an_error_t *err);
+
+/* Memory limit in bytes (cgroup memory.max); swap is always off
+ * (memory.swap.max 0).  Refused: < 4 MiB, > host RAM (sysinfo(2)). */
+int an_sandbox_opts_set_memory(struct an_sandbox_opts *opts, uint64_t bytes, an_error_t *err);
+
+/* CPU bandwidth in millicpus (1500 = 1.5 CPUs), applied as a CFS quota per
+ * 100 ms period.  Refused: < 10, > 1024000. */
+int an_sandbox_opts_set_cpus(struct an_sandbox_opts *opts, uint64_t millicpus, an_error_t *err);
+
+/* Maximum number of tasks (pids.max).  Refused: 0, > 4194304. */
+int an_sandbox_opts_set_pids(struct an_sandbox_opts *opts, uint64_t pids, an_error_t *err);
+
+/* Size of the /tmp tmpfs in bytes.  Refused: < 1 MiB (0 would mean
+ * "unlimited" to tmpfs), > host RAM. */
+int an_sandbox_opts_set_tmp_size(struct an_sandbox_opts *opts, uint64_t bytes, an_error_t *err);
+
+/* Sandbox lifetime in ms (destroyed at expiry).  Refused: 0, > 366 days. */
+int an_sandbox_opts_set_lifetime(struct an_sandbox_opts *opts, uint64_t ms, an_error_t *err);
+
+/* Default per-exec timeout in ms; an exec is limited to the smaller of this
+ * and the remaining lifetime.  Refused: 0, > 366 days. */
+int an_sandbox_opts_set_exec_timeout(struct an_sandbox_opts *opts, uint64_t ms, an_error_t *err);
+
+/* Cap on captured output per exec, stdout+stderr together, in bytes.
+ * Refused: 0, > 1 GiB. */
+int an_sandbox_opts_set_max_output(struct an_sandbox_opts *opts, uint64_t bytes, an_error_t *err);
+
+/* Cap on one file read out of the sandbox (get/cp/artifacts), in bytes.
+ * Refused: 0, > 16 GiB. */
+int an_sandbox_opts_set_max_read(struct an_sandbox_opts *opts, uint64_t bytes, an_error_t *err);
+
+/* Add "KEY=value" to the process environment; a later entry with the same
+ * KEY replaces the earlier one.  KEY: [A-Za-z_][A-Za-z0-9_]*; value: any
+ * bytes but NUL.  Refused: no "=", empty or malformed KEY. */
+int an_sandbox_opts_add_env(struct an_sandbox_opts *opts, const char *key_value, an_error_t *err);
+
+/* Add a secret: exposed to the sandbox's processes as the environment
+ * variable NAME=value (after every add_env entry, so it wins), and
+ * redacted from captured output by the output module (see
+ * an_sandbox_opts_secret_values).  A later secret of the same NAME replaces
+ * the earlier one.  Refused (-EINVAL): malformed NAME (as env KEY), empty
+ * value.  The message names the secret, never its value. */
+int an_sandbox_opts_add_secret(struct an_sandbox_opts *opts, const char *name, const char *value,
+                               an_error_t *err);
+
+/* The CLI's `--secret` argument: "NAME" takes the value of NAME from the
+ * caller's environment (-ENOENT when unset or empty); "NAME=@FILE" reads FILE
+ * (at most 64 KiB, -EFBIG beyond; one trailing newline dropped; open/read
+ * errno with a message naming FILE).  Anything else: -EINVAL (a literal
+ * value on the command line would leak through ps(1) and shell history). */
+int an_sandbox_opts_add_secret_arg(struct an_sandbox_opts *opts, const char *arg, an_error_t *err);
+
+/* Working directory of the sandbox's processes: absolute, no "." or ".."
+ * components, not under /proc, /sys or /dev (CVE-2024-21626: a cwd must
+ * never be a magic link), < 4096 bytes.  Default /workspace. */
+int an_sandbox_opts_set_workdir(struct an_sandbox_opts *opts, const char *path, an_error_t *err);
+
+/* Network mode.  "none" (an empty netns with loopback only) is the only mode
+ * implemented; "allowlist" and "full" return -EOPNOTSUPP until the egress
+ * layer lands; anything else -EINVAL. */
+int an_sandbox_opts_set_network(struct an_sandbox_opts *opts, const char *mode, an_error_t *err);
+
+/* seccomp profile file in the Docker/OCI profile format.  Must name an
+ * existing regular file (-ENOENT / -EINVAL "not a regular file", stat(2)
+ * errno otherwise); it is stored as an absolute path (realpath(3)) and
+ * parsed by an_sandbox_build_spec.  There is no
+ * "unconfined": seccomp cannot be switched off (fail closed). */
+int an_sandbox_opts_set_seccomp_profile(struct an_sandbox_opts *opts, const char *path,
+                                        an_error_t *err);
+
+/* Human name of the sandbox: [A-Za-z0-9][A-Za-z0-9_.-]{0,62}. */
+int an_sandbox_opts_set_name(struct an_sandbox_opts *opts, const char *name, an_error_t *err);
+
+/* Set one option from its text form, as a command-line flag gives it, with
+ * the grammar of util/units.h for sizes and durations:
+ *   image name workdir network seccomp_profile   the string as is
+ *   memory tmp_size max_output max_read          size  ("512m", "4096")
+ *   timeout (the lifetime) exec_timeout          duration ("300", "1.5s", "500ms")
+ *   cpus                                         "1.5" (up to 3 decimals)
+ *   pids                                         decimal integer
+ *   env                                          "K=V" (add_env)
+ *   secret                                       "NAME" or "NAME=@FILE" (add_secret_arg)
+ * Errors: -EINVAL unknown option (`unknown option "memroy"`) or bad text;
+ * -ERANGE overflow; otherwise the setter's errors.  Messages name the
+ * option and the value; callers add "--memory" or a profile key. */
+int an_sandbox_opts_set_option(struct an_sandbox_opts *opts, const char *option, const char *text,
+                               an_error_t *err);
+
+/* ---- getters (no errors; strings owned by opts) ------------------------------------------ */
+const char *an_sandbox_opts_image(const struct an_sandbox_opts *opts);      /* NULL: unset */
+const char *an_sandbox_opts_name(const struct an_sandbox_opts *opts);       /* NULL: unset */
+const char *an_sandbox_opts_profile(const struct an_sandbox_opts *opts);    /* last profile loaded, or NULL */
+uint64_t an_sandbox_opts_memory(const struct an_sandbox_opts *opts);        /* bytes */
+uint64_t an_sandbox_opts_cpus(const struct an_sandbox_opts *opts);          /* millicpus */
+uint64_t an_sandbox_opts_pids(const struct an_sandbox_opts *opts);
+uint64_t an_sandbox_opts_tmp_size(const struct an_sandbox_opts *opts);      /* bytes */
+uint64_t an_sandbox_opts_lifetime(const struct an_sandbox_opts *opts);      /* ms */
+uint64_t an_sandbox_opts_exec_timeout(const struct an_sandbox_opts *opts);  /* ms; 0 = remaining lifetime */
+uint64_t an_sandbox_opts_max_output(const struct an_sandbox_opts *opts);    /* bytes */
+uint64_t an_sandbox_opts_max_read(const struct an_sandbox_opts *opts);      /* bytes */
+const char *an_sandbox_opts_workdir(const struct an_sandbox_opts *opts);    /* never NULL */
+const char *an_sandbox_opts_network(const struct an_sandbox_opts *opts);    /* never NULL */
+const char *an_sandbox_opts_seccomp_profile(const struct an_sandbox_opts *opts); /* never NULL */
+uid_t an_sandbox_opts_uid(const struct an_sandbox_opts *opts);              /* in the sandbox */
+gid_t an_sandbox_opts_gid(const struct an_sandbox_opts *opts);
+/* "KEY=value" entries from add_env, NULL-terminated (never NULL). */
+char *const *an_sandbox_opts_env(const struct an_sandbox_opts *opts);
+/* Secret values, NULL-terminated (never NULL): what the output module
+ * redacts.  Secret names with their values are in the built spec's env. */
+char *const *an_sandbox_opts_secret_values(const struct an_sandbox_opts *opts);
+
+/* Copy an options object, secrets included.  *copy is owned by the caller
+ * (an_sandbox_opts_free).  Errors: -ENOMEM. */
+int an_sandbox_opts_dup(const struct an_sandbox_opts *opts, struct an_sandbox_opts **copy,
+                        an_error_t *err);
+
+/* Write the options as a profile document (the keys of
+ * an_sandbox_opts_load_profile; sizes in bytes, durations as "<n>ms", cpus
+ * as "1.500", seccomp_profile as its path) for the state store, `inspect`
+ * and `fork`.  Loading it into fresh options gives the same values, except
+ * name and secrets: secrets are never written.  *json is heap-allocated,
+ * NUL-terminated, owned by the caller.  Errors: -EINVAL a string is not
+ * valid UTF-8; -ENOMEM. */
+int an_sandbox_opts_to_json(const struct an_sandbox_opts *opts, char **json, an_error_t *err);
+
+/* ---- profiles (src/sandbox/profile.c) ---------------------------------------------------- */
+
+/* The directory named profiles are looked up in: $AGENTNEST_PROFILES if set
+ * and non-empty, else AN_DATADIR "/profiles".  Static or environment storage;
+ * do not free. */
+const char *an_sandbox_profiles_dir(void);
+
+/* Apply a JSON profile to opts.  name_or_path is a file path if it contains
+ * '/' or ends in ".json", else a name [a-z0-9][a-z0-9_-]* looked up as
+ * <profiles_dir>/<name>.json (profiles_dir NULL: an_sandbox_profiles_dir()).
+ *
+ * A profile is one JSON object (at most 1 MiB) with only these keys:
+ *   image (string), memory, tmp_size, max_output, max_read (size: a string in
+ *   util/units.h's grammar or an integer of bytes), cpus (number or string,
+ *   e.g. 1.5), pids (integer), timeout (the lifetime) and exec_timeout
+ *   (duration: a string in the units grammar or a number of seconds), env
+ *   (object {"K": "V"} or array ["K=V"]), network (string), seccomp_profile
+ *   (path; relative paths are relative to the profile's directory), workdir
+ *   (string), description (string, ignored), unsupported (string: the profile
+ *   exists but cannot run yet; loading it fails with -EOPNOTSUPP and that
+ *   text).
+ * Each value goes through the matching setter, so the same limits apply.
+ * Keys are applied in document order; on error opts may hold some of the
+ * profile's values (discard it).
+ *
+ * Errors, all prefixed `profile "<name>": `:
+ *   -EINVAL  invalid name; not JSON; not an object; `key "memroy": unknown
+ *            key`; `key "memory": <setter's message>`; wrong JSON type
+ *   -EOPNOTSUPP the profile carries "unsupported"; network mode not there yet
+ *   -ENOENT / -EACCES / -EFBIG  the file cannot be read (message names it)
+ *   -ERANGE  a size or duration overflows */
+int an_sandbox_opts_load_profile(struct an_sandbox_opts *opts, const char *name_or_path,
+                                 const char *profiles_dir, an_error_t *err);
+
+/* ---- the OCI spec of a sandbox (src/sandbox/spec_build.c) -------------------------------- */
+
+/* What the image store says about an image (borrowed, not copied). */
+struct an_sandbox_image {
+  const char *rootfs;        /* absolute host path of the unpacked read-only root */
+  char **env;                /* image config Env, "K=V", NULL-terminated; may be NULL */
+  const char *working_dir;   /* image config WorkingDir; not used: sandboxes start in workdir */
+};
+
+/* The sandbox's own host id range (an_idrange_alloc): container ids
+ * 0..size-1 map to host ids host_uid_base..host_uid_base+size-1, for uids
+ * and gids alike. */
+struct an_sandbox_ids {
+  uint32_t host_uid_base;
+  uint32_t size;
+};
+
+/* Build the OCI runtime-spec config of a sandbox (runtime-spec config.md and
+ * config-linux.md), to be run by the engine.
+ *   opts                the options (defaults, profile, flags)
+ *   img                 image rootfs and env (rootfs required)
+ *   ids                 host id range; size must be >= 65536 so that 65532
+ *                       and the devpts gid 5 are mapped
+ *   sandbox_id          short id for the hostname "agentnest-<id>"
+ *                       ([A-Za-z0-9]{1,52}); NULL: hostname "agentnest"
+ *   workspace_host_path absolute host directory bind-mounted rw at
+ *                       /workspace.  The caller owns it and must chown it to
+ *                       host_uid_base+65532 : host_uid_base+65532 (the
+ *                       sandbox user's host ids); no idmapped mount is used
+ *                       for it, so files the sandbox writes carry its own
+ *                       host ids and no one else's.
+ *   argv                process.args, NULL-terminated, argv[0] non-empty
+ * The result (owned by the caller, free with an_spec_free):
+ *   namespaces user mount pid network ipc uts cgroup; uid/gid maps as above;
+ *   process.user 65532:65532, no additionalGids; no capabilities in any
+ *   set; noNewPrivileges; rlimits NOFILE 1024 soft / 4096 hard and CORE 0;
+ *   env = image env, then opts env, then secrets (later KEY wins), plus
+ *   PATH (Debian's default) and HOME=/workspace when absent; cwd = workdir;
+ *   root = rootfs, readonly; mounts /proc /dev /dev/pts /dev/shm (64 MiB)
+ *   /dev/mqueue /sys (ro) /tmp (tmp_size, noexec) /run (16 MiB) /workspace;
+ *   maskedPaths and readonlyPaths of /proc and /sys (runc/Docker's lists);
+ *   resources: memory limit = swap limit (no swap), CFS quota =
+ *   millicpus*100 µs per 100000 µs period, pids limit, device cgroup deny all
+ *   but null zero full random urandom tty ptmx and pts; devices null zero
+ *   full random urandom tty; linux.seccomp loaded from opts'
+ *   seccomp_profile with an_seccomp_profile_load.
+ * Errors: -EINVAL a missing or invalid argument (message names it);
+ *   the errors of an_seccomp_profile_load (agentnest/seccomp_profile.h) for
+ *   opts' seccomp profile, e.g. -ENOENT when it is missing, -EINVAL when it
+ *   is malformed: fail closed, never a spec without a seccomp filter;
+ *   -ENOMEM.  On error *out is untouched. */
+int an_sandbox_build_spec(const struct an_sandbox_opts *opts, const struct an_sandbox_image *img,
+                          const struct an_sandbox_ids *ids, const char *sandbox_id,
+                          const char *workspace_host_path, char **argv, struct an_spec **out,
+                          an_error_t *err);
+
+/* ---- host id ranges (src/sandbox/idrange.c) ---------------------------------------------- */
+
+#define AN_IDRANGE_SIZE       65536u
+#define AN_IDRANGE_BASE       0x10000000u   /* 268435456: far above login and system ids */
+#define AN_IDRANGE_SLOTS      4096u         /* ranges from 0x10000000 up to 0x20000000 */
+
+/* Where ranges come from; tests point the host id files elsewhere.  A field
+ * left 0/NULL takes the default (AN_IDRANGE_BASE, AN_IDRANGE_SLOTS,
+ * /etc/passwd, /etc/group, /etc/subuid, /etc/subgid, /proc/self/uid_map,
+ * /proc/self/gid_map). */
+struct an_idrange_config {
+  uint32_t base;             /* first id of slot 0; multiple of 65536 */
+  uint32_t slots;            /* number of 65536-id slots */
+  const char *passwd, *group, *subuid, *subgid, *uid_map, *gid_map;
+};
+
+/* Reserve a host uid/gid range of 65536 ids that no other live sandbox, no
+ * user or group in passwd/group, and no /etc/subuid or /etc/subgid range
+ * uses, and that lies inside this process's own uid_map and gid_map (so
+ * the engine can write it).  The same numbers serve as uid and gid range.
+ * The reservation is the file <state_root>/idranges/<base>.lock, created
+ * with O_CREAT|O_EXCL (holding the allocating pid): it outlives a crash on
+ * purpose, because processes of a crashed sandbox may still run with those
+ * ids; `prune`, once it has removed the sandbox, releases it with
+ * an_idrange_free.  The search starts at a random slot, so freed ranges are
+ * not reused at once.  The state dir is created (0700) if missing.
+ * Errors: -EINVAL bad config; -ENOSPC every slot is taken or excluded;
+ * the mkdir/open errno with a message naming the path; the read errno of a
+ * host id file other than ENOENT (a missing subuid file means no ranges). */
+int an_idrange_alloc(const char *state_root, struct an_sandbox_ids *ids, an_error_t *err);
+int an_idrange_alloc_config(const char *state_root, const struct an_idrange_config *config,
+                            struct an_sandbox_ids *ids, an_error_t *err);
+
+/* Release a range reserved by an_idrange_alloc (remove its lock file).
+ * Errors: -EINVAL ids not a range this allocator hands out; -ENOENT not
+ * reserved; the unlink errno otherwise. */
+int an_idrange_free(const char *state_root, const struct an_sandbox_ids *ids, an_error_t *err);
+
+/* A reservation on disk: the range and the pid that made it (0 if the file
+ * holds none). */
+struct an_idrange_reservation {
+  struct an_sandbox_ids ids;
+  pid_t pid;
+};
+
+/* List the reservations under <state_root>/idranges, for `prune`: a
+ * reservation whose sandbox is gone (no state, or its monitor and processes
+ * dead) is released with an_idrange_free.  Files that are not
+ * "<base>.lock" are ignored.  *out (heap, owned by the caller, free()) has
+ * *n entries, in no particular order; a missing directory gives none.
+ * Errors: the opendir/read errno with a message naming the directory;
+ * -ENOMEM. */
+int an_idrange_list(const char *state_root, struct an_idrange_reservation **out, size_t *n,
+                    an_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

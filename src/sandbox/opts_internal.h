@@ -1,0 +1,42 @@
+/* sandbox/opts_internal.h — the layout of struct an_sandbox_opts and helpers
+ * shared by opts.c, profile.c and spec_build.c (not installed). */
+#ifndef AN_SANDBOX_OPTS_INTERNAL_H
+#define AN_SANDBOX_OPTS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "agentnest/sandbox_opts.h"
+
+struct an_sandbox_opts {
+  char *image;              /* NULL: unset (the caller picks its default image) */
+  char *name;               /* NULL: unset */
+  char *profile;            /* name or path of the last profile applied */
+  uint64_t memory;          /* bytes */
+  uint64_t millicpus;
+  uint64_t pids;
+  uint64_t tmp_size;        /* bytes */
+  uint64_t lifetime_ms;
+  uint64_t exec_timeout_ms; /* 0: the remaining lifetime */
+  uint64_t max_output;      /* bytes */
+  uint64_t max_read;        /* bytes */
+  uid_t uid;
+  gid_t gid;
+  char *workdir;
+  char *network;
+  char *seccomp_profile;    /* path */
+  char **env;               /* "K=V", NULL-terminated, or NULL */
+  char **secret_names;      /* parallel NULL-terminated lists, or NULL */
+  char **secret_values;     /* wiped on free */
+};
+
+/* Put the heap string "KEY=..." into *list (NULL-terminated, heap, may be
+ * NULL), replacing an entry with the same KEY.  Consumes entry even on
+ * failure.  Returns 0 or -ENOMEM. */
+int an_sandbox_strv_set_env(char ***list, char *entry);
+
+/* Record which profile was applied (copied).  Errors: -ENOMEM. */
+int an_sandbox_opts_set_profile_name(struct an_sandbox_opts *opts, const char *profile,
+                                     an_error_t *err);
+
+#endif
