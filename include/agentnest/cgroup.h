@@ -1,6 +1,6 @@
 /* agentnest/cgroup.h — one cgroup manager for cgroup v2 (unified) and v1 /
  * hybrid hosts.  Kernel doc: Documentation/admin-guide/cgroup-v2.rst and
- * cgroup-v1/*.rst; runtime-spec config-linux.md "Control groups".
+ * cgroup-v1/; runtime-spec config-linux.md "Control groups".
  *
  * A container's cgroup is named by a relative path (`cgroupsPath` as runc
  * reads it, or "agentnest/<id>" when none is given).  On a unified host it is
@@ -13,6 +13,8 @@
 #ifndef AGENTNEST_CGROUP_H
 #define AGENTNEST_CGROUP_H
 
+/* GCC predefines `linux` as 1 in GNU modes; spec.h has a member so named. */
+#undef linux
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>

@@ -23,7 +23,8 @@ static int parse_console_size(yajl_val v, const char *path, struct an_spec_proce
   uint64_t h, w;
   yajl_val x = an_json_member(v, "height");
   if (!x) return an_json_error(err, an_json_path_key(sub, path, "height"), "is required");
-  if ((r = an_json_get_u64(x, sub, UINT32_MAX, &h, err)) < 0) return r;
+  if ((r = an_json_get_u64(x, an_json_path_key(sub, path, "height"), UINT32_MAX, &h, err)) < 0)
+    return r;
   if (!(x = an_json_member(v, "width")))
     return an_json_error(err, an_json_path_key(sub, path, "width"), "is required");
   if ((r = an_json_get_u64(x, an_json_path_key(sub, path, "width"), UINT32_MAX, &w, err)) < 0)
@@ -41,7 +42,8 @@ static int parse_user(yajl_val v, const char *path, struct an_spec_user *u, an_e
   uint64_t n;
   yajl_val x = an_json_member(v, "uid");
   if (!x) return an_json_error(err, an_json_path_key(sub, path, "uid"), "is required");
-  if ((r = an_json_get_u64(x, sub, UINT32_MAX, &n, err)) < 0) return r;
+  if ((r = an_json_get_u64(x, an_json_path_key(sub, path, "uid"), UINT32_MAX, &n, err)) < 0)
+    return r;
   u->uid = (uid_t) n;
   if (!(x = an_json_member(v, "gid")))
     return an_json_error(err, an_json_path_key(sub, path, "gid"), "is required");

@@ -1,0 +1,569 @@
+/* engine/cgroup.c — the cgroup manager behind agentnest/cgroup.h: names and
+ * creates a container's cgroup in every mounted hierarchy, routes each
+ * resource to the hierarchy that enforces its controller (the per-
+ * controller writers live in cgroup_v1_*.c and cgroup_v2_*.c), and
+ * tracks, freezes, kills and removes the processes inside.
+ *
+ * Where a cgroup lives (decision, differs from runc on purpose):
+ *   cgroupsPath "/a/b" (absolute) and "a/b" (relative) both name a/b below
+ *   the ROOT of every hierarchy (the mount's root; under a cgroup namespace
+ *   that is the namespace root).  runc resolves a relative path against the
+ *   runtime's own cgroup; we do not, because (1) on hybrid/v1 hosts the own
+ *   cgroup differs per hierarchy (here memory:/process_api/<x> but cpu:/),
+ *   (2) a later `delete`, the monitor and `agentnest prune` run in other
+ *   cgroups and must find the same directory from the same string in the
+ *   state file, and (3) on cgroup v2 nesting below the own cgroup would
+ *   require enabling controllers in cgroups the runtime did not create.
+ *   The engine's default is "agentnest/<id>", so every sandbox lives in
+ *   <hierarchy>/agentnest/<id>.
+ *
+ * cgroup v2 controllers: the controllers a cgroup needs are enabled with
+ * "+ctrl" in cgroup.subtree_control of the hierarchy root (the one cgroup
+ * the runtime did not create that it writes, and only when the controller
+ * is not already enabled there) and of every ancestor named by the path
+ * (e.g. "agentnest"), never in the container cgroup itself (it holds
+ * processes, so "no internal processes" forbids it; exec children carry no
+ * controllers and are limited by their parent).  Enabled controllers are
+ * left enabled on failure and destroy, as runc and crun do: they are
+ * shared by sibling containers.  memory and pids are enabled whenever the
+ * hierarchy has them, so that memory.events (OOM reporting) and
+ * pids.current always exist.
+ *
+ * Hybrid hosts: limits go to the v1 hierarchy of their controller; the
+ * cgroup2 hierarchy, even without controllers, is used for tracking
+ * (cgroup.procs), cgroup.kill and cgroup.freeze; a controller mounted only
+ * in the cgroup2 hierarchy (hugetlb on this host) is used there. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "engine/cgroup_internal.h"
+#include "util/cleanup.h"
+
+#define WAIT_MS 5000
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Relative form of a cgroupsPath: one leading '/' dropped; no empty, "." or
+ * ".." component; no control characters; each component at most 255 bytes. */
+static int normalize_path(const char *in, char **out, size_t *depth, an_error_t *err) {
+  if (!in || !*in) return an_error_set(err, EINVAL, "cgroup path is empty");
+  const char *p = in[0] == '/' ? in + 1 : in;
+  if (!*p) return an_error_set(err, EINVAL, "cgroup path \"%s\" names the hierarchy root", in);
+  if (strlen(p) > 1024) return an_error_set(err, EINVAL, "cgroup path \"%s\" is too long", in);
+  size_t n = 0;
+  for (const char *c = p;;) {
+    size_t len = strcspn(c, "/");
+    if (len == 0) return an_error_set(err, EINVAL, "cgroup path \"%s\" has an empty component", in);
+    if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+      return an_error_set(err, EINVAL, "cgroup path \"%s\" has a \"%.*s\" component", in, (int) len, c);
+    if (len > 255) return an_error_set(err, EINVAL, "cgroup path \"%s\": component too long", in);
+    for (size_t i = 0; i < len; i++)
+      if ((unsigned char) c[i] < 0x20 || c[i] == 0x7f)
+        return an_error_set(err, EINVAL, "cgroup path \"%s\" has a control character", in);
+    n++;
+    if (!c[len]) break;
+    c += len + 1;
+  }
+  char *s = strdup(p);
+  if (!s) return an_error_set(err, ENOMEM, "cgroup path");
+  *out = s;
+  *depth = n;
+  return 0;
+}
+
+static void cg_free(struct an_cgroup *cg) {
+  if (!cg) return;
+  for (size_t i = 0; i < AN_CG_MAX_HIER; i++) free(cg->dir[i]);
+  if (cg->unified_fd >= 0) close(cg->unified_fd);
+  an_cg_layout_clear(&cg->l);
+  free(cg->path);
+  free(cg);
+}
+
+void an_cgroup_free(struct an_cgroup *cg) { cg_free(cg); }
+static void cg_freep(struct an_cgroup **cg) { cg_free(*cg); }
+#define cleanup_cgroup __attribute__((cleanup(cg_freep)))
+
+/* A handle for normalized `path` (owned: taken over) with directories in
+ * every hierarchy of the host's layout. */
+static int cg_new(char *path, size_t depth, struct an_cgroup **out, an_error_t *err) {
+  struct an_cgroup *cg = calloc(1, sizeof *cg);
+  if (!cg) { free(path); return an_error_set(err, ENOMEM, "cgroup handle"); }
+  cg->path = path;
+  cg->base_depth = depth;
+  cg->unified_fd = -1;
+  int r = an_cg_layout_read(&cg->l, err);
+  if (r < 0) { cg->l.n = 0; cg_free(cg); return r; }
+  for (size_t i = 0; i < cg->l.n; i++)
+    if (asprintf(&cg->dir[i], "%s/%s", cg->l.h[i].mount, path) < 0) {
+      cg->dir[i] = NULL;
+      cg_free(cg);
+      return an_error_set(err, ENOMEM, "cgroup path");
+    }
+  /* tracking: the cgroup2 hierarchy when mounted, else a v1 one (pids,
+   * freezer or memory preferred: they are the usual ones). */
+  cg->tracking = cg->l.unified;
+  if (cg->tracking < 0) {
+    static const enum an_cg_ctrl pref[] = {AN_CG_PIDS, AN_CG_FREEZER, AN_CG_MEMORY};
+    for (size_t k = 0; k < sizeof pref / sizeof pref[0] && cg->tracking < 0; k++)
+      cg->tracking = an_cg_layout_find(&cg->l, pref[k]);
+    if (cg->tracking < 0) cg->tracking = 0;
+  }
+  *out = cg;
+  return 0;
+}
+
+static int open_unified_fd(struct an_cgroup *cg, an_error_t *err) {
+  if (cg->l.unified < 0) return 0;
+  cg->unified_fd = open(cg->dir[cg->l.unified], O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+  if (cg->unified_fd < 0) return an_error_set(err, errno, "open cgroup %s", cg->dir[cg->l.unified]);
+  return 0;
+}
+
+/* Fail closed: every controller `want` names must be enforceable here. */
+static int check_available(const struct an_cg_layout *l, uint32_t want,
+                           const struct an_spec_resources *res, an_error_t *err) {
+  /* linux.resources.unified writes cgroup v2 files: each key's controller
+   * must be in the cgroup2 hierarchy (runc refuses unified on v1 too). */
+  for (size_t i = 0; res && i < res->n_unified; i++) {
+    const char *k = res->unified[i].key;
+    if (l->unified < 0)
+      return an_error_set(err, EOPNOTSUPP, "linux.resources.unified: \"%s\" needs cgroup v2, "
+                          "which is not mounted", k);
+    if (!strncmp(k, "cgroup.", 7)) continue;
+    size_t len = strcspn(k, ".");
+    bool ok = false;
+    for (int c = 0; c < AN_CG__COUNT; c++) {
+      const char *n = an_cg_ctrl_v2_name(c);
+      if (n && strlen(n) == len && !strncmp(n, k, len))
+        ok = (l->h[l->unified].ctrls & AN_CG_BIT(c)) != 0;
+    }
+    if (!ok)
+      return an_error_set(err, EOPNOTSUPP, "linux.resources.unified: cgroup controller \"%.*s\" "
+                          "(for \"%s\") is not in the cgroup v2 hierarchy of this host", (int) len, k, k);
+  }
+  /* a huge page size the kernel does not offer, before anything is made */
+  for (size_t i = 0; res && i < res->n_hugepage_limits; i++) {
+    const char *ps = res->hugepage_limits[i].page_size;   /* validated: digits + K|M|G + "B" */
+    char *end;
+    unsigned long long kb = strtoull(ps, &end, 10) << (*end == 'G' ? 20 : *end == 'M' ? 10 : 0);
+    char sys[96];
+    snprintf(sys, sizeof sys, "/sys/kernel/mm/hugepages/hugepages-%llukB", kb);
+    if (access(sys, F_OK) < 0)
+      return an_error_set(err, EOPNOTSUPP, "linux.resources.hugepageLimits[%zu]: page size %s is "
+                          "not offered by this kernel (no %s)", i, ps, sys);
+  }
+  for (int c = 0; c < AN_CG__COUNT; c++) {
+    if (!(want & AN_CG_BIT(c))) continue;
+    if (c == AN_CG_DEVICES) {
+      if (an_cg_layout_find(l, AN_CG_DEVICES) < 0 && l->unified < 0)
+        return an_error_set(err, EOPNOTSUPP, "%s: no devices cgroup controller and no cgroup2 "
+                            "hierarchy for a device eBPF program on this host", an_cg_ctrl_field(c));
+      continue;
+    }
+    if (an_cg_layout_find(l, c) < 0) {
+      const char *name = an_cg_ctrl_v1_name(c);
+      return an_error_set(err, EOPNOTSUPP, "%s: cgroup controller \"%s\" is not available on this host",
+                          an_cg_ctrl_field(c), name ? name : "?");
+    }
+  }
+  return 0;
+}
+
+/* "+memory" etc. into subtree_control of the root and of every ancestor of
+ * the cgroup named by the path, for each v2 controller in `v2want`. */
+static int enable_v2_controllers(struct an_cgroup *cg, uint32_t v2want, an_error_t *err) {
+  if (cg->l.unified < 0 || !v2want) return 0;
+  const char *mnt = cg->l.h[cg->l.unified].mount;
+  cleanup_free char *dir = strdup(mnt);
+  if (!dir) return an_error_set(err, ENOMEM, "cgroup path");
+  const char *rest = cg->path;
+  for (;;) {
+    cleanup_free char *have = NULL;
+    int r = an_cg_read(dir, "cgroup.subtree_control", &have, err);
+    if (r < 0) return r;
+    for (int c = 0; c < AN_CG__COUNT; c++) {
+      const char *n = an_cg_ctrl_v2_name(c);
+      if (!n || !(v2want & AN_CG_BIT(c))) continue;
+      bool on = false;
+      for (char *t = have; *t;) {
+        size_t len = strcspn(t, " \n");
+        if (len == strlen(n) && !strncmp(t, n, len)) on = true;
+        t += len;
+        while (*t == ' ' || *t == '\n') t++;
+      }
+      if (!on && (r = an_cg_writef(err, dir, "cgroup.subtree_control", "+%s", n)) < 0) return r;
+    }
+    const char *slash = strchr(rest, '/');
+    if (!slash) return 0;                         /* next would be the leaf itself */
+    char *nd = NULL;
+    if (asprintf(&nd, "%s/%.*s", dir, (int) (slash - rest), rest) < 0)
+      return an_error_set(err, ENOMEM, "cgroup path");
+    free(dir);
+    dir = nd;
+    rest = slash + 1;
+  }
+}
+
+static uint32_t v2_ctrls_of(const struct an_cg_layout *l, uint32_t want) {
+  if (l->unified < 0) return 0;
+  uint32_t v2 = 0;
+  for (int c = 0; c < AN_CG__COUNT; c++)
+    if ((want & AN_CG_BIT(c)) && an_cg_ctrl_v2_name(c) && an_cg_layout_find(l, c) == l->unified)
+      v2 |= AN_CG_BIT(c);
+  return v2;
+}
+
+/* Write every limit of `res` to the hierarchy enforcing it. */
+static int apply_resources(struct an_cgroup *cg, const struct an_spec_resources *res,
+                           bool with_devices, an_error_t *err) {
+  const struct an_cg_layout *l = &cg->l;
+  int r, i;
+  if (with_devices) {
+    if ((i = an_cg_layout_find(l, AN_CG_DEVICES)) >= 0)
+      r = an_cg_v1_devices_apply(cg->dir[i], res, err);
+    else
+      r = an_cg_v2_devices_apply(cg->unified_fd, cg->dir[l->unified], res, err);
+    if (r < 0) return r;
+  }
+  if (!res) return 0;
+#define V(ctrl) ((i = an_cg_layout_find(l, ctrl)) >= 0)
+#define IS2 (l->h[i].version == 2)
+  if (V(AN_CG_MEMORY) && (r = IS2 ? an_cg_v2_memory_apply(cg->dir[i], res, err)
+                                  : an_cg_v1_memory_apply(cg->dir[i], res, err)) < 0) return r;
+  if (V(AN_CG_CPUSET) && (r = IS2 ? an_cg_v2_cpuset_apply(cg->dir[i], res, err)
+                                  : an_cg_v1_cpuset_apply(cg->dir[i], res, err)) < 0) return r;
+  if (V(AN_CG_CPU)) {
+    if (IS2)
+      r = an_cg_v2_cpu_apply(cg->dir[i], res, err);
+    else {
+      int a = an_cg_layout_find(l, AN_CG_CPUACCT);
+      r = an_cg_v1_cpu_apply(cg->dir[i], a >= 0 ? cg->dir[a] : NULL, res, err);
+    }
+    if (r < 0) return r;
+  }
+  if (V(AN_CG_PIDS) && (r = IS2 ? an_cg_v2_pids_apply(cg->dir[i], res, err)
+                                : an_cg_v1_pids_apply(cg->dir[i], res, err)) < 0) return r;
+  if (V(AN_CG_IO) && (r = IS2 ? an_cg_v2_io_apply(cg->dir[i], res, err)
+                              : an_cg_v1_blkio_apply(cg->dir[i], res, err)) < 0) return r;
+  if (V(AN_CG_HUGETLB) && (r = IS2 ? an_cg_v2_hugetlb_apply(cg->dir[i], res, err)
+                                   : an_cg_v1_hugetlb_apply(cg->dir[i], res, err)) < 0) return r;
+#undef V
+#undef IS2
+  if (l->unified >= 0 && (r = an_cg_v2_unified_apply(cg->dir[l->unified], res, err)) < 0) return r;
+  return 0;
+}
+
+/* mkdir every component of path below `mount`; *first_created is the index
+ * of the first component this call created (depth if none). */
+static int mkdir_path(const char *mount, const char *path, size_t depth, size_t *first_created,
+                      an_error_t *err) {
+  *first_created = depth;
+  for (int attempt = 0;; attempt++) {
+    size_t k = 0;
+    int again = 0;
+    for (const char *c = path;; k++) {
+      size_t len = strcspn(c, "/");
+      cleanup_free char *d = NULL;
+      if (asprintf(&d, "%s/%.*s", mount, (int) (c - path + len), path) < 0)
+        return an_error_set(err, ENOMEM, "cgroup path");
+      if (mkdir(d, 0755) == 0) {
+        if (*first_created == depth) *first_created = k;
+      } else if (errno == EEXIST) {
+        if (!c[len]) return an_error_set(err, EEXIST, "create cgroup %s", d);
+      } else if (errno == ENOENT && attempt < 3) {
+        again = 1;                 /* an ancestor vanished under a sibling's cleanup: retry */
+        break;
+      } else
+        return an_error_set(err, errno, "create cgroup %s", d);
+      if (!c[len]) break;
+      c += len + 1;
+    }
+    if (!again) return 0;
+  }
+}
+
+/* Remove what mkdir_path created: the leaf (and anything below it), then
+ * each created ancestor if still empty (a sibling may have appeared). */
+static void rmdir_created(const char *mount, const char *path, size_t depth, size_t first) {
+  cleanup_free char *p = NULL;
+  if (asprintf(&p, "%s/%s", mount, path) < 0) return;
+  an_error_t e = NULL;
+  an_cg_rmdir_tree(p, &e);
+  an_error_free(&e);
+  size_t mlen = strlen(mount);
+  for (size_t k = depth; k-- > first + 1;) {
+    char *slash = strrchr(p + mlen + 1, '/');
+    if (!slash) break;
+    *slash = '\0';
+    rmdir(p);
+  }
+}
+
+static int v1_cpuset_init_path(const char *mount, const char *path, an_error_t *err) {
+  for (const char *c = path;;) {
+    size_t len = strcspn(c, "/");
+    cleanup_free char *d = NULL;
+    if (asprintf(&d, "%s/%.*s", mount, (int) (c - path + len), path) < 0)
+      return an_error_set(err, ENOMEM, "cgroup path");
+    int r = an_cg_v1_cpuset_init(d, err);
+    if (r < 0) return r;
+    if (!c[len]) return 0;
+    c += len + 1;
+  }
+}
+
+int an_cgroup_create(const char *path, const struct an_spec_resources *res,
+                     struct an_cgroup **out, an_error_t *err) {
+  char *norm = NULL;
+  size_t depth = 0;
+  int r = normalize_path(path, &norm, &depth, err);
+  if (r < 0) return r;
+  cleanup_cgroup struct an_cgroup *cg = NULL;
+  if ((r = cg_new(norm, depth, &cg, err)) < 0) return r;
+  if ((r = an_cg_validate_resources(res, err)) < 0) return r;
+  uint32_t want = an_cg_wanted_ctrls(res, true);
+  if ((r = check_available(&cg->l, want, res, err)) < 0) return r;
+  for (size_t i = 0; i < cg->l.n; i++) {
+    struct stat st;
+    if (stat(cg->dir[i], &st) == 0) return an_error_set(err, EEXIST, "create cgroup %s", cg->dir[i]);
+  }
+  size_t first[AN_CG_MAX_HIER];
+  size_t made = 0;
+  for (; made < cg->l.n; made++) {
+    r = mkdir_path(cg->l.h[made].mount, cg->path, depth, &first[made], err);
+    if (r < 0) break;
+    if (cg->l.h[made].version == 1 && (cg->l.h[made].ctrls & AN_CG_BIT(AN_CG_CPUSET)) &&
+        (r = v1_cpuset_init_path(cg->l.h[made].mount, cg->path, err)) < 0) {
+      made++;
+      break;
+    }
+  }
+  if (r >= 0) {
+    uint32_t v2want = v2_ctrls_of(&cg->l, want | AN_CG_BIT(AN_CG_MEMORY) | AN_CG_BIT(AN_CG_PIDS));
+    r = enable_v2_controllers(cg, v2want, err);
+  }
+  if (r >= 0) r = open_unified_fd(cg, err);
+  if (r >= 0) r = apply_resources(cg, res, true, err);
+  if (r < 0) {
+    for (size_t i = 0; i < made; i++)
+      if (first[i] < depth) rmdir_created(cg->l.h[i].mount, cg->path, depth, first[i]);
+    return an_error_prefix(err, "cgroup %s", cg->path);
+  }
+  *out = an_steal(&cg);
+  return 0;
+}
+
+int an_cgroup_open(const char *path, struct an_cgroup **out, an_error_t *err) {
+  char *norm = NULL;
+  size_t depth = 0;
+  int r = normalize_path(path, &norm, &depth, err);
+  if (r < 0) return r;
+  cleanup_cgroup struct an_cgroup *cg = NULL;
+  if ((r = cg_new(norm, depth, &cg, err)) < 0) return r;
+  struct stat st;
+  if (stat(cg->dir[cg->tracking], &st) < 0) return an_error_set(err, errno, "open cgroup %s", cg->dir[cg->tracking]);
+  if ((r = open_unified_fd(cg, err)) < 0) return r;
+  *out = an_steal(&cg);
+  return 0;
+}
+
+int an_cgroup_create_child(struct an_cgroup *parent, const char *name,
+                           struct an_cgroup **out, an_error_t *err) {
+  if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+    return an_error_set(err, EINVAL, "child cgroup name \"%s\" is not one path component",
+                        name ? name : "");
+  char *p = NULL;
+  if (asprintf(&p, "%s/%s", parent->path, name) < 0) return an_error_set(err, ENOMEM, "cgroup path");
+  char *norm = NULL;
+  size_t depth = 0;
+  int r = normalize_path(p, &norm, &depth, err);
+  free(p);
+  if (r < 0) return r;
+  cleanup_cgroup struct an_cgroup *cg = NULL;
+  if ((r = cg_new(norm, parent->base_depth, &cg, err)) < 0) return r;
+  size_t made = 0;
+  for (; made < cg->l.n; made++) {
+    if (mkdir(cg->dir[made], 0755) < 0) { r = an_error_set(err, errno, "create cgroup %s", cg->dir[made]); break; }
+    if (cg->l.h[made].version == 1 && (cg->l.h[made].ctrls & AN_CG_BIT(AN_CG_CPUSET)) &&
+        (r = an_cg_v1_cpuset_init(cg->dir[made], err)) < 0) { made++; break; }
+  }
+  if (r >= 0) r = open_unified_fd(cg, err);
+  if (r < 0) {
+    for (size_t i = 0; i < made; i++) rmdir(cg->dir[i]);
+    return r;
+  }
+  *out = an_steal(&cg);
+  return 0;
+}
+
+int an_cgroup_apply(struct an_cgroup *cg, const struct an_spec_resources *res, an_error_t *err) {
+  int r = an_cg_validate_resources(res, err);
+  if (r < 0) return r;
+  bool devices = res && res->n_devices > 0;
+  uint32_t want = an_cg_wanted_ctrls(res, devices);
+  if ((r = check_available(&cg->l, want, res, err)) < 0) return r;
+  if ((r = enable_v2_controllers(cg, v2_ctrls_of(&cg->l, want), err)) < 0) return r;
+  if ((r = apply_resources(cg, res, devices, err)) < 0)
+    return an_error_prefix(err, "update cgroup %s", cg->path);
+  return 0;
+}
+
+int an_cgroup_enter(struct an_cgroup *cg, pid_t pid, an_error_t *err) {
+  /* v1 hierarchies first, the cgroup2 one (tracking) last. */
+  for (size_t i = 0; i < cg->l.n; i++)
+    if ((int) i != cg->l.unified) {
+      int r = an_cg_writef(err, cg->dir[i], "cgroup.procs", "%d", (int) pid);
+      if (r < 0) return r;
+    }
+  if (cg->l.unified >= 0) return an_cg_writef(err, cg->dir[cg->l.unified], "cgroup.procs", "%d", (int) pid);
+  return 0;
+}
+
+int an_cgroup_clone_fd(const struct an_cgroup *cg) {
+  return cg->l.layout == AN_CGROUP_UNIFIED ? cg->unified_fd : -1;
+}
+
+const char *an_cgroup_path(const struct an_cgroup *cg) { return cg->path; }
+
+int an_cgroup_pids(struct an_cgroup *cg, pid_t **pids, size_t *n, an_error_t *err) {
+  pid_t *v = NULL;
+  size_t cnt = 0, cap = 0;
+  int r = an_cg_collect_pids(cg->dir[cg->tracking], &v, &cnt, &cap, err);
+  if (r < 0) { free(v); return r; }
+  *pids = v;
+  *n = cnt;
+  return 0;
+}
+
+static int freeze_dir(struct an_cgroup *cg, bool frozen, an_error_t *err) {
+  if (cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.freeze"))
+    return an_cg_v2_freeze_set(cg->dir[cg->l.unified], frozen, err);
+  int i = an_cg_layout_find(&cg->l, AN_CG_FREEZER);
+  if (i >= 0) return an_cg_v1_freezer_set(cg->dir[i], frozen, err);
+  return an_error_set(err, EOPNOTSUPP, "freeze cgroup %s: no cgroup.freeze and no freezer controller",
+                      cg->path);
+}
+
+int an_cgroup_freeze(struct an_cgroup *cg, bool frozen, an_error_t *err) {
+  return freeze_dir(cg, frozen, err);
+}
+
+static int signal_all(struct an_cgroup *cg, int sig, size_t *sent, an_error_t *err) {
+  cleanup_free pid_t *pids = NULL;
+  size_t n = 0;
+  int r = an_cgroup_pids(cg, &pids, &n, err);
+  if (r < 0) return r;
+  for (size_t k = 0; k < n; k++)
+    if (kill(pids[k], sig) < 0 && errno != ESRCH)
+      return an_error_set(err, errno, "kill %d (cgroup %s)", (int) pids[k], cg->path);
+  *sent = n;
+  return 0;
+}
+
+int an_cgroup_kill(struct an_cgroup *cg, int sig, an_error_t *err) {
+  if (sig == SIGKILL && cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.kill"))
+    return an_cg_write(cg->dir[cg->l.unified], "cgroup.kill", "1", err);
+  /* No cgroup.kill: freeze so that nothing forks between listing and
+   * signalling (runc's signalAllProcesses), signal every pid, thaw. */
+  an_error_t ferr = NULL;
+  bool frozen = freeze_dir(cg, true, &ferr) == 0;
+  an_error_free(&ferr);
+  size_t sent = 0;
+  int r = signal_all(cg, sig, &sent, err);
+  if (frozen) {
+    an_error_t terr = NULL;
+    int t = freeze_dir(cg, false, &terr);
+    if (r >= 0 && t < 0) { r = t; if (err && !*err) *err = terr; else an_error_free(&terr); }
+    else an_error_free(&terr);
+  }
+  return r;
+}
+
+/* memory.events "oom_kill" counts the kills of victims in the cgroup and
+ * all its descendants (it is hierarchical unless cgroup2 is mounted with
+ * memory_localevents); memory.events.local would miss a victim in an exec's
+ * child cgroup, so it is not used.  A cgroup without the memory controller
+ * (an exec child on v2) reports its nearest ancestor inside the container.
+ * On v1 the count is per cgroup only, so the subtree is summed. */
+static int v1_oom_sum(const char *dir, uint64_t *sum, an_error_t *err) {
+  uint64_t v = 0;
+  int r = an_cg_read_key(dir, "memory.oom_control", "oom_kill", &v, err);
+  if (r < 0) return r;
+  *sum += v;
+  cleanup_closedir DIR *d = opendir(dir);
+  if (!d) return an_error_set(err, errno, "open cgroup %s", dir);
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    cleanup_free char *sub = NULL;
+    if (asprintf(&sub, "%s/%s", dir, de->d_name) < 0) return an_error_set(err, ENOMEM, "path");
+    if ((r = v1_oom_sum(sub, sum, err)) < 0) return r;
+  }
+  return 0;
+}
+
+int an_cgroup_oom_kills(struct an_cgroup *cg, uint64_t *count, an_error_t *err) {
+  int i = an_cg_layout_find(&cg->l, AN_CG_MEMORY);
+  if (i < 0) return an_error_set(err, EOPNOTSUPP, "cgroup %s: no memory controller", cg->path);
+  if (cg->l.h[i].version == 1) {
+    *count = 0;
+    return v1_oom_sum(cg->dir[i], count, err);
+  }
+  cleanup_free char *dir = strdup(cg->dir[i]);
+  if (!dir) return an_error_set(err, ENOMEM, "cgroup path");
+  size_t depth = 1;
+  for (const char *s = cg->path; *s; s++) depth += *s == '/';
+  while (!an_cg_file_exists(dir, "memory.events")) {
+    if (depth <= cg->base_depth)
+      return an_error_set(err, EOPNOTSUPP, "cgroup %s: memory controller not enabled", cg->path);
+    *strrchr(dir, '/') = '\0';
+    depth--;
+  }
+  return an_cg_read_key(dir, "memory.events", "oom_kill", count, err);
+}
+
+static int wait_empty(struct an_cgroup *cg, an_error_t *err) {
+  if (cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.events")) {
+    int r = an_cg_wait_key(cg->dir[cg->l.unified], "cgroup.events", "populated", 0, WAIT_MS, err);
+    return r == -ETIMEDOUT ? -EBUSY : r;
+  }
+  for (long waited = 0;; waited += 10) {
+    cleanup_free pid_t *pids = NULL;
+    size_t n = 0;
+    int r = an_cgroup_pids(cg, &pids, &n, err);
+    if (r < 0) return r;
+    if (n == 0) return 0;
+    if (waited >= WAIT_MS)
+      return an_error_set(err, EBUSY, "cgroup %s: %zu processes remain after SIGKILL", cg->path, n);
+    size_t sent;
+    if ((r = signal_all(cg, SIGKILL, &sent, err)) < 0) return r;
+    sleep_ms(10);
+  }
+}
+
+int an_cgroup_destroy(struct an_cgroup *cg, an_error_t *err) {
+  struct stat st;
+  if (stat(cg->dir[cg->tracking], &st) == 0) {
+    int r = an_cgroup_kill(cg, SIGKILL, err);
+    if (r < 0) return an_error_prefix(err, "destroy cgroup %s", cg->path);
+    if ((r = wait_empty(cg, err)) < 0) return an_error_prefix(err, "destroy cgroup %s", cg->path);
+  }
+  int ret = 0;
+  for (size_t i = 0; i < cg->l.n; i++) {
+    int r = an_cg_rmdir_tree(cg->dir[i], err);
+    if (r < 0 && ret == 0) ret = r;
+  }
+  return ret;
+}
