@@ -26,6 +26,7 @@
 #include "engine/container_internal.h"
 #include "engine/hooks.h"
 #include "engine/init.h"
+#include "engine/mount.h"
 #include "engine/namespaces.h"
 #include "engine/process.h"
 #include "engine/rlimits.h"
@@ -266,9 +267,11 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
     for (size_t i = 0; i < s->n_mounts; i++) {
       const struct an_spec_mount *m = &s->mounts[i];
       if (!m->n_uid_mappings && !m->n_gid_mappings) continue;
+      cleanup_close int userns = -1;
       r = an_userns_for_idmap(m->uid_mappings, m->n_uid_mappings, m->gid_mappings,
-                              m->n_gid_mappings, &l->idmap_fds[i], err);
-      if (r < 0) { an_error_prefix(err, "mounts[%zu] idmap", i); goto fail; }
+                              m->n_gid_mappings, &userns, err);
+      if (r == 0) r = an_mount_prepare_idmapped(m, l->bundle, userns, &l->idmap_fds[i], err);
+      if (r < 0) { an_error_prefix(err, "mounts[%zu]", i); goto fail; }
     }
   }
 

@@ -42,7 +42,8 @@ struct an_init_config {
   const struct an_ns_plan *ns;
   bool in_userns;                          /* runs in a (new or joined) user namespace */
   bool become_root_early;                  /* setresuid(0) after the maps are written */
-  const int *idmap_fds;                    /* per mounts[i]: user namespace fd or -1; or NULL */
+  const int *idmap_fds;                    /* per mounts[i]: idmapped detached mount made by
+                                              the parent, or -1; or NULL */
   const struct an_seccomp_program *seccomp;/* NULL: none */
   bool no_pivot, no_new_keyring;
   int preserve_fds;

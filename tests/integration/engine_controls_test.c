@@ -242,3 +242,33 @@ Test(engine_controls, bl_01_runtime_init_exe_is_not_reachable_before_exec) {
   cr_assert_eq(an_container_delete(B.state_root, B.id, true, &err), 0, "%s", err ? err->msg : "");
   an_spec_free(spec);
 }
+
+Test(engine_controls, idmapped_bind_mount_shows_host_root_files_as_container_root) {
+  char data[300];
+  snprintf(data, sizeof data, "%s/data", B.dir);
+  cr_assert(mkdir(data, 0755) == 0);
+  char target[400];
+  snprintf(target, sizeof target, "%s/data", B.rootfs);
+  cr_assert(mkdir(target, 0755) == 0);
+  struct an_spec *spec = an_test_bundle_spec(&B, "stat", "-c", "%u:%g", "/data", NULL);
+  struct an_spec_mount *m = realloc(spec->mounts, (spec->n_mounts + 1) * sizeof *m);
+  spec->mounts = m;
+  m = &spec->mounts[spec->n_mounts++];
+  memset(m, 0, sizeof *m);
+  m->destination = strdup("/data");
+  m->type = strdup("bind");
+  m->source = strdup(data);
+  m->options = strv("bind", "ro", NULL);
+  m->uid_mappings = calloc(1, sizeof *m->uid_mappings);
+  m->uid_mappings[0] = (struct an_spec_id_mapping){0, 100000, 65536};
+  m->n_uid_mappings = 1;
+  m->gid_mappings = calloc(1, sizeof *m->gid_mappings);
+  m->gid_mappings[0] = (struct an_spec_id_mapping){0, 100000, 65536};
+  m->n_gid_mappings = 1;
+  char *out = NULL;
+  an_error_t err = NULL;
+  cr_assert_eq(an_test_run_capture(spec, &B, &out, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_str_eq(out, "0:0\n", "owner seen inside: %s", out);
+  free(out);
+  an_spec_free(spec);
+}

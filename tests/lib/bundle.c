@@ -70,7 +70,9 @@ void an_test_bundle_make(struct an_test_bundle *b, const char *tag) {
     snprintf(path, sizeof path, "%s/bin/%s", b->rootfs, name);
     cr_assert(symlink("busybox", path) == 0, "symlink %s", path);
   }
-  pclose(list);
+  int lst = pclose(list);
+  cr_assert(lst == 0, "host /bin/busybox is not busybox-static (`busybox --list` failed): "
+            "reinstall busybox-static");
   an_test_bundle_write(b, "etc/passwd", "root:x:0:0:root:/root:/bin/sh\nagent:x:1000:1000::/:/bin/sh\n", 0644);
   an_test_bundle_write(b, "etc/group", "root:x:0:\nagent:x:1000:\nsecret:x:2000:\n", 0644);
 }
