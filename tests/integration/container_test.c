@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -349,4 +350,51 @@ Test(container, exec_joins_the_container_with_the_same_restrictions) {
   cr_assert_eq(an_container_delete(B.state_root, B.id, true, &err), 0, "%s", err ? err->msg : "");
   cr_assert(!an_test_cgroup_exists(B.id));
   an_spec_free(spec);
+}
+
+static void drop_namespace(struct an_spec *spec, int flag) {
+  struct an_spec_linux *l = &spec->linux;
+  size_t k = 0;
+  for (size_t i = 0; i < l->n_namespaces; i++)
+    if (l->namespaces[i].clone_flag != flag) l->namespaces[k++] = l->namespaces[i];
+    else free(l->namespaces[i].path);
+  l->n_namespaces = k;
+  l->ns_flags &= ~flag;
+}
+
+Test(container, runc_style_config_without_user_namespace_runs_as_root_without_caps) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "sh", "-c",
+      "cat /proc/self/uid_map; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; exit 0", NULL);
+  drop_namespace(spec, CLONE_NEWUSER);
+  free(spec->linux.uid_mappings);
+  free(spec->linux.gid_mappings);
+  spec->linux.uid_mappings = spec->linux.gid_mappings = NULL;
+  spec->linux.n_uid_mappings = spec->linux.n_gid_mappings = 0;
+  char *out = NULL;
+  an_error_t err = NULL;
+  cr_assert_eq(an_test_run_capture(spec, &B, &out, &err), 0, "%s", err ? err->msg : "");
+  cr_assert(strstr(out, "0          0 4294967295"), "%s", out);
+  cr_assert(strstr(out, "CapEff:\t0000000000000000"), "%s", out);
+  cr_assert(strstr(out, "NoNewPrivs:\t1"), "%s", out);
+  free(out);
+  an_spec_free(spec);
+  assert_nothing_left();
+}
+
+Test(container, no_pivot_moves_the_root_and_chroots) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "sh", "-c",
+      "ls / | tr '\\n' ' '; touch /x 2>/dev/null && echo WRITABLE; exit 0", NULL);
+  struct an_container_opts o = an_test_bundle_opts(&B);
+  o.no_pivot = true;
+  int mfd = memfd_create("out", MFD_CLOEXEC);
+  o.stdio[1] = mfd;
+  an_error_t err = NULL;
+  cr_assert_eq(an_container_run(spec, &o, &err), 0, "%s", err ? err->msg : "");
+  char buf[4096] = "";
+  cr_assert(pread(mfd, buf, sizeof buf - 1, 0) > 0);
+  close(mfd);
+  cr_assert(strstr(buf, "bin dev etc opt proc root sys tmp"), "%s", buf);
+  cr_assert(!strstr(buf, "WRITABLE"), "%s", buf);
+  an_spec_free(spec);
+  assert_nothing_left();
 }
