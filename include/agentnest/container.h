@@ -91,6 +91,15 @@ int an_container_exec(const char *state_root, const char *id, const struct an_sp
                       bool detach, const char *console_socket, const char *pid_file,
                       pid_t *pid, an_error_t *err);
 
+/* an_container_exec with the new process's stdin/stdout/stderr given as
+ * fds (-1 = the caller's own 0/1/2): the sandbox layer captures an exec's
+ * output through pipes without touching its own fds.  The fds are dup'ed
+ * into the child; the caller keeps ownership.  Errors as an_container_exec. */
+int an_container_exec_stdio(const char *state_root, const char *id,
+                            const struct an_spec_process *proc, const int stdio[3], bool detach,
+                            const char *console_socket, const char *pid_file, pid_t *pid,
+                            an_error_t *err);
+
 /* Read the state, refreshing status (a recorded pid whose start time differs
  * is treated as gone: PID reuse guard).  *out owned by the caller. */
 int an_container_state(const char *state_root, const char *id,

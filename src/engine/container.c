@@ -172,7 +172,7 @@ static int validate(struct launch *l, an_error_t *err) {
   if (!p->cwd || p->cwd[0] != '/')
     return an_error_set(err, EINVAL, "process.cwd \"%s\": must be an absolute path",
                         p->cwd ? p->cwd : "");
-  if (p->terminal && !l->opts->console_socket && l->opts->stdio[0] < 0)
+  if (p->terminal && !l->opts->console_socket)
     return an_error_set(err, EINVAL, "process.terminal: needs a console socket");
   return 0;
 }

@@ -4,6 +4,7 @@
  * create leaves nothing behind.  Run as root on the real kernel. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <signal.h>
@@ -347,6 +348,20 @@ Test(container, exec_joins_the_container_with_the_same_restrictions) {
   pid_t pid = 0;
   int r = an_container_exec(B.state_root, B.id, &p, false, NULL, NULL, &pid, &err);
   cr_assert_eq(r, 7, "exec status %d: %s", r, err ? err->msg : "");
+  /* with its output captured through a pipe */
+  int pfd[2];
+  cr_assert(pipe2(pfd, O_CLOEXEC) == 0);
+  char *args2[] = {"sh", "-c", "echo from-exec; echo to-stderr >&2", NULL};
+  p.args = args2;
+  int stdio[3] = {-1, pfd[1], pfd[1]};
+  r = an_container_exec_stdio(B.state_root, B.id, &p, stdio, false, NULL, NULL, NULL, &err);
+  cr_assert_eq(r, 0, "%d %s", r, err ? err->msg : "");
+  close(pfd[1]);
+  char buf[256] = "";
+  ssize_t n = read(pfd[0], buf, sizeof buf - 1);
+  cr_assert(n > 0);
+  close(pfd[0]);
+  cr_assert_str_eq(buf, "from-exec\nto-stderr\n");
   cr_assert_eq(an_container_delete(B.state_root, B.id, true, &err), 0, "%s", err ? err->msg : "");
   cr_assert(!an_test_cgroup_exists(B.id));
   an_spec_free(spec);
