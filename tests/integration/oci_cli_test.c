@@ -305,6 +305,7 @@ Test(oci_cli, create_start_state_list_ps_pause_resume_kill_delete, .fini = fini_
   char *o = out_of();
   cr_assert(strncmp(o, "ID          PID         STATUS      BUNDLE", 42) == 0, "%s", o);
   cr_assert(strstr(o, "c1") && strstr(o, "created") && strstr(o, B.dir), "%s", o);
+  cr_assert(strstr(o, " root\n"), "OWNER column: %s", o);
   free(o);
   cr_assert_eq(oci_cmd(&B, "list -q"), 0);
   o = out_of();
@@ -317,6 +318,7 @@ Test(oci_cli, create_start_state_list_ps_pause_resume_kill_delete, .fini = fini_
   cr_assert(YAJL_IS_ARRAY(v) && v->u.array.len == 1);
   cr_assert_str_eq(json_str(v->u.array.values[0], "status", NULL), "created");
   cr_assert_eq(json_int(v->u.array.values[0], "pid"), pid);
+  cr_assert_str_eq(json_str(v->u.array.values[0], "owner", NULL), "root");
   yajl_tree_free(v);
 
   /* start: running; a second start fails */
