@@ -328,3 +328,60 @@ Test(oci_diff, cgroup_limits_on_the_host_match, .fini = fini_all) {
   snprintf(path, sizeof path, "/sys/fs/cgroup/pids%s", cgroup_path);
   cr_expect(access(path, F_OK) < 0, "%s left behind", path);
 }
+
+static char **strv(const char *a, const char *b) {
+  char **v = calloc(3, sizeof(char *));
+  v[0] = a ? strdup(a) : NULL;
+  v[1] = a && b ? strdup(b) : NULL;
+  return v;
+}
+
+static void set_caps(struct an_spec *spec, char **bnd, char **eff, char **prm, char **inh, char **amb) {
+  struct an_spec_capabilities *c = spec->process->capabilities;
+  char **old[] = {c->bounding, c->effective, c->permitted, c->inheritable, c->ambient};
+  for (size_t i = 0; i < 5; i++) {
+    for (char **p = old[i]; p && *p; p++) free(*p);
+    free(old[i]);
+  }
+  c->bounding = bnd; c->effective = eff; c->permitted = prm; c->inheritable = inh; c->ambient = amb;
+}
+
+/* Capability sets after execve, as root and as a non-root user with an
+ * ambient capability: the kernel's rules (capabilities(7), "Transformation
+ * of capabilities during execve") make these easy to get subtly wrong. */
+Test(oci_diff, capability_sets_after_execve_match, .fini = fini_all) {
+  const char *args[] = {"sh", "-c", "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb):' /proc/self/status; id -u", NULL};
+  make_diff_bundle("caps", args);
+  struct {
+    uid_t uid;
+    const char *bnd[2], *eff[2], *inh[2], *amb[2];
+  } cases[] = {
+    {0, {"CAP_CHOWN", "CAP_NET_BIND_SERVICE"}, {"CAP_CHOWN", NULL}, {NULL, NULL}, {NULL, NULL}},
+    {1000, {"CAP_CHOWN", "CAP_NET_BIND_SERVICE"}, {"CAP_NET_BIND_SERVICE", NULL},
+     {"CAP_NET_BIND_SERVICE", NULL}, {"CAP_NET_BIND_SERVICE", NULL}},
+    {1000, {"CAP_CHOWN", NULL}, {"CAP_CHOWN", NULL}, {NULL, NULL}, {NULL, NULL}},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    struct an_spec *spec = oci_bundle_read_spec(&B);
+    spec->process->user.uid = cases[c].uid;
+    spec->process->user.gid = cases[c].uid;
+    set_caps(spec, strv(cases[c].bnd[0], cases[c].bnd[1]), strv(cases[c].eff[0], cases[c].eff[1]),
+             strv(cases[c].eff[0], cases[c].eff[1]), strv(cases[c].inh[0], cases[c].inh[1]),
+             strv(cases[c].amb[0], cases[c].amb[1]));
+    oci_bundle_write_spec(&B, spec);
+    an_spec_free(spec);
+    char *out[RT_COUNT];
+    for (int rt = 0; rt < RT_COUNT; rt++) {
+      int st = rt_cmd((enum runtime) rt, "run caps-%d", (int) getpid());
+      out[rt] = oci_slurp(B.out);
+      cr_assert_eq(st, 0, "case %zu: %s run failed (%d): %s", c, rt_names[rt], st, oci_slurp(B.err));
+    }
+    for (int rt = 0; rt < RT_COUNT; rt++)
+      cr_expect_str_eq(out[rt], out[RT_RUNC], "case %zu: %s sees\n%s\nrunc sees\n%s", c,
+                       rt_names[rt], out[rt], out[RT_RUNC]);
+    /* not vacuous: the configured sets really show */
+    const char *want[] = {"CapEff:\t0000000000000001", "CapAmb:\t0000000000000400", "CapBnd:\t0000000000000001"};
+    cr_assert(strstr(out[RT_AGENTNEST], want[c]), "case %zu: %s", c, out[RT_AGENTNEST]);
+    for (int rt = 0; rt < RT_COUNT; rt++) free(out[rt]);
+  }
+}
