@@ -18,7 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,12 +42,59 @@ void an_exec_result_release(struct an_exec_result *res) {
   memset(res, 0, sizeof *res);
 }
 
-static void release_cgroup(struct an_cgroup *cg) {
-  if (!cg) return;
+/* Take a free exec slot: the first <dir>/exec-slots/<n>.lock this process
+ * can flock, and its child cgroup exec-<n> (created on first use, kept for
+ * the next exec: creating and removing a cgroup in every v1 hierarchy per
+ * exec costs milliseconds).  Held until the handle is closed. */
+static int acquire_slot(struct an_sandbox *sb, an_error_t *err) {
+  if (sb->exec_cg) return 0;
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/exec-slots", sb->dir);
+  if (mkdir(path, 0700) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", path);
+  for (unsigned n = 0; n < 4096; n++) {
+    snprintf(path, sizeof path, "%s/exec-slots/%u.lock", sb->dir, n);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return an_error_set(err, errno, "open %s", path);
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+      close(fd);
+      if (errno == EWOULDBLOCK || errno == EINTR) continue;
+      return an_error_set(err, errno, "lock %s", path);
+    }
+    char name[32], cgp[256];
+    snprintf(name, sizeof name, "exec-%u", n);
+    snprintf(cgp, sizeof cgp, "%s/%s", sb->cgroup_path, name);
+    an_error_t e = NULL;
+    int r = an_cgroup_open(cgp, &sb->exec_cg, &e);
+    an_error_free(&e);
+    if (r < 0) r = an_cgroup_create_child(sb->cg, name, &sb->exec_cg, err);
+    if (r < 0) {
+      close(fd);
+      return r;
+    }
+    sb->exec_slot_fd = fd;
+    sb->exec_oom_ok = an_cgroup_oom_kills(sb->exec_cg, &sb->exec_oom_base, &e) == 0;
+    an_error_free(&e);
+    return 0;
+  }
+  return an_error_set(err, EBUSY, "sandbox %s: no free exec slot", sb->rec.id);
+}
+
+/* After an exec: kill what is left in its cgroup and wait until it is empty
+ * (bounded), so the slot starts clean and timeouts reach everything. */
+static void empty_slot(struct an_cgroup *cg) {
   an_error_t e = NULL;
-  an_cgroup_destroy(cg, &e);
+  for (int i = 0; i < 2000; i++) {
+    pid_t *pids = NULL;
+    size_t n = 0;
+    if (an_cgroup_pids(cg, &pids, &n, &e) < 0) break;
+    free(pids);
+    if (!n) break;
+    if (i == 0 || i % 100 == 0) an_cgroup_kill(cg, SIGKILL, &e);
+    an_error_free(&e);
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
   an_error_free(&e);
-  an_cgroup_free(cg);
 }
 
 /* Wait for the pidfd's process to exit; fill the result's code/signal. */
@@ -192,15 +242,10 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
     }
     return r;
   }
-  char name[64];
-  snprintf(name, sizeof name, "exec-%d-%u", (int) getpid(), ++sb->exec_seq);
-  struct an_cgroup *ecg = NULL;
-  if ((r = an_cgroup_create_child(sb->cg, name, &ecg, err)) < 0)
-    return an_error_prefix(err, "exec in sandbox %s", sb->rec.id);
-  uint64_t oom0 = 0, oom1 = 0;
+  if ((r = acquire_slot(sb, err)) < 0) return an_error_prefix(err, "exec in sandbox %s", sb->rec.id);
+  struct an_cgroup *ecg = sb->exec_cg;
+  uint64_t oom1 = 0;
   an_error_t e = NULL;
-  bool oom_ok = an_cgroup_oom_kills(ecg, &oom0, &e) == 0;
-  an_error_free(&e);
 
   int po[2] = {-1, -1}, pe[2] = {-1, -1};
   cleanup_close int devnull = -1;
@@ -236,9 +281,11 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   close(pidfd);
   if (r < 0) goto out;
   /* Documented policy: what the command left running is killed with it. */
-  an_cgroup_kill(ecg, SIGKILL, &e);
-  an_error_free(&e);
-  if (oom_ok && an_cgroup_oom_kills(ecg, &oom1, &e) == 0 && oom1 > oom0) res->oom_killed = true;
+  empty_slot(ecg);
+  if (sb->exec_oom_ok && an_cgroup_oom_kills(ecg, &oom1, &e) == 0) {
+    if (oom1 > sb->exec_oom_base) res->oom_killed = true;
+    sb->exec_oom_base = oom1;
+  }
   an_error_free(&e);
   finish_status(res);
 out:
@@ -247,7 +294,7 @@ out:
     if (po[i] >= 0) close(po[i]);
     if (pe[i] >= 0) close(pe[i]);
   }
-  release_cgroup(ecg);
+  if (r < 0) empty_slot(ecg);
   if (r >= 0)
     an_sb_event(sb->dir, "exec",
                 ",\"pid\":%d,\"status\":%d,\"timed_out\":%s,\"oom_killed\":%s,\"duration_ms\":%llu",

@@ -47,6 +47,12 @@ struct an_sandbox {
   int init_pidfd;             /* lazily opened, checked against init_start */
   struct an_cgroup *cg;       /* lazily opened */
   unsigned exec_seq;
+  /* exec slot (exec.c): a reusable child cgroup exec-<n> of the sandbox
+   * cgroup, held through the flock of <dir>/exec-slots/<n>.lock */
+  struct an_cgroup *exec_cg;
+  int exec_slot_fd;
+  uint64_t exec_oom_base;
+  bool exec_oom_ok;
   /* exec cache (exec_spawn.c) */
   struct an_spec *spec;
   struct an_seccomp_program *seccomp;

@@ -265,6 +265,7 @@ int an_sb_handle_new(const char *root, struct an_sb_record *rec, struct an_sandb
   if (!sb) return an_error_set(err, ENOMEM, "sandbox handle");
   sb->ws_fd = -1;
   sb->init_pidfd = -1;
+  sb->exec_slot_fd = -1;
   sb->rec = *rec;
   memset(rec, 0, sizeof *rec);
   if (!(sb->root = strdup(root)) ||
@@ -303,6 +304,8 @@ void an_sandbox_close(struct an_sandbox *sb) {
   if (sb->ws_fd >= 0) close(sb->ws_fd);
   if (sb->init_pidfd >= 0) close(sb->init_pidfd);
   an_cgroup_free(sb->cg);
+  an_cgroup_free(sb->exec_cg);
+  if (sb->exec_slot_fd >= 0) close(sb->exec_slot_fd);
   an_spec_free(sb->spec);
   an_seccomp_program_free(sb->seccomp);
   free(sb);
