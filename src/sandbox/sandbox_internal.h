@@ -89,10 +89,23 @@ void an_sb_event(const char *dir, const char *type, const char *fields_fmt, ...)
 /* Teardown (teardown.c): remove everything of sandbox `id` (processes,
  * container, cgroups, workspace, name, id range, state).  `reason` goes into
  * the "destroyed" event; `tombstone` leaves an expiry tombstone; grace_ms as
- * destroy.  `skip_monitor` when called by the monitor itself.  `report` (may
- * be NULL) receives a JSON object of what was removed (heap).  Idempotent. */
+ * destroy.  `skip_monitor` when called by the monitor itself.  `rep` (may
+ * be NULL) receives what was found and removed.  Idempotent. */
+struct an_sb_teardown_report {
+  bool container;   /* an engine container was there */
+  bool cgroup;      /* the sandbox cgroup was there */
+  bool mount;       /* the image bind <dir>/rootfs was unmounted */
+  bool workspace;   /* a workspace was there */
+  bool state;       /* the state directory was removed */
+  int64_t idrange;  /* host uid base of the released range; 0 none; -1 release failed */
+};
 int an_sb_teardown(const char *root, const char *id, const char *reason, bool tombstone,
-                   uint64_t grace_ms, bool skip_monitor, char **report, an_error_t *err);
+                   uint64_t grace_ms, bool skip_monitor, struct an_sb_teardown_report *rep,
+                   an_error_t *err);
+/* "running", "expired" or "dead" (list.c). */
+const char *an_sb_status(const struct an_sb_record *rec);
+/* Freeze or thaw the sandbox cgroup (workspace_ops.c). */
+int an_sb_freeze(struct an_sandbox *sb, bool frozen, an_error_t *err);
 
 /* Monitor (monitor.c): double-fork the monitor of sandbox `sb`; fills
  * sb->rec.monitor_pid/start. */

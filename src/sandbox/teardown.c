@@ -16,14 +16,11 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yajl/yajl_gen.h>
 #include "agentnest/container.h"
 #include "engine/process.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "util/safe_path.h"
-
-#define GS(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
 
 static void kill_checked(pid_t pid, uint64_t start, int sig) {
   int fd = -1;
@@ -51,7 +48,11 @@ static void stop_with_grace(const struct an_sb_record *rec, uint64_t grace_ms) {
 }
 
 int an_sb_teardown(const char *root, const char *id, const char *reason, bool tombstone,
-                   uint64_t grace_ms, bool skip_monitor, char **report, an_error_t *err) {
+                   uint64_t grace_ms, bool skip_monitor, struct an_sb_teardown_report *rep,
+                   an_error_t *err) {
+  struct an_sb_teardown_report dummy;
+  if (!rep) rep = &dummy;
+  memset(rep, 0, sizeof *rep);
   root = an_sb_root_or_default(root);
   if (!an_sb_valid_id(id)) return an_error_set(err, EINVAL, "sandbox id \"%s\" is not valid", id);
   char dir[PATH_MAX], path[PATH_MAX + 64];
@@ -74,12 +75,6 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
   bool have_rec = an_sb_record_read(dir, &rec, &e) == 0;
   an_error_free(&e);
   int first = 0;
-  yajl_gen g = yajl_gen_alloc(NULL);
-  if (g) {
-    yajl_gen_map_open(g);
-    GS(g, "id"); GS(g, id);
-    GS(g, "reason"); GS(g, reason);
-  }
 
   /* 1. the monitor (it never holds the lock while we do) */
   if (have_rec && !skip_monitor && rec.monitor_pid) kill_checked(rec.monitor_pid, rec.monitor_start, SIGKILL);
@@ -93,21 +88,19 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
     first = an_error_set(err, e->errnum, "%s", e->msg);
   }
   an_error_free(&e);
-  if (g) { GS(g, "container"); yajl_gen_bool(g, had_container); }
+  rep->container = had_container;
   /* 3. cgroups the engine did not remove (or a create that died early) */
   char cgpath[64];
   snprintf(cgpath, sizeof cgpath, "%s%s", AN_SB_CGROUP_PREFIX, id);
   struct an_cgroup *cg = NULL;
-  if (g) { GS(g, "cgroups"); yajl_gen_array_open(g); }
   if (an_cgroup_open(cgpath, &cg, &e) == 0) {
-    if (g) GS(g, cgpath);
+    rep->cgroup = true;
     if (an_cgroup_destroy(cg, &e) < 0 && !first) first = an_error_set(err, e->errnum, "%s", e->msg);
     an_cgroup_free(cg);
-  } else if (had_container && g) {
-    GS(g, cgpath);
+  } else if (had_container) {
+    rep->cgroup = true;
   }
   an_error_free(&e);
-  if (g) yajl_gen_array_close(g);
   /* 4. the host side of the init process is gone; make sure of it */
   if (have_rec && rec.init_pid) kill_checked(rec.init_pid, rec.init_start, SIGKILL);
 
@@ -120,7 +113,7 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
       first = an_error_set(err, e->errnum, "%s", e->msg);
     an_error_free(&e);
   }
-  if (g) { GS(g, "workspace"); yajl_gen_bool(g, had_ws); }
+  rep->workspace = had_ws;
   if (have_rec && rec.name) {
     char target[64];
     snprintf(path, sizeof path, "%s/%s/%s", root, AN_SB_NAMES_DIR, rec.name);
@@ -132,7 +125,7 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
   }
   if (have_rec && rec.ids.size) {
     int r = an_idrange_free(root, &rec.ids, &e);
-    if (g) { GS(g, "idrange"); yajl_gen_integer(g, r == 0 ? (long long) rec.ids.host_uid_base : -1); }
+    rep->idrange = r == 0 ? (int64_t) rec.ids.host_uid_base : -1;
     an_error_free(&e);
   }
   /* The image bind (sandbox.c): unmounted before anything is removed; if it
@@ -140,7 +133,7 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
   bool rootfs_gone = true;
   if (dfd >= 0) {
     snprintf(path, sizeof path, "%s/rootfs", dir);
-    umount2(path, MNT_DETACH);
+    rep->mount = umount2(path, MNT_DETACH) == 0;
     if (unlinkat(dfd, "rootfs", AT_REMOVEDIR) < 0 && errno != ENOENT) {
       rootfs_gone = false;
       if (!first) first = an_error_set(err, errno, "remove %s", path);
@@ -167,14 +160,7 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
     state_removed = r == 0;
     an_error_free(&e);
   }
-  if (g) {
-    GS(g, "state"); yajl_gen_bool(g, state_removed);
-    yajl_gen_map_close(g);
-    const unsigned char *buf;
-    size_t len;
-    if (report && yajl_gen_get_buf(g, &buf, &len) == yajl_gen_status_ok) *report = strndup((const char *) buf, len);
-    yajl_gen_free(g);
-  }
+  rep->state = state_removed;
   an_sb_record_clear(&rec);
   return first < 0 ? an_error_prefix(err, "destroy sandbox %s", id) : 0;
 }
