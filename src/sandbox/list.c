@@ -53,7 +53,7 @@ int an_sandbox_list(const char *store_root, struct an_sandbox_info **list, size_
   struct dirent *de;
   while ((de = readdir(d))) {
     if (!an_sb_valid_id(de->d_name)) continue;
-    char dir[PATH_MAX + 64];
+    char dir[PATH_MAX + 300];
     snprintf(dir, sizeof dir, "%s/%s", path, de->d_name);
     struct an_sb_record rec;
     an_error_t e = NULL;

@@ -7,6 +7,8 @@
  * (with `all`) expiry tombstones.  Teardown itself is teardown.c. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,7 +136,7 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   struct dirent *de;
   while (d && (de = readdir(d))) {
     if (!an_sb_valid_id(de->d_name)) continue;
-    char dir[PATH_MAX + 64];
+    char dir[PATH_MAX + 300];
     snprintf(dir, sizeof dir, "%s/%s", path, de->d_name);
     struct an_sb_record rec;
     an_error_t e = NULL;
