@@ -51,13 +51,28 @@ bool an_sb_valid_id(const char *s) {
   return true;
 }
 
+/* Alive = /proc/PID/stat exists, the state is not zombie/dead (a killed
+ * monitor may wait unreaped under a subreaper), and field 22 (starttime,
+ * proc(5)) equals `start` (PID reuse guard; 0 skips the check). */
 bool an_sb_pid_alive(pid_t pid, uint64_t start) {
   if (pid <= 0) return false;
-  uint64_t t = 0;
-  an_error_t e = NULL;
-  int r = an_process_start_time(pid, &t, &e);
-  an_error_free(&e);
-  return r >= 0 && (start == 0 || t == start);
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')');
+  if (!p || p[1] != ' ') return false;
+  char state = p[2];
+  if (state == 'Z' || state == 'X' || state == 'x') return false;
+  if (!start) return true;
+  /* fields after ")": 3 state ... 22 starttime */
+  char *save = NULL, *tok = strtok_r(p + 2, " ", &save);
+  for (int field = 3; tok && field < 22; field++) tok = strtok_r(NULL, " ", &save);
+  return tok && strtoull(tok, NULL, 10) == start;
 }
 
 void an_sb_record_clear(struct an_sb_record *rec) {
