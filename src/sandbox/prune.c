@@ -1,8 +1,9 @@
 /* sandbox/prune.c — an_sandbox_prune: find what dead sandboxes left and
  * remove it.  A sandbox is pruned when its deadline passed, when its pid 1
  * or its keeper (monitor; for a one-shot, the creating process) is gone, or
- * always with `all`.  Then leftovers no sandbox owns: sandbox cgroups
- * agentnest/sb-<id> in any hierarchy, engine containers under
+ * always with `all`.  Then leftovers no sandbox owns: empty sandbox cgroups
+ * agentnest/sb-<id> in any hierarchy (non-empty ones may belong to another
+ * store root's live sandbox and are left alone), engine containers under
  * <root>/containers, id range locks whose allocating process is gone, and
  * (with `all`) expiry tombstones.  Teardown itself is teardown.c. */
 #include <dirent.h>
@@ -107,8 +108,14 @@ static void prune_cgroups(yajl_gen g, const struct live_set *live, char ***errs,
       snprintf(cgp, sizeof cgp, "%s%s", AN_SB_CGROUP_PREFIX, id);
       struct an_cgroup *cg = NULL;
       an_error_t e = NULL;
+      /* Cgroups are host-wide, stores are not: a sandbox of another store
+       * root has the same kind of name.  Only an empty one is removed. */
+      pid_t *pids = NULL;
+      size_t npids = 1;
       if (an_cgroup_open(cgp, &cg, &e) == 0) {
-        if (an_cgroup_destroy(cg, &e) == 0) GS(g, cgp);
+        if (an_cgroup_pids(cg, &pids, &npids, &e) == 0 && npids == 0 && an_cgroup_destroy(cg, &e) == 0)
+          GS(g, cgp);
+        free(pids);
         an_cgroup_free(cg);
       }
       note_error(errs, nerr, &e);

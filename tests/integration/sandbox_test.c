@@ -139,6 +139,22 @@ static void destroy(struct an_sandbox *sb) {
   assert_gone(id);
 }
 
+/* After the run (in the runner process): remove the run's store. */
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
+  (void) stats;
+  char root[PATH_MAX], lock[PATH_MAX + 16];
+  snprintf(root, sizeof root, "/tmp/an-sbtest-%d", (int) getpid());
+  if (access(root, F_OK) != 0) return;
+  char *report = NULL;
+  an_error_t err = NULL;
+  an_sandbox_prune(root, true, &report, &err);
+  free(report);
+  an_error_free(&err);
+  tb_rm_rf(root);
+  snprintf(lock, sizeof lock, "%s.lock", root);
+  unlink(lock);
+}
+
 TestSuite(sandbox, .init = setup, .timeout = 120);
 
 Test(sandbox, create_exec_destroy_leaves_nothing) {
