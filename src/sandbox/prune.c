@@ -4,7 +4,8 @@
  * always with `all`.  Then leftovers no sandbox owns: empty sandbox cgroups
  * agentnest/sb-<id> in any hierarchy (non-empty ones may belong to another
  * store root's live sandbox and are left alone), engine containers under
- * <root>/containers, id range locks whose allocating process is gone, and
+ * <root>/containers, and (with `all`) the shared image binds under <root>/rootfs,
+ * id range locks whose allocating process is gone, and
  * (with `all`) expiry tombstones.  Teardown itself is teardown.c. */
 #include <dirent.h>
 #include <errno.h>
@@ -220,6 +221,7 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   yajl_gen_array_close(g);
 
   if (all) {
+    an_sb_image_unbind_all(root);
     char tpath[PATH_MAX];
     snprintf(tpath, sizeof tpath, "%s", root);
     cleanup_close int rfd = open(tpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
