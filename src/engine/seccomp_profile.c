@@ -179,8 +179,10 @@ static int parse_arch_map(yajl_val v, const char *path, const struct profile_tar
     size_t n_subs = 0;
     yajl_val x = an_json_member(e, "subArchitectures");
     if (x && (r = an_spec_parse_seccomp_arches(x, an_json_path_key(sub, item, "subArchitectures"),
-                                               &subs, &n_subs, err)) < 0)
+                                               &subs, &n_subs, err)) < 0) {
+      free(subs);   /* the reader leaves a partial array for its caller to free */
       return r;
+    }
     if (arch != t->arch || s->architectures) {   /* first matching entry wins */
       free(subs);
       continue;
