@@ -101,6 +101,12 @@ static void prune_cgroups(yajl_gen g, const struct live_set *live, char ***errs,
       if (strncmp(de->d_name, pfx, 3) || !an_sb_valid_id(de->d_name + 3)) continue;
       const char *id = de->d_name + 3;
       if (live_has(live, id)) continue;
+      /* a cgroup made moments ago may be a create in progress elsewhere */
+      char full[PATH_MAX + 300];
+      struct stat cst;
+      snprintf(full, sizeof full, "%s/%s", bases[b], de->d_name);
+      if (stat(full, &cst) == 0 && an_sb_now_ms() - (uint64_t) cst.st_ctime * 1000 < PRUNE_CREATE_GRACE_MS)
+        continue;
       bool seen = false;
       for (size_t i = 0; i < ndone; i++) seen |= !strcmp(done[i], id);
       if (seen || ndone == 64) continue;
