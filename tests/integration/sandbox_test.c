@@ -360,6 +360,8 @@ Test(sandbox, bl_34_fork_bomb_is_contained) {
   cr_expect(strstr(b.res.output.stderr_buf, "fork") || strstr(b.res.output.stderr_buf, "Resource"),
             "no EAGAIN seen: %.300s", b.res.output.stderr_buf);
   an_exec_result_release(&b.res);
+  /* the monitor (outside the sandbox cgroup) survived */
+  cr_expect(kill(an_sandbox_monitor_pid(sb), 0) == 0, "monitor died");
   /* afterwards: back to baseline, and the same sandbox runs commands */
   cr_expect_eq(sandbox_pids(sb), 1);
   res = run(sb, "echo still here", 0);
@@ -415,6 +417,97 @@ Test(sandbox, bl_45_output_flood_is_capped_and_flagged) {
   cr_expect_eq(sandbox_pids(sb), 1);
   destroy(sb);
   an_sandbox_opts_free(o);
+}
+
+static long vm_hwm_kib(void) {
+  FILE *f = fopen("/proc/self/status", "re");
+  char line[256];
+  long v = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmHWM:", 6)) v = strtol(line + 6, NULL, 10);
+  if (f) fclose(f);
+  return v;
+}
+
+Test(sandbox, bl_45_flood_variants_keep_memory_bounded) {
+  struct an_sandbox_opts *o = opts_for("busybox");
+  struct an_sandbox *sb = make_sb(o);
+  long hwm0 = vm_hwm_kib();
+  static const char *const floods[] = {
+      "cat /dev/urandom",
+      "head -c 50000000 /dev/zero | tr '\\000' A",   /* one 50 MB line, no newline */
+      "exec >&-; while :; do echo still >&2; sleep 0.2; done",   /* closes stdout, keeps running */
+  };
+  for (size_t i = 0; i < sizeof floods / sizeof floods[0]; i++) {
+    char *argv[] = {"sh", "-c", (char *) floods[i], NULL};
+    struct an_exec_opts eo = {.timeout_ms = 1500, .max_stdout = 1 << 20, .max_stderr = 1 << 20,
+                              .max_output = 2 << 20};
+    struct an_exec_result res;
+    an_error_t err = NULL;
+    cr_assert(an_sandbox_exec(sb, argv, &eo, &res, &err) == 0, "%s: %s", floods[i], err ? err->msg : "");
+    cr_expect_leq(res.output.stdout_len, 1 << 20, "%s", floods[i]);
+    cr_expect_leq(res.output.stderr_len, 1 << 20, "%s", floods[i]);
+    if (i < 2) cr_expect(res.output.stdout_truncated, "%s: not flagged", floods[i]);
+    if (i == 2) cr_expect(res.timed_out && strstr(res.output.stderr_buf, "still"), "stdout closed: %d", res.status);
+    an_exec_result_release(&res);
+    cr_expect_eq(sandbox_pids(sb), 1, "%s: processes remain", floods[i]);
+  }
+  long grown = vm_hwm_kib() - hwm0;
+  cr_expect_lt(grown, 24 * 1024, "peak RSS grew by %ld KiB for 1 MiB caps", grown);
+  destroy(sb);
+  an_sandbox_opts_free(o);
+}
+
+static int collect_event(void *data, const char *json) {
+  char *buf = data;
+  strncat(buf, json, 4095 - strlen(buf));
+  strncat(buf, "\n", 4095 - strlen(buf));
+  return 0;
+}
+
+Test(sandbox, events_list_and_prune_all) {
+  /* prune --all takes every sandbox of a store: use a store of our own so
+   * tests running in parallel keep theirs */
+  snprintf(g_root, sizeof g_root, "/tmp/an-sbtest-all-%d", (int) getpid());
+  an_error_t err = NULL;
+  cr_assert(an_image_import(g_root, CACHE "/busybox/layout", "busybox", NULL, NULL, &err) == 0,
+            "import: %s", err ? err->msg : "");
+  struct an_sandbox_opts *o = opts_for("busybox");
+  char name[64];
+  snprintf(name, sizeof name, "ev-%d", (int) getpid());
+  cr_assert(an_sandbox_opts_set_name(o, name, &err) == 0);
+  struct an_sandbox *sb = make_sb(o);
+  char id[AN_SANDBOX_ID_LEN + 1];
+  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
+  struct an_exec_result res = run(sb, "exit 4", 0);
+  an_exec_result_release(&res);
+  /* a second sandbox of the same name is refused */
+  struct an_sandbox *dup = NULL;
+  cr_expect_eq(an_sandbox_create(g_root, o, &dup, &err), -EEXIST, "%s", err ? err->msg : "");
+  an_error_free(&err);
+  char ev[4096] = "";
+  cr_assert(an_sandbox_events(g_root, name, false, collect_event, ev, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect(strstr(ev, "\"type\":\"created\""), "%s", ev);
+  cr_expect(strstr(ev, "\"type\":\"exec\"") && strstr(ev, "\"status\":4"), "%s", ev);
+  char *json = NULL;
+  cr_assert(an_sandbox_list_json(g_root, &json, &err) == 0);
+  cr_expect(strstr(json, id) && strstr(json, name), "%s", json);
+  free(json);
+  an_sandbox_close(sb);
+  char *report = NULL;
+  cr_assert(an_sandbox_prune(g_root, true, &report, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect(strstr(report, id), "%s", report);
+  free(report);
+  assert_gone(id);
+  struct an_sandbox *again = NULL;
+  cr_expect_eq(an_sandbox_open(g_root, name, &again, &err), -ENOENT);
+  an_error_free(&err);
+  an_sandbox_opts_free(o);
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  char line[4096];
+  while (f && fgets(line, sizeof line, f)) cr_expect(!strstr(line, g_root), "mount remains: %s", line);
+  if (f) fclose(f);
+  tb_rm_rf(g_root);
 }
 
 Test(sandbox, secrets_are_redacted_even_split_across_reads) {
