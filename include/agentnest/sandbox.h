@@ -295,9 +295,12 @@ int an_sandbox_events(const char *store_root, const char *id_or_name, bool follo
  * agentnest/sb-* and id range locks with no sandbox.  With `all`, live
  * sandboxes are destroyed too, and expiry tombstones removed.
  * *report (heap JSON, caller frees):
- *   {"removed":[{"id":..,"reason":"monitor dead"|"expired"|"all",
- *                "cgroups":[..],"workspace":bool,"state":bool,"idrange":N}],
- *    "orphan_cgroups":[..],"idranges":[..],"errors":[..]}
+ *   {"removed":[{"id":..,"reason":R,"container":bool,"cgroup":bool,
+ *                "mount":bool,"workspace":bool,"state":bool,"idrange":N}],
+ *    "containers":[ids],"orphan_cgroups":[paths],"idranges":[bases],
+ *    "errors":[messages]}
+ *   R: "expired", "monitor dead", "creator dead" (a create or one-shot whose
+ *   process died), "init dead", "incomplete" (no record), "all".
  * Errors: only when the state directory cannot be read; per-sandbox
  * problems are listed in "errors". */
 int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t *err);

@@ -124,6 +124,10 @@ static void prune_cgroups(yajl_gen g, const struct live_set *live, char ***errs,
           GS(g, cgp);
         free(pids);
         an_cgroup_free(cg);
+      } else if (e && e->errnum == ENOENT) {
+        /* in some hierarchies only: rmdir fails where processes remain */
+        an_error_free(&e);
+        if (an_sb_rmdir_cgroup_dirs(id, NULL)) GS(g, cgp);
       }
       note_error(errs, nerr, &e);
     }
@@ -164,12 +168,13 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
       if (all || age > PRUNE_CREATE_GRACE_MS) reason = "incomplete";
     } else {
       const char *status = an_sb_status(&rec);
-      bool creating = !rec.init_pid && an_sb_now_ms() - rec.created_ms < PRUNE_CREATE_GRACE_MS;
+      bool creating = !rec.init_pid && (rec.owner_pid ? an_sb_pid_alive(rec.owner_pid, rec.owner_start)
+                                                      : an_sb_now_ms() - rec.created_ms < PRUNE_CREATE_GRACE_MS);
       base = rec.ids.host_uid_base;
       if (all) reason = "all";
       else if (!strcmp(status, "expired")) { reason = "expired"; tomb = true; }
       else if (!strcmp(status, "dead") && !creating)
-        reason = rec.monitor_pid ? "monitor dead" : rec.owner_pid ? "owner dead" : "init dead";
+        reason = rec.monitor_pid ? "monitor dead" : rec.owner_pid ? "creator dead" : "init dead";
       an_sb_record_clear(&rec);
     }
     if (!reason) {
@@ -193,7 +198,24 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   if (an_container_list(cpath, &cids, &e) == 0) {
     for (char **c = cids; c && *c; c++) {
       if (an_sb_valid_id(*c) && !live_has(&live, *c)) {
+        /* the sandbox's teardown handles a half-made container (no
+         * state.json) together with its cgroup */
+        struct an_sb_teardown_report t;
         if (an_container_delete(cpath, *c, true, &e) == 0) GS(g, *c);
+        else if (e && e->errnum == ENOENT) {
+          an_error_free(&e);
+          char cgp[64];
+          snprintf(cgp, sizeof cgp, "%s%s", AN_SB_CGROUP_PREFIX, *c);
+          struct an_cgroup *cg = NULL;
+          if (an_cgroup_open(cgp, &cg, &e) == 0) {
+            an_cgroup_destroy(cg, &e);
+            an_cgroup_free(cg);
+          }
+          an_error_free(&e);
+          cleanup_close int cfd = open(cpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+          if (cfd >= 0 && an_remove_tree_beneath(cfd, *c, &e) == 0) GS(g, *c);
+        }
+        (void) t;
         note_error(&errs, &nerr, &e);
       }
       free(*c);

@@ -197,12 +197,17 @@ int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
     r = an_error_set(err, ENOMEM, "sandbox record");
     goto fail_rec;
   }
-  if (!with_monitor) {
-    rec.owner_pid = getpid();
+  /* The creating process keeps the sandbox until the monitor takes over
+   * (for a one-shot: to the end).  The record is written before anything
+   * else is made, so prune can tell a create in progress from one whose
+   * creator was killed. */
+  rec.owner_pid = getpid();
+  {
     an_error_t e = NULL;
     an_process_start_time(rec.owner_pid, &rec.owner_start, &e);
     an_error_free(&e);
   }
+  if ((r = an_sb_record_write(path, &rec, err)) < 0) goto fail_rec;
   if ((r = an_idrange_alloc(root, &rec.ids, err)) < 0) goto fail_rec;
   if ((r = an_sb_record_write(path, &rec, err)) < 0) {
     an_error_t e = NULL;
@@ -267,7 +272,11 @@ int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
   sb->rec.init_pid = st->pid;
   sb->rec.init_start = st->start_time;
   an_container_state_free(st);
-  if (with_monitor && (r = an_sb_monitor_start(sb, err)) < 0) goto fail;
+  if (with_monitor) {
+    if ((r = an_sb_monitor_start(sb, err)) < 0) goto fail;
+    sb->rec.owner_pid = 0;
+    sb->rec.owner_start = 0;
+  }
   if ((r = an_sb_record_write(sb->dir, &sb->rec, err)) < 0) goto fail;
   {
     cleanup_free char *oj = NULL;
@@ -294,7 +303,12 @@ fail:;
   an_image_info_free(img);
   return r;
 fail_rec:
-  rmdir(path);
+  {
+    char sj[PATH_MAX + 32];
+    snprintf(sj, sizeof sj, "%s/%s", path, AN_SB_STATE_FILE);
+    unlink(sj);
+    rmdir(path);
+  }
   an_sb_record_clear(&rec);
   an_image_info_free(img);
   return r;

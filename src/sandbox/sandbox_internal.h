@@ -112,6 +112,10 @@ struct an_sb_teardown_report {
 int an_sb_teardown(const char *root, const char *id, const char *reason, bool tombstone,
                    uint64_t grace_ms, bool skip_monitor, struct an_sb_teardown_report *rep,
                    an_error_t *err);
+/* rmdir the sandbox cgroup's directories (children first) in every
+ * hierarchy, also where it exists in only some; *found set when one
+ * existed.  True when none is left (teardown.c). */
+bool an_sb_rmdir_cgroup_dirs(const char *id, bool *found);
 /* "running", "expired" or "dead" (list.c). */
 const char *an_sb_status(const struct an_sb_record *rec);
 /* Freeze or thaw the sandbox cgroup (workspace_ops.c). */

@@ -7,6 +7,7 @@
  * image from the image cache (`make images`); skips with a message when the
  * cache is absent.  Run as root from the worktree root. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -617,6 +618,68 @@ Test(sandbox, creator_sigkill_mid_run_then_prune_leaves_nothing) {
   cr_expect(strstr(report, id), "report: %s", report);
   free(report);
   assert_gone(id);
+}
+
+/* SIGKILL of the creating process at random points of create, then prune:
+ * only fully created sandboxes (their monitor alive) remain, and after
+ * prune --all nothing at all. */
+Test(sandbox, creator_sigkill_at_any_point_then_prune_leaves_nothing) {
+  snprintf(g_root, sizeof g_root, "/tmp/an-sbtest-kill-%d", (int) getpid());
+  an_error_t err = NULL;
+  cr_assert(an_image_import(g_root, CACHE "/busybox/layout", "busybox", NULL, NULL, &err) == 0,
+            "import: %s", err ? err->msg : "");
+  srand((unsigned) getpid());
+  for (int round = 0; round < 12; round++) {
+    pid_t child = fork();
+    cr_assert(child >= 0);
+    if (child == 0) {
+      struct an_sandbox_opts *o = opts_for("busybox");
+      struct an_sandbox *sb = NULL;
+      an_error_t e = NULL;
+      an_sandbox_create(g_root, o, &sb, &e);
+      pause();
+      _exit(0);
+    }
+    msleep(rand() % 60);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+  }
+  char *report = NULL;
+  cr_assert(an_sandbox_prune(g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
+  free(report);
+  /* what is left is alive */
+  struct an_sandbox_info *l = NULL;
+  size_t n = 0;
+  cr_assert(an_sandbox_list(g_root, &l, &n, &err) == 0);
+  for (size_t i = 0; i < n; i++) cr_expect_str_eq(l[i].status, "running", "%s is %s", l[i].id, l[i].status);
+  an_sandbox_info_list_free(l, n);
+  /* collect every id the store knows, then remove everything */
+  char ids[64][AN_SANDBOX_ID_LEN + 1];
+  size_t nid = 0;
+  char p[PATH_MAX + 32];
+  snprintf(p, sizeof p, "%s/sandboxes", g_root);
+  DIR *d = opendir(p);
+  struct dirent *de;
+  while (d && (de = readdir(d)))
+    if (strlen(de->d_name) == AN_SANDBOX_ID_LEN && nid < 64) snprintf(ids[nid++], sizeof ids[0], "%s", de->d_name);
+  if (d) closedir(d);
+  cr_assert(an_sandbox_prune(g_root, true, &report, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect(strstr(report, "\"errors\":[]"), "%s", report);
+  free(report);
+  for (size_t i = 0; i < nid; i++) assert_gone(ids[i]);
+  static const char *const dirs[] = {"sandboxes", "containers", "idranges", "sandbox-names", NULL};
+  for (size_t i = 0; dirs[i]; i++) {
+    snprintf(p, sizeof p, "%s/%s", g_root, dirs[i]);
+    d = opendir(p);
+    while (d && (de = readdir(d)))
+      cr_expect(de->d_name[0] == '.', "%s/%s remains", p, de->d_name);
+    if (d) closedir(d);
+  }
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  char line[4096];
+  while (f && fgets(line, sizeof line, f)) cr_expect(!strstr(line, g_root), "mount remains: %s", line);
+  if (f) fclose(f);
+  tb_rm_rf(g_root);
 }
 
 Test(sandbox, run_once_returns_the_result_and_leaves_nothing) {
