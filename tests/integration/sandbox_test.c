@@ -39,10 +39,15 @@ static void msleep(int ms) {
 static void setup(void) {
   if (access(CACHE "/busybox/layout", F_OK) != 0)
     cr_skip_test("image cache %s absent: run `make images`", CACHE "/busybox/layout");
-  char p[PATH_MAX];
-  if (!realpath("build/agentnest-init", p)) cr_skip_test("build/agentnest-init missing: run `make` from the worktree root");
+  /* tests/run-tests.sh exports AN_TEST_BUILD and AN_TEST_SRC; else run
+   * from the worktree root */
+  const char *bdir = getenv("AN_TEST_BUILD"), *sdir = getenv("AN_TEST_SRC");
+  char p[PATH_MAX], q[PATH_MAX + 32];
+  snprintf(q, sizeof q, "%s/agentnest-init", bdir && *bdir ? bdir : "build");
+  if (!realpath(q, p)) cr_skip_test("%s missing: run `make`", q);
   setenv("AGENTNEST_INIT", p, 1);
-  if (realpath("profiles", p)) setenv("AGENTNEST_PROFILES", p, 1);
+  snprintf(q, sizeof q, "%s/profiles", sdir && *sdir ? sdir : ".");
+  if (realpath(q, p)) setenv("AGENTNEST_PROFILES", p, 1);
   snprintf(g_root, sizeof g_root, "/tmp/an-sbtest-%d", (int) getppid());
   mkdir(g_root, 0711);
   char lock[PATH_MAX + 16];
