@@ -36,7 +36,11 @@ build() {
   rm -rf "$extra/usr/share/man"
   find "$extra/usr/share/doc" -type f ! -name copyright -delete 2>/dev/null || true
   cp -a "$BASE" "$root"
-  cp -a "$extra/." "$root/"
+  # Apply the layer over the base the way an unpacker must: replace what is
+  # there, never write through it.  The base holds busybox applet links with
+  # absolute targets (usr/sbin/arp -> /bin/busybox); a plain `cp -a` followed
+  # them and overwrote the HOST's /bin/busybox with net-tools' arp.
+  cp -a --remove-destination "$extra/." "$root/"
   write_inputs "$out/inputs" "${debs[@]}"
   env -i PATH=/usr/bin:/bin LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 HOME=/tmp \
     /usr/sbin/chroot "$root" /usr/bin/python3 -m test -q test_json >/dev/null ||

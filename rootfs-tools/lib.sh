@@ -118,13 +118,15 @@ deb_unpack() {
   done
 }
 
-# busybox_links ROOT: a symlink to /bin/busybox for every applet whose path
-# is still free (files from packages win).
+# busybox_links ROOT: a symlink to busybox for every applet whose path is
+# still free (files from packages win).  Targets are relative
+# (usr/sbin/arp -> ../../bin/busybox) so that host-side tools working on the
+# tree can never be led out of it by an applet link.
 busybox_links() {
   local root=$1 a
   [ -x "$root/bin/busybox" ] || die "$root/bin/busybox missing"
   while read -r a; do
-    [ -e "$root/$a" ] || [ -L "$root/$a" ] || { mkdir -p "$root/$(dirname "$a")"; ln -s /bin/busybox "$root/$a"; }
+    [ -e "$root/$a" ] || [ -L "$root/$a" ] || { mkdir -p "$root/$(dirname "$a")"; ln -s "$(realpath -ms --relative-to="/$(dirname "$a")" /bin/busybox)" "$root/$a"; }
   done < <("$root/bin/busybox" --list-full | grep -vx linuxrc | sort)
 }
 

@@ -10,6 +10,11 @@
  * (the role of runc's exec.fifo); `start` connects, sends one byte and reads
  * EOF once init has reached execve, or init's error message.  Every
  * operation takes the directory's lock.
+ *
+ * The container's first process is made with a raw clone3(2) (no fork
+ * handlers run), so create/run/exec must be called from a single-threaded
+ * process, or at least while no other thread can hold the malloc lock; the
+ * CLIs and the per-sandbox monitor are single-threaded.
  */
 #ifndef AGENTNEST_CONTAINER_H
 #define AGENTNEST_CONTAINER_H

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -412,4 +413,69 @@ Test(container, no_pivot_moves_the_root_and_chroots) {
   cr_assert(!strstr(buf, "WRITABLE"), "%s", buf);
   an_spec_free(spec);
   assert_nothing_left();
+}
+
+Test(container, bl_20_mount_destination_swapped_with_symlink_race_stays_inside, .timeout = 120) {
+  /* The image's /work/data flips between a directory and a symlink to "/"
+   * (renameat2 RENAME_EXCHANGE in a loop) while containers start with a
+   * tmpfs mounted at /work/data.  Each start must either mount on the real
+   * in-root directory or fail; never anywhere else. */
+  char work[400], data[450], d[450], l[450];
+  snprintf(work, sizeof work, "%s/work", B.rootfs);
+  snprintf(data, sizeof data, "%s/data", work);
+  snprintf(d, sizeof d, "%s/d", work);
+  snprintf(l, sizeof l, "%s/l", work);
+  cr_assert(mkdir(work, 0755) == 0 && mkdir(data, 0755) == 0 && mkdir(d, 0755) == 0);
+  cr_assert(symlink("/", l) == 0);
+  pid_t racer = fork();
+  cr_assert(racer >= 0);
+  if (racer == 0) {
+    for (;;) {
+      renameat2(AT_FDCWD, d, AT_FDCWD, data, RENAME_EXCHANGE);
+      renameat2(AT_FDCWD, l, AT_FDCWD, data, RENAME_EXCHANGE);
+      renameat2(AT_FDCWD, l, AT_FDCWD, data, RENAME_EXCHANGE);
+      renameat2(AT_FDCWD, d, AT_FDCWD, data, RENAME_EXCHANGE);
+    }
+  }
+  int mounted = 0, refused = 0;
+  for (int i = 0; i < 30; i++) {
+    struct an_spec *spec = an_test_bundle_spec(&B, "cat", "/proc/self/mountinfo", NULL);
+    struct an_spec_mount *m = realloc(spec->mounts, (spec->n_mounts + 1) * sizeof *m);
+    spec->mounts = m;
+    m = &spec->mounts[spec->n_mounts++];
+    memset(m, 0, sizeof *m);
+    m->destination = strdup("/work/data");
+    m->type = strdup("tmpfs");
+    m->source = strdup("tmpfs");
+    snprintf(B.id, sizeof B.id, "t-race-%d-%d", getpid(), i);
+    char *out = NULL;
+    an_error_t err = NULL;
+    int r = an_test_run_capture(spec, &B, &out, &err);
+    if (r < 0) {
+      refused++;
+      cr_assert(strstr(err->msg, "/work/data"), "unexpected failure: %s", err->msg);
+      an_error_free(&err);
+    } else {
+      mounted++;
+      /* on the directory that was resolved (its name may have moved on),
+       * never over the root */
+      int under_work = 0, root_tmpfs = 0;
+      char *save = NULL;
+      for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char mp[256] = "", *dash = strstr(line, " - ");
+        if (!dash || sscanf(line, "%*s %*s %*s %*s %255s", mp) != 1) continue;
+        bool tmpfs = strncmp(dash + 3, "tmpfs ", 6) == 0;
+        if (tmpfs && strncmp(mp, "/work/", 6) == 0) under_work++;
+        if (tmpfs && strcmp(mp, "/") == 0) root_tmpfs++;
+      }
+      cr_assert_eq(under_work, 1, "iteration %d: %d tmpfs mounts under /work (output %zu bytes)", i, under_work, strlen(out));
+      cr_assert_eq(root_tmpfs, 0, "iteration %d: root covered", i);
+    }
+    free(out);
+    an_spec_free(spec);
+    cr_assert(!an_test_cgroup_exists(B.id), "cgroup left after attempt %d", i);
+  }
+  kill(racer, SIGKILL);
+  waitpid(racer, NULL, 0);
+  cr_assert_eq(mounted + refused, 30);
 }
