@@ -1,8 +1,10 @@
 /* tests/helpers/probe.c — the escape suite's syscall probe (bubblewrap's
  * test-helper idea): each ACTION tries ONE system call or action and prints
  * "ACTION RESULT", RESULT being "OK" (the call succeeded), the errno name
- * ("EPERM", "ENOSYS", ...) or "SIG<NAME>" when the attempt was killed by a
- * signal (seccomp's SECCOMP_RET_KILL gives SIGSYS).  Every action runs in a
+ * ("EPERM", "ENOSYS", ...), "SIG<NAME>" when the attempt was killed by a
+ * signal (seccomp's SECCOMP_RET_KILL gives SIGSYS), "EXECED" when an exec
+ * action replaced the process, or an action's own text (read: "EMPTY";
+ * forkbomb: "EAGAIN:<forks>"; fill: "ENOSPC:<MiB>"; whoami; fds).  Every action runs in a
  * forked child, so one killed attempt does not stop the others.
  *
  *   probe ACTION[:ARG[,ARG...]] ...
@@ -17,7 +19,13 @@
  *
  * Built static (the Makefile's tests/helpers rule) so it runs in any image. */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <linux/keyctl.h>
@@ -202,7 +210,192 @@ static int do_mknod(const char *path) {
   return 0;
 }
 
-static int run_action(const char *name, const char *arg) {
+static int result_fd = -1;
+
+/* Split "A,B" into two strings (modifies arg). */
+static char *second(char *arg) {
+  char *c = arg ? strchr(arg, ',') : NULL;
+  if (!c) return NULL;
+  *c = '\0';
+  return c + 1;
+}
+
+static int do_read(const char *path, char *text, size_t len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  char buf[64];
+  ssize_t n = read(fd, buf, sizeof buf);
+  if (n < 0) return -errno;
+  snprintf(text, len, "%s", n == 0 ? "EMPTY" : "OK");
+  return 0;
+}
+
+static int do_write(char *arg) {
+  char *data = second(arg);
+  int fd = open(arg, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  const char *d = data ? data : "x";
+  return rc(write(fd, d, strlen(d)));
+}
+
+static int do_connect(char *arg) {
+  char *port = second(arg);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t) arg_long(port, 80))};
+  if (inet_pton(AF_INET, arg, &sa.sin_addr) != 1) return -EINVAL;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  return rc(connect(fd, (struct sockaddr *) &sa, sizeof sa));
+}
+
+/* Fork until fork fails; report the errno and how many forks succeeded.
+ * The children wait in pause(); with "hold" they are left running (the
+ * caller kills the sandbox), else the whole group is killed. */
+static int do_forkbomb(bool hold, char *text, size_t len) {
+  setpgid(0, 0);
+  int n = 0, e = 0;
+  for (;;) {
+    pid_t p = fork();
+    if (p == 0) {
+      for (;;) pause();
+    }
+    if (p < 0) {
+      e = errno;
+      break;
+    }
+    if (++n > 100000) break;
+  }
+  snprintf(text, len, "%s:%d", e ? errno_name(e) : "NOLIMIT", n);
+  if (!hold) {
+    signal(SIGTERM, SIG_IGN);
+    kill(0, SIGKILL);
+  }
+  return 0;
+}
+
+/* Fill a file until write fails: "ERRNO:MiB written". */
+static int do_fill(const char *path, char *text, size_t len) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return -errno;
+  static char buf[1 << 16];
+  memset(buf, 'f', sizeof buf);
+  unsigned long long total = 0;
+  int e = 0;
+  for (;;) {
+    ssize_t w = write(fd, buf, sizeof buf);
+    if (w < 0) { e = errno; break; }
+    total += (unsigned long long) w;
+    if (total > (4ull << 30)) break;
+  }
+  snprintf(text, len, "%s:%llu", e ? errno_name(e) : "NOLIMIT", total >> 20);
+  return 0;
+}
+
+/* Touch MiB megabytes of anonymous memory; prints "OK" if it survives. */
+static int do_alloc(long mib) {
+  for (long i = 0; i < mib; i++) {
+    char *p = malloc(1 << 20);
+    if (!p) return -ENOMEM;
+    memset(p, (int) i, 1 << 20);
+  }
+  return 0;
+}
+
+/* "euid=N capeff=HEX" of this process (after an exec of a set-id or
+ * file-capability binary). */
+static int do_whoami(char *text, size_t len) {
+  unsigned long long capeff = ~0ull;
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "CapEff: %llx", &capeff) == 1) break;
+  if (f) fclose(f);
+  snprintf(text, len, "euid=%u,capeff=%llx", (unsigned) geteuid(), capeff);
+  return 0;
+}
+
+/* fds >= 3 other than the probe's own: "none" or "N->target;..." */
+static int do_fds(const char *pid, char *text, size_t len) {
+  char dir[64];
+  snprintf(dir, sizeof dir, "/proc/%s/fd", pid && *pid ? pid : "self");
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return -errno;
+  DIR *d = fdopendir(dfd);
+  struct dirent *de;
+  size_t used = 0;
+  text[0] = '\0';
+  while ((de = readdir(d))) {
+    int fd = atoi(de->d_name);
+    if (de->d_name[0] == '.' || fd < 3) continue;
+    if ((!pid || !*pid || !strcmp(pid, "self")) && (fd == dfd || fd == result_fd)) continue;
+    char link[PATH_MAX + 32], target[PATH_MAX];
+    snprintf(link, sizeof link, "%s/%s", dir, de->d_name);
+    ssize_t n = readlinkat(dfd, de->d_name, target, sizeof target - 1);
+    target[n > 0 ? n : 0] = '\0';
+    int w = snprintf(text + used, len - used, "%d->%s;", fd, target);
+    if (w < 0 || (size_t) w >= len - used) break;
+    used += (size_t) w;
+  }
+  closedir(d);
+  if (!text[0]) snprintf(text, len, "none");
+  return 0;
+}
+
+/* Loop over /proc/[0-9]*'s exe for `secs` seconds; try to open each for
+ * writing, directly and through an O_PATH fd's /proc/self/fd/N (BL-01).
+ * "NONE:<tries>" when no open for writing ever succeeded, else the
+ * target of the first one that did. */
+static int do_exe_watch(long secs, char *text, size_t len) {
+  time_t end = time(NULL) + secs;
+  unsigned long tries = 0;
+  while (time(NULL) < end) {
+    DIR *d = opendir("/proc");
+    if (!d) return -errno;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+      if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+      char p[300];
+      snprintf(p, sizeof p, "/proc/%s/exe", de->d_name);
+      int fd = open(p, O_PATH | O_CLOEXEC);
+      if (fd < 0) continue;
+      tries++;
+      char via[64], target[PATH_MAX];
+      snprintf(via, sizeof via, "/proc/self/fd/%d", fd);
+      int w = open(via, O_WRONLY | O_CLOEXEC);
+      if (w < 0) w = open(p, O_WRONLY | O_CLOEXEC);
+      if (w >= 0) {
+        ssize_t n = readlink(via, target, sizeof target - 1);
+        target[n > 0 ? n : 0] = '\0';
+        snprintf(text, len, "WRITABLE:%.200s", target);
+        closedir(d);
+        return 0;
+      }
+      close(fd);
+    }
+    closedir(d);
+  }
+  snprintf(text, len, "NONE:%lu", tries);
+  return 0;
+}
+
+static int run_action(const char *name, char *arg, char *text, size_t len) {
+  if (!strcmp(name, "create")) return rc(open(arg, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!strcmp(name, "mkdir")) return rc(mkdir(arg, 0755));
+  if (!strcmp(name, "read")) return do_read(arg, text, len);
+  if (!strcmp(name, "write")) return do_write(arg);
+  if (!strcmp(name, "exec")) {
+    char *av[] = {arg, NULL};
+    execve(arg, av, (char *[]){NULL});
+    return -errno;
+  }
+  if (!strcmp(name, "connect")) return do_connect(arg);
+  if (!strcmp(name, "forkbomb")) return do_forkbomb(false, text, len);
+  if (!strcmp(name, "forkbomb_hold")) return do_forkbomb(true, text, len);
+  if (!strcmp(name, "fill")) return do_fill(arg ? arg : "/tmp/fill", text, len);
+  if (!strcmp(name, "alloc")) return do_alloc(arg_long(arg, 1024));
+  if (!strcmp(name, "whoami")) return do_whoami(text, len);
+  if (!strcmp(name, "fds")) return do_fds(arg, text, len);
+  if (!strcmp(name, "exe_watch")) return do_exe_watch(arg_long(arg, 5), text, len);
+  if (!strcmp(name, "chmod_setuid")) return rc(chmod(arg, 04755));
   if (!strcmp(name, "unshare_user")) return rc(unshare(CLONE_NEWUSER));
   if (!strcmp(name, "unshare_mnt")) return rc(unshare(CLONE_NEWNS));
   if (!strcmp(name, "clone_newuser_newns")) return do_clone(CLONE_NEWUSER | CLONE_NEWNS);
@@ -309,23 +502,28 @@ int main(int argc, char **argv) {
     char *name = argv[i], *arg = strchr(name, ':');
     if (arg) *arg++ = '\0';
     int pfd[2];
-    if (pipe(pfd) < 0) return 1;
+    if (pipe2(pfd, O_CLOEXEC) < 0) return 1;
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) return 1;
     if (pid == 0) {
       close(pfd[0]);
-      int r = run_action(name, arg);
-      ssize_t w = write(pfd[1], &r, sizeof r);
-      _exit(w == (ssize_t) sizeof r ? 0 : 1);
+      result_fd = pfd[1];
+      char text[256] = "";
+      int r = run_action(name, arg, text, sizeof text);
+      if (!text[0]) snprintf(text, sizeof text, "%s", r == 0 ? "OK" : errno_name(-r));
+      ssize_t w = write(pfd[1], text, strlen(text));
+      _exit(w > 0 ? 0 : 1);
     }
     close(pfd[1]);
-    int r = 0, st = 0;
-    ssize_t n = read(pfd[0], &r, sizeof r);
+    char text[256];
+    ssize_t n = read(pfd[0], text, sizeof text - 1);
     close(pfd[0]);
+    int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    if (n == (ssize_t) sizeof r) printf("%s %s\n", name, r == 0 ? "OK" : errno_name(-r));
+    if (n > 0) printf("%s %.*s\n", name, (int) n, text);
     else if (WIFSIGNALED(st)) printf("%s SIG%s\n", name, sigabbrev_np(WTERMSIG(st)));
+    else if (n == 0 && WIFEXITED(st)) printf("%s EXECED\n", name); /* the CLOEXEC pipe closed by execve */
     else printf("%s NORESULT\n", name);
   }
   return 0;
