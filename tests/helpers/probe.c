@@ -406,6 +406,7 @@ static int run_action(const char *name, char *arg, char *text, size_t len) {
     return rc(syscall(SYS_setns, fd, CLONE_NEWUTS));
   }
   if (!strcmp(name, "mount_tmpfs")) return rc(mount("probe", arg ? arg : "/tmp", "tmpfs", 0, "size=1m"));
+  if (!strcmp(name, "mount_cgroup")) return rc(mount("cgroup", arg ? arg : "/tmp", "cgroup", 0, "rdma"));
   if (!strcmp(name, "umount2")) return rc(umount2(arg ? arg : "/tmp", MNT_DETACH));
   if (!strcmp(name, "pivot_root")) {
     if (chdir(arg ? arg : "/tmp") < 0) return -errno;
