@@ -279,7 +279,8 @@ Test(escape, sys_read_only_and_dev_minimal) {
   }
 }
 
-Test(escape, sysctl_writes_fail_and_host_values_unchanged) {
+/* BL-09 (the brief called it bl_10; the case id is BL-09) */
+Test(escape, bl_09_proc_sys_and_sysrq_read_only) {
   char *out = esc_probe(&S, "write:/proc/sys/kernel/sysrq,1 \'write:/proc/sys/kernel/core_pattern,|/tmp/x\' "
                             "write:/proc/sys/vm/drop_caches,3 write:/proc/sysrq-trigger,h "
                             "write:/proc/sys/kernel/hostname,pwned");
