@@ -346,3 +346,59 @@ void esc_evidence_fini(struct esc_host_evidence *e) {
   if (e->canary[0]) nftw(e->canary, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
   e->canary[0] = '\0';
 }
+
+int esc_exec(struct esc_sandbox *s, char **argv, struct esc_result *res) {
+  cr_assert(s->detached, "esc_exec: sandbox not started");
+  struct an_spec *spec = esc_build_spec(s, argv);
+  int out = memfd_create("esc-exec-out", MFD_CLOEXEC), errfd = memfd_create("esc-exec-err", MFD_CLOEXEC);
+  cr_assert(out >= 0 && errfd >= 0);
+  /* the engine's exec hands the caller's 0-2 to the process: swap them */
+  fflush(stdout);
+  fflush(stderr);
+  int saved[3] = {dup(0), dup(1), dup(2)};
+  int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  cr_assert(saved[0] >= 0 && saved[1] >= 0 && saved[2] >= 0 && nullfd >= 0);
+  dup2(nullfd, 0);
+  dup2(out, 1);
+  dup2(errfd, 2);
+  an_error_t err = NULL;
+  pid_t pid = 0;
+  int r = an_container_exec(s->state, s->id, spec->process, false, NULL, NULL, &pid, &err);
+  for (int i = 0; i < 3; i++) {
+    dup2(saved[i], i);
+    close(saved[i]);
+  }
+  close(nullfd);
+  an_spec_free(spec);
+  res->status = r;
+  res->out = read_memfd(out);
+  res->err = read_memfd(errfd);
+  if (r < 0 && err) {
+    free(res->err);
+    res->err = strdup(err->msg);
+  }
+  an_error_free(&err);
+  close(out);
+  close(errfd);
+  return r;
+}
+
+static void cgroup_file(const struct esc_sandbox *s, const char *controller, const char *file,
+                        char *buf, size_t len) {
+  snprintf(buf, len, "/sys/fs/cgroup/%s/agentnest/%s%s%s", controller, s->id, file ? "/" : "",
+           file ? file : "");
+}
+
+bool esc_cgroup_read(const struct esc_sandbox *s, const char *controller, const char *file,
+                     char *buf, size_t len) {
+  char p[PATH_MAX];
+  cgroup_file(s, controller, file, p, sizeof p);
+  return esc_read_file(p, buf, len);
+}
+
+bool esc_cgroup_exists(const struct esc_sandbox *s, const char *controller) {
+  char p[PATH_MAX];
+  struct stat st;
+  cgroup_file(s, controller, NULL, p, sizeof p);
+  return stat(p, &st) == 0;
+}

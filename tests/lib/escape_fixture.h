@@ -92,6 +92,18 @@ void esc_result_free(struct esc_result *res);
  * if it is not NULL.  Stopped and removed by esc_stop or esc_sandbox_fini. */
 void esc_start(struct esc_sandbox *s, const char *script, const char *ready_file);
 void esc_stop(struct esc_sandbox *s);
+/* Exec argv into the detached sandbox (the engine's exec: setns into its
+ * namespaces, same identity, caps, no_new_privs and seccomp); stdout and
+ * stderr captured.  Returns the status, or the negative errno of the
+ * runtime (then res->err holds its message). */
+int esc_exec(struct esc_sandbox *s, char **argv, struct esc_result *res);
+/* Read FILE of the detached sandbox's cgroup in hierarchy CONTROLLER
+ * (/sys/fs/cgroup/CONTROLLER/agentnest/ID/FILE, or the unified hierarchy);
+ * false if missing. */
+bool esc_cgroup_read(const struct esc_sandbox *s, const char *controller, const char *file,
+                     char *buf, size_t len);
+/* Whether the detached sandbox's cgroup exists in CONTROLLER. */
+bool esc_cgroup_exists(const struct esc_sandbox *s, const char *controller);
 
 /* The result word the probe printed for `action` in `out` ("EPERM", "OK",
  * "SIGSYS", ...), into buf; asserts the action is present. */
