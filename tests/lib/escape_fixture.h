@@ -42,6 +42,8 @@ struct esc_sandbox {
   bool detached;             /* a container started with esc_start is alive */
   pid_t init_pid;            /* host pid of the detached container's init */
   int run_count;
+  int stdin_fd;              /* internal: stdin of the next run (-1: /dev/null) */
+  bool closed_caller_fd;     /* a run closed one of the caller's fds 0-2 (then reopened) */
 };
 
 struct esc_result {
@@ -79,6 +81,14 @@ struct an_spec *esc_build_spec(struct esc_sandbox *s, char **argv);
 int esc_run_spec(struct esc_sandbox *s, const struct an_spec *spec, int stdin_fd,
                  struct esc_result *res);
 int esc_runv(struct esc_sandbox *s, char **argv, struct esc_result *res);
+/* As esc_run_spec, but a runtime failure is returned (negative errno) with
+ * its message in res->err instead of failing the test. */
+int esc_try_run_spec(struct esc_sandbox *s, const struct an_spec *spec, struct esc_result *res);
+/* Use a private copy of the image rootfs (dir/rootfs, `cp -a`) that a test
+ * may then alter (crafted images); returns its path (s->rootfs). */
+const char *esc_copy_rootfs(struct esc_sandbox *s);
+/* Wait (bounded) until workspace file `name` exists; false if it never does. */
+bool esc_wait_file(const struct esc_sandbox *s, const char *name);
 /* `sh -c SCRIPT` (printf-style) in the sandbox. */
 int esc_sh(struct esc_sandbox *s, struct esc_result *res, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
