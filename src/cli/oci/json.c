@@ -46,6 +46,23 @@ void oci_json_str_array(yajl_gen g, const char *k, const char *const *v) {
   yajl_gen_array_close(g);
 }
 
+/* yajl's beautifier writes an empty array or map as "[\n\n<indent>]"; Go
+ * (runc) writes "[]".  Raw newlines only come from the beautifier (yajl
+ * escapes them inside strings), so collapsing that pattern is safe. */
+static void write_collapsed(const unsigned char *buf, size_t len, FILE *out) {
+  for (size_t i = 0; i < len; i++) {
+    fputc(buf[i], out);
+    if ((buf[i] == '[' || buf[i] == '{') && i + 2 < len && buf[i + 1] == '\n' && buf[i + 2] == '\n') {
+      size_t j = i + 3;
+      while (j < len && buf[j] == ' ') j++;
+      if (j < len && buf[j] == (buf[i] == '[' ? ']' : '}')) {
+        fputc(buf[j], out);
+        i = j;
+      }
+    }
+  }
+}
+
 int oci_json_print(yajl_gen g) {
   const unsigned char *buf;
   size_t len;
@@ -53,7 +70,7 @@ int oci_json_print(yajl_gen g) {
     if (g) yajl_gen_free(g);
     return -EINVAL;
   }
-  fwrite(buf, 1, len, stdout);
+  write_collapsed(buf, len, stdout);
   if (len == 0 || buf[len - 1] != '\n') fputc('\n', stdout);
   yajl_gen_free(g);
   return fflush(stdout) == 0 ? 0 : -EIO;
@@ -90,7 +107,7 @@ int oci_json_reprint(const char *json, FILE *out, an_error_t *err) {
   const unsigned char *buf;
   size_t len;
   yajl_gen_get_buf(g, &buf, &len);
-  fwrite(buf, 1, len, out);
+  write_collapsed(buf, len, out);
   if (len && buf[len - 1] != '\n') fputc('\n', out);
   yajl_gen_free(g);
   return 0;
