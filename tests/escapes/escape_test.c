@@ -292,6 +292,10 @@ Test(escape, bl_09_proc_sys_and_sysrq_read_only) {
                "a sysctl write was not refused:\n%s", out);
   cr_assert_eq(esc_count_lines(out, "write ENOENT"), absent, "%s", out);
   free(out);
+  /* control: the same write action works on a writable file inside */
+  out = esc_probe(&S, "create:/workspace/w write:/workspace/w,x");
+  esc_assert_probe(out, "write", "OK");
+  free(out);
   struct esc_result r = {0};
   esc_sh(&S, &r, "grep -E ' /proc/(sys|sysrq-trigger|irq|bus|fs) ' /proc/mounts | grep -vc ' ro,'");
   cr_assert_str_eq(r.out, "0\n", "a /proc read-only path is mounted rw");

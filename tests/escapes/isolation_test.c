@@ -104,6 +104,27 @@ Test(isolation, bl_02_no_leaked_fds_and_cwd_stays_inside) {
   cr_assert(strstr(r.out, "\nfds none\n"), "pid 1 holds extra fds: %s", r.out);
   esc_result_free(&r);
 
+  /* negative control: the probe does report an inherited fd (on the host) */
+  {
+    char probe[PATH_MAX];
+    esc_helper_path("probe", probe, sizeof probe);
+    int mfd = memfd_create("fds-out", MFD_CLOEXEC);
+    pid_t p = fork();
+    cr_assert(p >= 0);
+    if (p == 0) {
+      int leak = open("/", O_RDONLY | O_DIRECTORY); /* not CLOEXEC: inherited */
+      if (leak < 3 || dup2(mfd, 1) < 0) _exit(90);
+      execl(probe, probe, "fds", (char *) NULL);
+      _exit(91);
+    }
+    int st;
+    waitpid(p, &st, 0);
+    char hb[512] = "";
+    cr_assert(pread(mfd, hb, sizeof hb - 1, 0) > 0);
+    close(mfd);
+    cr_assert(strstr(hb, "->/;"), "host control: the inherited fd was not reported: %s", hb);
+  }
+
   /* (B) a configured cwd through a magic link: refused by the options ... */
   an_error_t err = NULL;
   cr_assert_eq(an_sandbox_opts_set_workdir(S.opts, "/proc/self/fd/3", &err), -EINVAL);
