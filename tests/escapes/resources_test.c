@@ -132,3 +132,25 @@ Test(resources, tmp_and_shm_fills_stop_at_their_size) {
   cr_assert(strcmp(buf, "ENOSPC:8") == 0 || strcmp(buf, "ENOSPC:7") == 0, "8 MiB /tmp: %s", buf);
   free(out);
 }
+
+/* The Python forms of BL-34 and BL-35 on the python image, one-shot. */
+Test(resources, bl_34_bl_35_python_fork_storm_and_memory_bomb) {
+  esc_sandbox_fini(&S);
+  esc_sandbox_init(&S, "python");
+  cr_assert(an_sandbox_opts_set_pids(S.opts, 64, NULL) == 0);
+  cr_assert(an_sandbox_opts_set_memory(S.opts, 256ull << 20, NULL) == 0);
+  struct esc_result r = {0};
+  /* every process forks until fork fails (EAGAIN), then dies: the storm ends */
+  int st = esc_sh(&S, &r, "python3 -c \"import os; [os.fork() for _ in iter(int, 1)]\" 2>&1 | "
+                          "grep -c 'Resource temporarily unavailable'");
+  cr_assert(atoi(r.out) > 0, "no fork was refused (status %d): %s %s", st, r.out, r.err);
+  esc_result_free(&r);
+  st = esc_sh(&S, &r, "python3 -c 'b=bytearray(1<<30); print(len(b))'");
+  cr_assert_eq(st, 128 + 9, "the 1 GiB allocation was not OOM-killed: status %d %s", st, r.out);
+  cr_assert_str_eq(r.out, "");
+  esc_result_free(&r);
+  /* the host and a next sandbox are fine */
+  cr_assert_eq(esc_sh(&S, &r, "python3 -c 'print(6*7)'"), 0);
+  cr_assert_str_eq(r.out, "42\n");
+  esc_result_free(&r);
+}
