@@ -1,8 +1,239 @@
-/* placeholder; replaced by the image store work */
+/* cli/agentnest/cmd_image.c — `agentnest image import|ls|inspect|rm`: parse
+ * arguments, call the image store API (agentnest/image.h), print.  A progress
+ * line goes to stderr once an import has run for more than a second. */
+#include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <yajl/yajl_gen.h>
+#include "agentnest/image.h"
 #include "commands.h"
+
+static const char *image_usage =
+    "Usage: agentnest image COMMAND [ARG...]\n"
+    "\n"
+    "Commands:\n"
+    "  import SRC [--name NAME]  import an OCI layout dir, oci-archive, docker-archive or rootfs tar\n"
+    "  ls [--json]               list stored images (name, digest, size, created)\n"
+    "  inspect NAME              print an image as JSON\n"
+    "  rm NAME                   untag NAME; remove the image when no tag is left\n"
+    "\n"
+    "NAME is NAME[:TAG][@sha256:HEX], sha256:HEX or a digest prefix. See agentnest-image(1).\n";
+
+static const char *import_usage =
+    "Usage: agentnest image import SRC [--name NAME[:TAG][@sha256:HEX]]\n"
+    "\n"
+    "Import SRC (an OCI image layout directory, an oci-archive tar, a docker-archive tar\n"
+    "from `docker save`/`podman save`, or a plain root filesystem tar, optionally gzip/zstd\n"
+    "compressed) into the image store.  Every blob is verified against its sha256 digest;\n"
+    "NAME@sha256:HEX also requires that manifest digest.  Prints the image digest.\n"
+    "\n"
+    "  --name NAME   tag the image NAME (default: the names the source carries)\n"
+    "  -h, --help    this help\n";
+
+static const char *ls_usage =
+    "Usage: agentnest image ls [--json]\n"
+    "\n"
+    "List stored images: NAME, DIGEST, SIZE (unpacked), CREATED.\n"
+    "  --json        one JSON array of {\"names\",\"digest\",\"size\",\"created\",\"imported\"}\n";
+
+static const char *inspect_usage =
+    "Usage: agentnest image inspect NAME\n"
+    "\n"
+    "Print the image as a JSON object: Id, RepoTags, Created, Size, Rootfs, Config\n"
+    "(Env, Entrypoint, Cmd, WorkingDir, User), Layers.\n";
+
+static const char *rm_usage =
+    "Usage: agentnest image rm NAME\n"
+    "\n"
+    "Untag NAME[:TAG]; the image is deleted when no tag is left.  A digest (sha256:HEX or a\n"
+    "prefix) deletes the image and all its tags.\n";
+
+static int wants_help(int argc, char **argv, const char *usage) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      fputs(usage, stdout);
+      return 1;
+    }
+  return 0;
+}
+
+static int fail(an_error_t *err) {
+  fprintf(stderr, "agentnest: %s\n", *err ? (*err)->msg : "unknown error");
+  an_error_free(err);
+  return AN_EXIT_RUNTIME;
+}
+
+static int usage_error(const char *usage, const char *what, const char *arg) {
+  fprintf(stderr, "agentnest: %s%s\n%s", what, arg, usage);
+  return AN_EXIT_RUNTIME;
+}
+
+/* ---- import ---- */
+struct progress_state {
+  struct timespec start, last;
+  int shown, tty;
+  size_t layer, n_layers;
+};
+
+static double since(const struct timespec *a, const struct timespec *b) {
+  return (double) (b->tv_sec - a->tv_sec) + (double) (b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static void on_progress(const struct an_image_progress *p, void *data) {
+  struct progress_state *st = data;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (p->event == AN_IMAGE_EVENT_WARNING) {
+    fprintf(stderr, "%sagentnest: warning: %s\n", st->shown && st->tty ? "\n" : "", p->message);
+    return;
+  }
+  if (p->event == AN_IMAGE_EVENT_DONE) {
+    if (st->shown && st->tty) fputc('\n', stderr);
+    return;
+  }
+  if (p->event != AN_IMAGE_EVENT_LAYER_START && p->event != AN_IMAGE_EVENT_LAYER_BYTES &&
+      p->event != AN_IMAGE_EVENT_LAYER_DONE)
+    return;
+  if (since(&st->start, &now) < 1.0) return;
+  bool layer_edge = p->event != AN_IMAGE_EVENT_LAYER_BYTES;
+  if (!st->tty && !layer_edge) return;
+  if (st->tty && !layer_edge && since(&st->last, &now) < 0.2) return;
+  st->last = now;
+  st->shown = 1;
+  fprintf(stderr, "%simporting layer %zu/%zu %.19s: %.1f/%.1f MB%s", st->tty ? "\r" : "",
+          p->layer + 1, p->n_layers, p->digest ? p->digest : "", p->bytes_done / 1e6,
+          p->bytes_total / 1e6, st->tty ? "   " : "\n");
+  fflush(stderr);
+}
+
+static int image_import(struct an_global_opts *g, int argc, char **argv) {
+  static const struct option longopts[] = {{"name", required_argument, NULL, 'n'},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {NULL, 0, NULL, 0}};
+  const char *name = NULL;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "n:h", longopts, NULL)) != -1) {
+    if (c == 'n') name = optarg;
+    else if (c == 'h') { fputs(import_usage, stdout); return 0; }
+    else { fputs(import_usage, stderr); return AN_EXIT_RUNTIME; }
+  }
+  if (optind + 1 != argc) return usage_error(import_usage, "image import: ", "expected exactly one SRC");
+  struct progress_state st = {.tty = isatty(STDERR_FILENO)};
+  clock_gettime(CLOCK_MONOTONIC, &st.start);
+  struct an_image_import_opts opts = {.progress = on_progress, .userdata = &st};
+  struct an_image_info *info = NULL;
+  an_error_t err = NULL;
+  if (an_image_import(g->root, argv[optind], name, &opts, &info, &err) < 0) {
+    if (st.shown && st.tty) fputc('\n', stderr);
+    return fail(&err);
+  }
+  printf("%s\n", info->digest);
+  an_image_info_free(info);
+  return 0;
+}
+
+/* ---- ls ---- */
+#define GS(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
+
+static void human_size(uint64_t n, char *buf, size_t len) {
+  if (n >= 1000ULL * 1000 * 1000) snprintf(buf, len, "%.2fGB", n / 1e9);
+  else if (n >= 1000 * 1000) snprintf(buf, len, "%.1fMB", n / 1e6);
+  else if (n >= 1000) snprintf(buf, len, "%.1fkB", n / 1e3);
+  else snprintf(buf, len, "%lluB", (unsigned long long) n);
+}
+
+static int image_ls(struct an_global_opts *g, int argc, char **argv) {
+  int json = g->json;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--json")) json = 1;
+    else return usage_error(ls_usage, "image ls: unknown argument ", argv[i]);
+  }
+  struct an_image_info **list = NULL;
+  size_t n = 0;
+  an_error_t err = NULL;
+  if (an_image_list(g->root, &list, &n, &err) < 0) return fail(&err);
+  if (json) {
+    yajl_gen gen = yajl_gen_alloc(NULL);
+    yajl_gen_config(gen, yajl_gen_beautify, 1);
+    yajl_gen_array_open(gen);
+    for (size_t i = 0; i < n; i++) {
+      yajl_gen_map_open(gen);
+      GS(gen, "names");
+      yajl_gen_array_open(gen);
+      for (char **s = list[i]->names; *s; s++) GS(gen, *s);
+      yajl_gen_array_close(gen);
+      GS(gen, "digest"); GS(gen, list[i]->digest);
+      GS(gen, "size"); yajl_gen_integer(gen, (long long) list[i]->size);
+      GS(gen, "created");
+      if (list[i]->created) GS(gen, list[i]->created); else yajl_gen_null(gen);
+      GS(gen, "imported");
+      if (list[i]->imported) GS(gen, list[i]->imported); else yajl_gen_null(gen);
+      yajl_gen_map_close(gen);
+    }
+    yajl_gen_array_close(gen);
+    const unsigned char *buf;
+    size_t len;
+    yajl_gen_get_buf(gen, &buf, &len);
+    fwrite(buf, 1, len, stdout);
+    yajl_gen_free(gen);
+  } else {
+    printf("%-40s %-19s %10s  %s\n", "NAME", "DIGEST", "SIZE", "CREATED");
+    for (size_t i = 0; i < n; i++) {
+      char size[32];
+      human_size(list[i]->size, size, sizeof size);
+      const char *created = list[i]->created ? list[i]->created : "-";
+      if (!list[i]->names[0])
+        printf("%-40s %.19s %10s  %s\n", "<none>", list[i]->digest, size, created);
+      for (char **s = list[i]->names; *s; s++)
+        printf("%-40s %.19s %10s  %s\n", *s, list[i]->digest, size, created);
+    }
+  }
+  an_image_list_free(list, n);
+  return 0;
+}
+
+/* ---- inspect, rm ---- */
+static int image_inspect(struct an_global_opts *g, int argc, char **argv) {
+  if (argc != 2) return usage_error(inspect_usage, "image inspect: ", "expected exactly one NAME");
+  char *json = NULL;
+  an_error_t err = NULL;
+  if (an_image_inspect(g->root, argv[1], &json, &err) < 0) return fail(&err);
+  fputs(json, stdout);
+  free(json);
+  return 0;
+}
+
+static int image_rm(struct an_global_opts *g, int argc, char **argv) {
+  if (argc != 2) return usage_error(rm_usage, "image rm: ", "expected exactly one NAME");
+  an_error_t err = NULL;
+  if (an_image_remove(g->root, argv[1], &err) < 0) return fail(&err);
+  return 0;
+}
+
 int cmd_image(struct an_global_opts *g, int argc, char **argv) {
-  (void) g; (void) argc; (void) argv;
-  fprintf(stderr, "agentnest image: not built yet\n");
+  if (argc < 2) { fputs(image_usage, stderr); return AN_EXIT_RUNTIME; }
+  const char *sub = argv[1];
+  if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) { fputs(image_usage, stdout); return 0; }
+  argc--;
+  argv++;
+  if (!strcmp(sub, "import")) return image_import(g, argc, argv);
+  if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
+    if (wants_help(argc, argv, ls_usage)) return 0;
+    return image_ls(g, argc, argv);
+  }
+  if (!strcmp(sub, "inspect")) {
+    if (wants_help(argc, argv, inspect_usage)) return 0;
+    return image_inspect(g, argc, argv);
+  }
+  if (!strcmp(sub, "rm")) {
+    if (wants_help(argc, argv, rm_usage)) return 0;
+    return image_rm(g, argc, argv);
+  }
+  fprintf(stderr, "agentnest: image: unknown command '%s'\n%s", sub, image_usage);
   return AN_EXIT_RUNTIME;
 }

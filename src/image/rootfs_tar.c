@@ -1,0 +1,88 @@
+/* image/rootfs_tar.c — a plain root filesystem tar (optionally compressed)
+ * becomes a one-layer image: the tar is hashed first (its digest is the
+ * layer's, and the image id must be known before unpacking for idempotent
+ * imports), and a minimal image config is synthesised (os linux, the host
+ * architecture, a default PATH).  Note: rootfs.diff_ids holds the tar's own
+ * digest, which is the uncompressed digest only for an uncompressed tar. */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yajl/yajl_gen.h>
+#include "image/image_internal.h"
+
+#define S(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
+
+#if defined(__x86_64__)
+#define HOST_ARCH "amd64"
+#elif defined(__aarch64__)
+#define HOST_ARCH "arm64"
+#else
+#define HOST_ARCH "unknown"
+#endif
+
+int an_rootfs_tar_plan(const struct an_image_source *s, struct an_image_plan *p,
+                       an_error_t *err) {
+  int fd = an_source_open_file(s, NULL, err);
+  if (fd < 0) return fd;
+  struct an_sha256 *h = an_sha256_new();
+  char *buf = malloc(1 << 20);
+  unsigned char magic[4] = {0};
+  uint64_t total = 0;
+  int r = 0;
+  if (!h || !buf) r = an_error_set(err, ENOMEM, "sha256");
+  while (r == 0) {
+    ssize_t n = read(fd, buf, 1 << 20);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) { r = an_error_set(err, errno, "read %s", s->path); break; }
+    if (n == 0) break;
+    if (total == 0 && n >= 4) memcpy(magic, buf, 4);
+    an_sha256_update(h, buf, (size_t) n);
+    total += (uint64_t) n;
+  }
+  close(fd);
+  free(buf);
+  if (r < 0) { an_sha256_free(h); return r; }
+  char dg[AN_DIGEST_SIZE];
+  an_sha256_finish(h, dg);
+  const char *mt = magic[0] == 0x1f && magic[1] == 0x8b ? "application/vnd.oci.image.layer.v1.tar+gzip"
+                 : magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd
+                     ? "application/vnd.oci.image.layer.v1.tar+zstd"
+                     : "application/vnd.oci.image.layer.v1.tar";
+  if (!(p->layers = calloc(1, sizeof *p->layers)) || !(p->layers[0].media_type = strdup(mt)))
+    return an_error_set(err, ENOMEM, "layers");
+  p->n_layers = 1;
+  memcpy(p->layers[0].digest, dg, AN_DIGEST_SIZE);
+  p->layers[0].size = (int64_t) total;
+  p->layers[0].path = NULL;   /* the source file itself */
+
+  yajl_gen g = yajl_gen_alloc(NULL);
+  if (!g) return an_error_set(err, ENOMEM, "yajl_gen_alloc");
+  yajl_gen_map_open(g);
+  S(g, "architecture"); S(g, HOST_ARCH);
+  S(g, "os"); S(g, "linux");
+  S(g, "config");
+  yajl_gen_map_open(g);
+  S(g, "Env");
+  yajl_gen_array_open(g);
+  S(g, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  yajl_gen_array_close(g);
+  yajl_gen_map_close(g);
+  S(g, "rootfs");
+  yajl_gen_map_open(g);
+  S(g, "type"); S(g, "layers");
+  S(g, "diff_ids");
+  yajl_gen_array_open(g);
+  S(g, dg);
+  yajl_gen_array_close(g);
+  yajl_gen_map_close(g);
+  yajl_gen_map_close(g);
+  const unsigned char *out;
+  size_t len;
+  yajl_gen_get_buf(g, &out, &len);
+  p->config = strndup((const char *) out, len);
+  p->config_len = len;
+  yajl_gen_free(g);
+  if (!p->config || !(p->names = calloc(1, sizeof *p->names))) return an_error_set(err, ENOMEM, "config");
+  return an_manifest_synthesize(p, "application/vnd.oci.image.config.v1+json", err);
+}

@@ -1,0 +1,40 @@
+/* sandbox/files_internal.h — helpers of sandbox/files.c shared with the
+ * artifact and snapshot code (internal, not installed). */
+#ifndef AN_SANDBOX_FILES_INTERNAL_H
+#define AN_SANDBOX_FILES_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include "agentnest/files.h"
+
+/* Fill *out from *in (NULL = defaults) with defaults applied and modes & 0777. */
+void an_files_resolve_opts(const struct an_file_opts *in, struct an_file_opts *out);
+
+/* printf-style warning to o->warn (if any). */
+void an_files_warn(const struct an_file_opts *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Atomically create/replace `name` in the directory fd `parent` with either
+ * `len` bytes of `data` (src_fd < 0) or the content of src_fd read to EOF and
+ * capped at max_bytes (-EFBIG beyond); permission bits `mode` & 0777; owner
+ * per o->set_owner.  Temp name + renameat; nothing left on failure; with
+ * `durable` the file and directory are fsync'ed (tree copies pass false and
+ * syncfs once at the end).  `display` names the file in errors. */
+int an_files_write_at(int parent, const char *name, const char *display, const void *data,
+                      size_t len, int src_fd, uint64_t max_bytes, mode_t mode,
+                      const struct an_file_opts *o, bool durable, an_error_t *err);
+
+/* As an_files_write_at from src_fd (not durable: callers syncfs), also
+ * returning the sha256 (lowercase hex into sha256_hex[65]) and byte count of
+ * exactly what was written. */
+int an_files_copy_hashed_at(int parent, const char *name, const char *display, int src_fd,
+                            uint64_t max_bytes, mode_t mode, const struct an_file_opts *o,
+                            uint64_t *copied, char *sha256_hex, an_error_t *err);
+
+/* an_open_regular_beneath() plus a size check: -EFBIG "file too large" when
+ * st_size > max_bytes.  Returns the fd; fills *st if non-NULL. */
+int an_files_open_capped(int dirfd, const char *relpath, const char *display, uint64_t max_bytes,
+                         struct stat *st, an_error_t *err);
+
+#endif

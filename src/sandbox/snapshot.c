@@ -1,0 +1,329 @@
+/* sandbox/snapshot.c — workspace -> pax tar (libarchive writer, numeric
+ * owners, symlinks as symlinks, O_NOFOLLOW walk) and the atomic restore
+ * swap (verify sha256, extract into a private sibling via
+ * sandbox/tar_extract.c, renameat2 RENAME_EXCHANGE, remove the old tree).
+ * See agentnest/snapshot.h. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "agentnest/snapshot.h"
+#include "util/cleanup.h"
+#include "util/fdcopy.h"
+#include "util/safe_path.h"
+
+static const struct an_snapshot_opts no_opts;
+
+static void warnf(const struct an_snapshot_opts *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void warnf(const struct an_snapshot_opts *o, const char *fmt, ...) {
+  if (!o->warn) return;
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = NULL;
+  if (vasprintf(&msg, fmt, ap) >= 0) {
+    o->warn(o->warn_data, msg);
+    free(msg);
+  }
+  va_end(ap);
+}
+
+struct tar_sink {
+  int fd;
+  EVP_MD_CTX *md;
+  uint64_t size;
+  int error;  /* errno of a failed write */
+};
+
+static la_ssize_t sink_write(struct archive *a, void *data, const void *buf, size_t len) {
+  struct tar_sink *s = data;
+  const char *p = buf;
+  size_t left = len;
+  while (left > 0) {
+    ssize_t n = write(s->fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      s->error = errno;
+      archive_set_error(a, errno, "write snapshot");
+      return -1;
+    }
+    p += n;
+    left -= (size_t) n;
+  }
+  EVP_DigestUpdate(s->md, buf, len);
+  s->size += len;
+  return (la_ssize_t) len;
+}
+
+struct walk {
+  struct archive *a;
+  const struct an_snapshot_opts *o;
+  uint64_t content;   /* file bytes archived so far */
+  uint64_t entries;
+  char *buf;          /* 64 KiB copy buffer */
+};
+
+static void entry_freep(struct archive_entry **e) { if (*e) archive_entry_free(*e); }
+
+static int arch_error(struct walk *w, an_error_t *err, const char *path) {
+  int e = archive_errno(w->a);
+  return an_error_set(err, e > 0 ? e : EIO, "snapshot %s: %s", path, archive_error_string(w->a));
+}
+
+/* Header common to all entry types: name, type, permission bits, numeric
+ * owner, mtime.  uname/gname are never set (BL-24: no NSS lookups). */
+static struct archive_entry *make_entry(const char *path, const struct stat *st, mode_t type) {
+  struct archive_entry *e = archive_entry_new();
+  if (!e) return NULL;
+  archive_entry_set_pathname(e, path);
+  archive_entry_set_filetype(e, type);
+  archive_entry_set_perm(e, st->st_mode & 0777);
+  archive_entry_set_uid(e, st->st_uid);
+  archive_entry_set_gid(e, st->st_gid);
+  archive_entry_set_mtime(e, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+  return e;
+}
+
+static int add_file(struct walk *w, int dfd, const char *name, const char *path, an_error_t *err) {
+  struct stat st;
+  cleanup_close int fd = an_open_regular_beneath(dfd, name, &st, err);
+  if (fd < 0) return an_error_prefix(err, "snapshot %s", path);
+  uint64_t size = (uint64_t) st.st_size;
+  if (w->o->max_bytes && w->content + size > w->o->max_bytes)
+    return an_error_set(err, EFBIG, "snapshot %s: workspace too large (cap %llu bytes)", path,
+                        (unsigned long long) w->o->max_bytes);
+  __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(path, &st, AE_IFREG);
+  if (!e) return an_error_set(err, ENOMEM, "snapshot %s", path);
+  archive_entry_set_size(e, (la_int64_t) size);
+  if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
+  /* Exactly `size` bytes: a file changed meanwhile is cut or zero-padded so
+   * the header stays true. */
+  uint64_t left = size;
+  while (left > 0) {
+    size_t want = left < 65536 ? (size_t) left : 65536;
+    ssize_t n = read(fd, w->buf, want);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return an_error_set(err, errno, "snapshot %s: read", path);
+    }
+    if (n == 0) {
+      memset(w->buf, 0, want);
+      n = (ssize_t) want;
+    }
+    if (archive_write_data(w->a, w->buf, (size_t) n) < 0) return arch_error(w, err, path);
+    left -= (uint64_t) n;
+  }
+  w->content += size;
+  return 0;
+}
+
+static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, an_error_t *err) {
+  if (depth > AN_TREE_MAX_DEPTH) return an_error_set(err, ELOOP, "snapshot %s: nesting too deep", prefix);
+  struct dirent **names = NULL;
+  int n = scandirat(dfd, ".", &names, NULL, alphasort);
+  if (n < 0) return an_error_set(err, errno, "snapshot: read directory %s", prefix[0] ? prefix : ".");
+  int r = 0;
+  for (int i = 0; i < n; i++) {
+    const char *name = names[i]->d_name;
+    if (r < 0 || !strcmp(name, ".") || !strcmp(name, "..")) continue;
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s%s", prefix, name) >= (int) sizeof path) {
+      r = an_error_set(err, ENAMETOOLONG, "snapshot %s%s", prefix, name);
+      continue;
+    }
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+      if (errno != ENOENT) r = an_error_set(err, errno, "snapshot: stat %s", path);
+      continue;
+    }
+    if (S_ISREG(st.st_mode)) {
+      r = add_file(w, dfd, name, path, err);
+    } else if (S_ISDIR(st.st_mode)) {
+      cleanup_close int sub = an_openat_beneath(dfd, name, O_RDONLY | O_DIRECTORY, 0, err);
+      if (sub < 0) {
+        r = an_error_prefix(err, "snapshot");
+        continue;
+      }
+      struct stat dst;
+      if (fstat(sub, &dst) < 0) {
+        r = an_error_set(err, errno, "snapshot: stat %s", path);
+        continue;
+      }
+      char dpath[PATH_MAX];
+      if (snprintf(dpath, sizeof dpath, "%s/", path) >= (int) sizeof dpath) {
+        r = an_error_set(err, ENAMETOOLONG, "snapshot %s", path);
+        continue;
+      }
+      __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(dpath, &dst, AE_IFDIR);
+      if (!e) r = an_error_set(err, ENOMEM, "snapshot %s", path);
+      else if (archive_write_header(w->a, e) != ARCHIVE_OK) r = arch_error(w, err, path);
+      else r = walk_dir(w, sub, dpath, depth + 1, err);
+    } else if (S_ISLNK(st.st_mode)) {
+      char target[PATH_MAX];
+      ssize_t k = readlinkat(dfd, name, target, sizeof target - 1);
+      if (k < 0) {
+        if (errno != ENOENT) r = an_error_set(err, errno, "snapshot: readlink %s", path);
+        continue;
+      }
+      target[k] = '\0';
+      __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(path, &st, AE_IFLNK);
+      if (!e) {
+        r = an_error_set(err, ENOMEM, "snapshot %s", path);
+        continue;
+      }
+      archive_entry_set_symlink(e, target);
+      if (archive_write_header(w->a, e) != ARCHIVE_OK) r = arch_error(w, err, path);
+    } else {
+      warnf(w->o, "snapshot: %s skipped (not a regular file, directory or symlink)", path);
+      continue;
+    }
+    if (r == 0) w->entries++;
+  }
+  for (int i = 0; i < n; i++) free(names[i]);
+  free(names);
+  return r;
+}
+
+static void archive_freep(struct archive **a) { if (*a) archive_write_free(*a); }
+static void md_freep(EVP_MD_CTX **m) { if (*m) EVP_MD_CTX_free(*m); }
+
+int an_workspace_snapshot_fd(int ws_dirfd, int out_fd, const struct an_snapshot_opts *opts,
+                             struct an_snapshot_info *info, an_error_t *err) {
+  const struct an_snapshot_opts *o = opts ? opts : &no_opts;
+  __attribute__((cleanup(md_freep))) EVP_MD_CTX *md = EVP_MD_CTX_new();
+  if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) return an_error_set(err, ENOMEM, "snapshot");
+  struct tar_sink sink = {.fd = out_fd, .md = md};
+  __attribute__((cleanup(archive_freep))) struct archive *a = archive_write_new();
+  cleanup_free char *buf = malloc(65536);
+  if (!a || !buf) return an_error_set(err, ENOMEM, "snapshot");
+  if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+      archive_write_add_filter_none(a) != ARCHIVE_OK ||
+      archive_write_open(a, &sink, NULL, sink_write, NULL) != ARCHIVE_OK)
+    return an_error_set(err, EIO, "snapshot: %s", archive_error_string(a));
+  cleanup_close int root = an_openat_beneath(ws_dirfd, ".", O_RDONLY | O_DIRECTORY, 0, err);
+  if (root < 0) return an_error_prefix(err, "snapshot");
+  struct walk w = {.a = a, .o = o, .buf = buf};
+  int r = walk_dir(&w, root, "", 0, err);
+  if (r < 0) return r;
+  if (archive_write_close(a) != ARCHIVE_OK)
+    return an_error_set(err, sink.error ? sink.error : EIO, "snapshot: finish tar: %s",
+                        archive_error_string(a));
+  unsigned char dig[EVP_MAX_MD_SIZE];
+  unsigned int dlen = 0;
+  if (EVP_DigestFinal_ex(md, dig, &dlen) != 1) return an_error_set(err, EIO, "snapshot: sha256");
+  if (info) {
+    info->size = sink.size;
+    info->entries = w.entries;
+    an_hex_encode(dig, dlen, info->sha256);
+  }
+  return 0;
+}
+
+int an_workspace_snapshot(int ws_dirfd, const char *tar_path, const struct an_snapshot_opts *opts,
+                          struct an_snapshot_info *info, an_error_t *err) {
+  cleanup_free char *copy = strdup(tar_path);
+  cleanup_free char *base = strdup(tar_path);
+  if (!copy || !base) return an_error_set(err, ENOMEM, "snapshot %s", tar_path);
+  const char *dir = dirname(copy);
+  cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return an_error_set(err, errno, "snapshot: open directory %s", dir);
+  cleanup_free char *tmp = an_random_name(".an-snapshot");
+  if (!tmp) return an_error_set(err, ENOMEM, "snapshot %s", tar_path);
+  int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return an_error_set(err, errno, "snapshot: create temporary file in %s", dir);
+  int r;
+  {
+    cleanup_close int wfd = fd;
+    r = an_workspace_snapshot_fd(ws_dirfd, wfd, opts, info, err);
+    if (r == 0 && fsync(wfd) < 0) r = an_error_set(err, errno, "snapshot: fsync %s", tar_path);
+  }
+  if (r == 0 && renameat(dfd, tmp, dfd, basename(base)) < 0)
+    r = an_error_set(err, errno, "snapshot: rename into place %s", tar_path);
+  if (r < 0) {
+    unlinkat(dfd, tmp, 0);
+    return r;
+  }
+  return 0;
+}
+
+/* ---- restore ---------------------------------------------------------------- */
+
+static int check_sha256_arg(const char *hex, an_error_t *err) {
+  if (strlen(hex) != 64 || strspn(hex, "0123456789abcdefABCDEF") != 64)
+    return an_error_set(err, EINVAL, "restore: --sha256 must be 64 hex digits, got '%s'", hex);
+  return 0;
+}
+
+int an_workspace_restore_ex(int parent_dirfd, const char *workspace_name, const char *tar_path,
+                            const char *expected_sha256, const struct an_snapshot_opts *opts,
+                            an_error_t *err) {
+  const struct an_snapshot_opts *o = opts ? opts : &no_opts;
+  if (!workspace_name || !*workspace_name || strchr(workspace_name, '/') ||
+      !strcmp(workspace_name, ".") || !strcmp(workspace_name, ".."))
+    return an_error_set(err, EINVAL, "restore: bad workspace name '%s'", workspace_name ? workspace_name : "");
+  if (expected_sha256) {
+    int r = check_sha256_arg(expected_sha256, err);
+    if (r < 0) return r;
+  }
+  cleanup_close int tfd = open(tar_path, O_RDONLY | O_CLOEXEC);
+  if (tfd < 0) return an_error_set(err, errno, "restore: open %s", tar_path);
+  struct stat tst;
+  if (fstat(tfd, &tst) < 0) return an_error_set(err, errno, "restore: stat %s", tar_path);
+  if (!S_ISREG(tst.st_mode)) return an_error_set(err, EINVAL, "restore: %s: not a regular file", tar_path);
+  /* Verify before extracting anything. */
+  if (expected_sha256) {
+    char got[AN_SHA256_HEX_LEN];
+    int r = an_copy_fd_capped(tfd, -1, UINT64_MAX, tar_path, NULL, got, err);
+    if (r < 0) return an_error_prefix(err, "restore");
+    if (strcasecmp(got, expected_sha256) != 0)
+      return an_error_set(err, EBADMSG, "restore: %s: sha256 mismatch: expected %s, got %s", tar_path,
+                          expected_sha256, got);
+    if (lseek(tfd, 0, SEEK_SET) < 0) return an_error_set(err, errno, "restore: rewind %s", tar_path);
+  }
+  struct stat wst;
+  if (fstatat(parent_dirfd, workspace_name, &wst, AT_SYMLINK_NOFOLLOW) < 0)
+    return an_error_set(err, errno, "restore: workspace %s", workspace_name);
+  if (!S_ISDIR(wst.st_mode))
+    return an_error_set(err, ENOTDIR, "restore: workspace %s is not a directory", workspace_name);
+
+  char prefix[NAME_MAX + 1];
+  if (snprintf(prefix, sizeof prefix, ".%.200s.restore", workspace_name) >= (int) sizeof prefix)
+    return an_error_set(err, ENAMETOOLONG, "restore %s", workspace_name);
+  cleanup_free char *tmp = an_random_name(prefix);
+  if (!tmp) return an_error_set(err, ENOMEM, "restore %s", workspace_name);
+  if (mkdirat(parent_dirfd, tmp, 0700) < 0)
+    return an_error_set(err, errno, "restore: mkdir %s", tmp);
+  int r;
+  {
+    cleanup_close int dfd = an_openat_beneath(parent_dirfd, tmp, O_RDONLY | O_DIRECTORY, 0, err);
+    r = dfd < 0 ? dfd : an_tar_extract_safe(tfd, dfd, o, err);
+    if (r == 0 && fchown(dfd, wst.st_uid, wst.st_gid) < 0)
+      r = an_error_set(err, errno, "restore: chown %s", tmp);
+    if (r == 0 && fchmod(dfd, wst.st_mode & 07777) < 0)
+      r = an_error_set(err, errno, "restore: chmod %s", tmp);
+    if (r == 0 && syncfs(dfd) < 0) r = an_error_set(err, errno, "restore: sync %s", tmp);
+  }
+  if (r == 0 && renameat2(parent_dirfd, tmp, parent_dirfd, workspace_name, RENAME_EXCHANGE) < 0)
+    r = an_error_set(err, errno, "restore: exchange %s with %s", tmp, workspace_name);
+  /* On success `tmp` now names the old tree; on failure the partial new one. */
+  an_error_t rm_err = NULL;
+  if (an_remove_tree_beneath(parent_dirfd, tmp, &rm_err) < 0)
+    warnf(o, "restore: could not remove %s: %s", tmp, rm_err->msg);
+  an_error_free(&rm_err);
+  return r < 0 ? an_error_prefix(err, "restore %s from %s", workspace_name, tar_path) : 0;
+}
+
+int an_workspace_restore(int parent_dirfd, const char *workspace_name, const char *tar_path,
+                         const char *expected_sha256, an_error_t *err) {
+  return an_workspace_restore_ex(parent_dirfd, workspace_name, tar_path, expected_sha256, NULL, err);
+}
