@@ -2,13 +2,28 @@
  * hybrid hosts.  Kernel doc: Documentation/admin-guide/cgroup-v2.rst and
  * cgroup-v1/; runtime-spec config-linux.md "Control groups".
  *
- * A container's cgroup is named by a relative path (`cgroupsPath` as runc
- * reads it, or "agentnest/<id>" when none is given).  On a unified host it is
- * one directory under the cgroup2 mount; on a v1/hybrid host it is one
- * directory per mounted v1 controller plus, when a cgroup2 hierarchy is also
- * mounted (as on hybrid hosts), one in it used for tracking, freezing and
- * killing.  The manager only creates, writes and removes cgroups at or below
- * the path it was given and never moves or edits anything else.
+ * A container's cgroup is named by a path (`cgroupsPath`, or
+ * "agentnest/<id>" when none is given).  "/a/b" and "a/b" both name a/b
+ * below the ROOT of each hierarchy (runc resolves a relative path against
+ * its own cgroup; we do not, so that every process of the runtime finds the
+ * same cgroup from the same string and nothing nests inside cgroups the
+ * runtime did not create; see src/engine/cgroup.c).  Paths must have no
+ * empty, "." or ".." component and no control character.
+ *
+ * On a unified host the cgroup is one directory under the cgroup2 mount; on
+ * a v1/hybrid host it is one directory per mounted v1 controller plus, when
+ * a cgroup2 hierarchy is also mounted (as on hybrid hosts), one in it used
+ * for tracking, freezing and killing.  Each limit goes to the hierarchy that
+ * enforces its controller.  The manager only creates, writes and removes
+ * cgroups at or below the path it was given, except that on cgroup v2 it
+ * enables the controllers it needs ("+memory", ...) in cgroup.subtree_control
+ * of the hierarchy root and of the path's ancestors, and leaves them enabled.
+ *
+ * Devices: every cgroup made by an_cgroup_create gets a deny-by-default
+ * device policy: the spec's linux.resources.devices rules in order, then
+ * runc's default allow list (null zero full random urandom tty console ptmx
+ * pts, mknod of any node); the last matching rule wins.  v1: the devices
+ * controller; v2: an eBPF program (BPF_PROG_TYPE_CGROUP_DEVICE).
  */
 #ifndef AGENTNEST_CGROUP_H
 #define AGENTNEST_CGROUP_H
@@ -33,33 +48,60 @@ enum an_cgroup_layout {
 
 struct an_cgroup;          /* opaque handle; free with an_cgroup_free() */
 
-/* Detect the host's layout by reading /proc/self/mountinfo.
+/* Detect the host's layout by reading /proc/self/mountinfo (proc(5)): v1
+ * hierarchies without a controller (name=systemd) do not count.
  * Errors: -ENOENT no cgroup filesystem mounted; read errors of mountinfo. */
 int an_cgroup_detect(enum an_cgroup_layout *layout, an_error_t *err);
 
-/* Create the cgroup `path` (relative, no "..", e.g. "agentnest/abc") in every
- * hierarchy that applies and apply `res` (may be NULL).  Controllers asked for
- * by `res` that the host cannot enforce make the call fail with -EOPNOTSUPP
- * (fail closed) and nothing is left behind.  Errors: -EINVAL bad path or
- * absurd value (message names the field), -EEXIST path already exists,
- * -EOPNOTSUPP controller missing, or the errno of the failing mkdir/write with
- * the cgroup file named. */
+/* "unified", "hybrid" or "legacy" (for `agentnest doctor`).  Static string. */
+const char *an_cgroup_layout_name(enum an_cgroup_layout layout);
+
+/* Create the cgroup `path` (e.g. "agentnest/abc"; see above) in every
+ * hierarchy, missing ancestors included, apply `res` (may be NULL: no
+ * limits) and install the device policy.  Units are the spec's: bytes, µs,
+ * shares.  Conversions follow runc: v2 cpu.weight from shares
+ * (1 + (shares-2)*9999/262142), cpu.max "quota period" ("max" for -1),
+ * memory.swap.max = swap - limit (v1: memory.memsw = swap), pids 0 = unset,
+ * -1 = "max".  Controllers asked for by `res` that the host cannot enforce
+ * make the call fail with -EOPNOTSUPP naming the controller or knob (fail
+ * closed), checked before anything is created; on any failure nothing is
+ * left behind (directories this call made are removed).  *out is owned by
+ * the caller (an_cgroup_free).  Errors: -EINVAL bad path or absurd value
+ * (message names the field: memory.limit below 1 MiB, cpu.period outside
+ * 1000..1000000 µs, cpu.quota below 1000 µs, negative pids/reservation,
+ * swap below limit, bad unified key, ...), -EEXIST path already exists,
+ * -EOPNOTSUPP controller/knob missing (e.g. realtime or disableOOMKiller on
+ * v2, unified keys on v1, a hugepage size the kernel lacks), or the errno
+ * of the failing mkdir/write with the cgroup file named. */
 int an_cgroup_create(const char *path, const struct an_spec_resources *res,
                      struct an_cgroup **out, an_error_t *err);
 
-/* Open an existing cgroup created earlier (e.g. from a state file).
- * Errors: -ENOENT it does not exist. */
+/* Open an existing cgroup created earlier (e.g. from a state file), same
+ * path rules as create.  *out is owned by the caller.  Errors: -EINVAL bad
+ * path, -ENOENT it does not exist. */
 int an_cgroup_open(const char *path, struct an_cgroup **out, an_error_t *err);
 
-/* Create a child cgroup `name` (one path component) below `parent` with no
- * extra limits (used for one exec's process tree).  Errors as create. */
+/* Create a child cgroup `name` (one path component) below `parent` in
+ * every hierarchy, with no limits of its own (used for one exec's process
+ * tree: kill/freeze/pids of the child reach that tree only; the parent's
+ * limits still apply).  On v2 the child has no controllers enabled (the
+ * parent holds processes), so an_cgroup_oom_kills on it reports the
+ * parent's count.  *out is owned by the caller; destroying the parent
+ * removes the child too.  Errors: -EINVAL bad name, -EEXIST, mkdir errno. */
 int an_cgroup_create_child(struct an_cgroup *parent, const char *name,
                            struct an_cgroup **out, an_error_t *err);
 
-/* Apply (or re-apply, for `update`) resource limits.  Errors as create. */
+/* Apply (or re-apply, for `update`) resource limits to a live cgroup.
+ * Unset fields are left as they are.  The device policy is replaced only
+ * when res lists devices (on v1 that fails with EINVAL once the cgroup has
+ * children).  Controllers newly needed are enabled on v2.  Errors as
+ * create, except -EEXIST. */
 int an_cgroup_apply(struct an_cgroup *cg, const struct an_spec_resources *res, an_error_t *err);
 
-/* Move `pid` into the cgroup (every hierarchy).  Errors: errno of the write. */
+/* Move `pid` (a process; all its threads move) into the cgroup in every
+ * hierarchy (cgroup.procs; the cgroup2 one last).  Errors: errno of the
+ * write with the file named (-ESRCH no such process, -EBUSY v2 "no internal
+ * processes" rule). */
 int an_cgroup_enter(struct an_cgroup *cg, pid_t pid, an_error_t *err);
 
 /* An O_DIRECTORY fd of the unified-hierarchy cgroup for clone3
@@ -70,27 +112,50 @@ int an_cgroup_clone_fd(const struct an_cgroup *cg);
 /* The relative path given at create/open.  Owned by cg. */
 const char *an_cgroup_path(const struct an_cgroup *cg);
 
-/* Send `sig` to every process in the cgroup and below; SIGKILL uses
- * cgroup.kill when the kernel has it (5.14+).  Errors: errno of the write. */
+/* Send `sig` to every process in the cgroup and below.  SIGKILL uses
+ * cgroup.kill when the kernel has it (5.14+, also on hybrid hosts);
+ * otherwise the cgroup is frozen, every listed pid signalled and thawed
+ * (runc's signalAllProcesses), except that a paused cgroup stays paused for
+ * signals other than SIGKILL.  Does not wait.  Errors: errno of the write or
+ * of kill(2) other than ESRCH. */
 int an_cgroup_kill(struct an_cgroup *cg, int sig, an_error_t *err);
 
-/* Freeze (true) or thaw (false) every process (cgroup.freeze on v2, freezer
- * controller on v1); waits until the state is reached (at most 5000 ms).
- * Errors: -ETIMEDOUT, -EOPNOTSUPP no freezer available. */
+/* Freeze (true) or thaw (false) every process in the cgroup and below
+ * (cgroup.freeze of the cgroup2 hierarchy when mounted, even on hybrid
+ * hosts; else the v1 freezer controller); waits until cgroup.events says
+ * "frozen 1"/"frozen 0" or freezer.state reads FROZEN/THAWED (at most
+ * 5000 ms).  Errors: -ETIMEDOUT, -EOPNOTSUPP no freezer available, write
+ * errors. */
 int an_cgroup_freeze(struct an_cgroup *cg, bool frozen, an_error_t *err);
 
-/* Pids in the cgroup and its descendants.  *pids is heap-allocated, owned by
- * the caller.  Errors: errno of reading cgroup.procs. */
+/* Pids (in the runtime's pid namespace) of the processes in the cgroup and
+ * its descendants, from cgroup.procs of the tracking hierarchy.  *pids is
+ * heap-allocated (free()), owned by the caller; *n may be 0.  Errors: errno
+ * of reading cgroup.procs (-ENOENT the cgroup is gone). */
 int an_cgroup_pids(struct an_cgroup *cg, pid_t **pids, size_t *n, an_error_t *err);
 
-/* Number of OOM kills counted for this cgroup (memory.events "oom_kill" on
- * v2, memory.oom_control "oom_kill" on v1).  Errors: -EOPNOTSUPP no memory
- * controller. */
+/* Number of OOM kills of processes in this cgroup or below since it was
+ * created: memory.events "oom_kill" on v2 (hierarchical, so a victim in an
+ * exec child cgroup counts; memory.events.local would miss it), the sum of
+ * memory.oom_control "oom_kill" over the subtree on v1 (per cgroup there).
+ * Compare before/after a command to report `oom_killed` (BL-35).
+ * Errors: -EOPNOTSUPP no memory controller for this cgroup, read errors. */
 int an_cgroup_oom_kills(struct an_cgroup *cg, uint64_t *count, an_error_t *err);
 
-/* Kill everything left (SIGKILL), wait until empty (at most 5000 ms), and
- * remove the cgroup directories (children first) in every hierarchy.
- * Errors: -EBUSY processes remain, errno of rmdir. */
+/* Number of forks refused because a pids limit was reached (pids.events
+ * "max"), for this cgroup and below: summed over the subtree on v1; on v2
+ * the nearest cgroup with the pids controller inside the container (the
+ * kernel counts it where the fork failed, hierarchically since 6.12).
+ * Compare before/after a command to report "pids limit reached" (BL-34).
+ * Errors: -EOPNOTSUPP no pids controller, read errors. */
+int an_cgroup_pids_max_events(struct an_cgroup *cg, uint64_t *count, an_error_t *err);
+
+/* Kill everything left (SIGKILL; cgroup.kill where available, else SIGKILL
+ * of every pid, repeated), wait until empty (cgroup.events "populated 0", or
+ * no pid listed on v1; at most 5000 ms), and remove the cgroup directories
+ * (children first) in every hierarchy.  Ancestors ("agentnest") are kept.
+ * The handle stays valid (free it after).  A cgroup already gone is not an
+ * error.  Errors: -EBUSY processes remain, errno of rmdir. */
 int an_cgroup_destroy(struct an_cgroup *cg, an_error_t *err);
 
 /* Release the handle (does not remove anything).  NULL allowed. */

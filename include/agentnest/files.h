@@ -100,8 +100,9 @@ int an_file_get_fd(int ws_dirfd, const char *relpath, int dst_fd, const struct a
  * Regular files are written atomically with their permission bits (& 0777);
  * directories are created with dir_mode; symlinks are recreated as symlinks
  * with the same target string (never followed); other file types are skipped
- * with a warning.  Existing files of the same name are replaced.  Nesting
- * deeper than 256 fails with -ELOOP.  On error the copy may be partial. */
+ * with a warning.  Existing files of the same name are replaced.  The tree
+ * is made durable with one syncfs(2) at the end.  Nesting deeper than 256
+ * fails with -ELOOP.  On error the copy may be partial. */
 int an_dir_put(int ws_dirfd, const char *relpath, const char *host_dir,
                const struct an_file_opts *opts, an_error_t *err);
 

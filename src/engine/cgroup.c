@@ -472,11 +472,34 @@ static int signal_all(struct an_cgroup *cg, int sig, size_t *sent, an_error_t *e
   return 0;
 }
 
+/* Whether the cgroup is frozen now (by an earlier an_cgroup_freeze). */
+static bool is_frozen(struct an_cgroup *cg) {
+  an_error_t e = NULL;
+  bool frozen = false;
+  if (cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.freeze")) {
+    cleanup_free char *s = NULL;
+    frozen = an_cg_read(cg->dir[cg->l.unified], "cgroup.freeze", &s, &e) == 0 && s[0] == '1';
+  } else {
+    int i = an_cg_layout_find(&cg->l, AN_CG_FREEZER);
+    cleanup_free char *s = NULL;
+    frozen = i >= 0 && an_cg_read(cg->dir[i], "freezer.state", &s, &e) == 0 && strncmp(s, "THAWED", 6);
+  }
+  an_error_free(&e);
+  return frozen;
+}
+
 int an_cgroup_kill(struct an_cgroup *cg, int sig, an_error_t *err) {
   if (sig == SIGKILL && cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.kill"))
     return an_cg_write(cg->dir[cg->l.unified], "cgroup.kill", "1", err);
   /* No cgroup.kill: freeze so that nothing forks between listing and
-   * signalling (runc's signalAllProcesses), signal every pid, thaw. */
+   * signalling (runc's signalAllProcesses), signal every pid, thaw.  A
+   * cgroup paused by the caller stays paused, except for SIGKILL (frozen
+   * v1 tasks only die once thawed). */
+  bool paused = is_frozen(cg);
+  if (paused && sig != SIGKILL) {
+    size_t sent = 0;
+    return signal_all(cg, sig, &sent, err);
+  }
   an_error_t ferr = NULL;
   bool frozen = freeze_dir(cg, true, &ferr) == 0;
   an_error_free(&ferr);
@@ -491,15 +514,19 @@ int an_cgroup_kill(struct an_cgroup *cg, int sig, an_error_t *err) {
   return r;
 }
 
-/* memory.events "oom_kill" counts the kills of victims in the cgroup and
- * all its descendants (it is hierarchical unless cgroup2 is mounted with
- * memory_localevents); memory.events.local would miss a victim in an exec's
- * child cgroup, so it is not used.  A cgroup without the memory controller
- * (an exec child on v2) reports its nearest ancestor inside the container.
- * On v1 the count is per cgroup only, so the subtree is summed. */
-static int v1_oom_sum(const char *dir, uint64_t *sum, an_error_t *err) {
+/* Event counters of a controller, for a container or exec cgroup:
+ *  - v1 counts per cgroup only, so the subtree is summed;
+ *  - v2 memory.events "oom_kill" counts the kills of victims in the cgroup
+ *    and all its descendants (hierarchical unless cgroup2 is mounted with
+ *    memory_localevents); memory.events.local would miss a victim in an
+ *    exec's child cgroup, so it is not used.  pids.events "max" is counted
+ *    where the fork failed (kernels < 6.12) or hierarchically (later).  A
+ *    cgroup without the controller enabled (an exec child on v2) reports
+ *    its nearest ancestor inside the container, which has it. */
+static int v1_event_sum(const char *dir, const char *file, const char *key, uint64_t *sum,
+                        an_error_t *err) {
   uint64_t v = 0;
-  int r = an_cg_read_key(dir, "memory.oom_control", "oom_kill", &v, err);
+  int r = an_cg_read_key(dir, file, key, &v, err);
   if (r < 0) return r;
   *sum += v;
   cleanup_closedir DIR *d = opendir(dir);
@@ -509,29 +536,46 @@ static int v1_oom_sum(const char *dir, uint64_t *sum, an_error_t *err) {
     if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
     cleanup_free char *sub = NULL;
     if (asprintf(&sub, "%s/%s", dir, de->d_name) < 0) return an_error_set(err, ENOMEM, "path");
-    if ((r = v1_oom_sum(sub, sum, err)) < 0) return r;
+    if ((r = v1_event_sum(sub, file, key, sum, err)) < 0) return r;
   }
   return 0;
 }
 
-int an_cgroup_oom_kills(struct an_cgroup *cg, uint64_t *count, an_error_t *err) {
-  int i = an_cg_layout_find(&cg->l, AN_CG_MEMORY);
-  if (i < 0) return an_error_set(err, EOPNOTSUPP, "cgroup %s: no memory controller", cg->path);
-  if (cg->l.h[i].version == 1) {
-    *count = 0;
-    return v1_oom_sum(cg->dir[i], count, err);
-  }
+/* `v1_from_base`: on v1 sum from the container cgroup down, not from this
+ * (exec) cgroup: kernels >= 6.12 count pids "max" at the cgroup whose limit
+ * was hit (the container's), older ones where the fork failed. */
+static int read_event(struct an_cgroup *cg, enum an_cg_ctrl c, const char *v1file,
+                      const char *v2file, const char *key, bool v1_from_base, uint64_t *count,
+                      an_error_t *err) {
+  int i = an_cg_layout_find(&cg->l, c);
+  if (i < 0)
+    return an_error_set(err, EOPNOTSUPP, "cgroup %s: no %s controller", cg->path, an_cg_ctrl_v1_name(c));
   cleanup_free char *dir = strdup(cg->dir[i]);
   if (!dir) return an_error_set(err, ENOMEM, "cgroup path");
   size_t depth = 1;
   for (const char *s = cg->path; *s; s++) depth += *s == '/';
-  while (!an_cg_file_exists(dir, "memory.events")) {
+  if (cg->l.h[i].version == 1) {
+    for (; v1_from_base && depth > cg->base_depth; depth--) *strrchr(dir, '/') = '\0';
+    *count = 0;
+    return v1_event_sum(dir, v1file, key, count, err);
+  }
+  while (!an_cg_file_exists(dir, v2file)) {
     if (depth <= cg->base_depth)
-      return an_error_set(err, EOPNOTSUPP, "cgroup %s: memory controller not enabled", cg->path);
+      return an_error_set(err, EOPNOTSUPP, "cgroup %s: %s controller not enabled", cg->path,
+                          an_cg_ctrl_v2_name(c));
     *strrchr(dir, '/') = '\0';
     depth--;
   }
-  return an_cg_read_key(dir, "memory.events", "oom_kill", count, err);
+  return an_cg_read_key(dir, v2file, key, count, err);
+}
+
+int an_cgroup_oom_kills(struct an_cgroup *cg, uint64_t *count, an_error_t *err) {
+  return read_event(cg, AN_CG_MEMORY, "memory.oom_control", "memory.events", "oom_kill", false, count,
+                    err);
+}
+
+int an_cgroup_pids_max_events(struct an_cgroup *cg, uint64_t *count, an_error_t *err) {
+  return read_event(cg, AN_CG_PIDS, "pids.events", "pids.events", "max", true, count, err);
 }
 
 static int wait_empty(struct an_cgroup *cg, an_error_t *err) {

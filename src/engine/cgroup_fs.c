@@ -182,8 +182,13 @@ int an_cg_collect_pids(const char *dir, pid_t **pids, size_t *n, size_t *cap, an
     if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
     cleanup_free char *sub = NULL;
     if (asprintf(&sub, "%s/%s", dir, de->d_name) < 0) return an_error_set(err, ENOMEM, "path");
-    r = an_cg_collect_pids(sub, pids, n, cap, err);
-    if (r < 0) return r;
+    an_error_t sub_err = NULL;
+    r = an_cg_collect_pids(sub, pids, n, cap, &sub_err);
+    if (r == -ENOENT) { an_error_free(&sub_err); continue; }   /* removed meanwhile */
+    if (r < 0) {
+      if (err && !*err) *err = sub_err; else an_error_free(&sub_err);
+      return r;
+    }
   }
   return 0;
 }

@@ -72,6 +72,23 @@ static int add_hier(struct an_cg_layout *l, int version, const char *mnt, uint32
   return 0;
 }
 
+/* Forget hierarchies mounted at or below `mnt` (mountinfo lists mounts in
+ * the order they were made, so a later line shadows them; e.g. a tmpfs over
+ * /sys/fs/cgroup/unified, as used to run crun here, hides cgroup2). */
+static void hide_below(struct an_cg_layout *l, const char *mnt) {
+  size_t len = strlen(mnt);
+  for (size_t i = 0; i < l->n;) {
+    const char *m = l->h[i].mount;
+    bool below = !strncmp(m, mnt, len) && (m[len] == '\0' || m[len] == '/' || (len == 1 && mnt[0] == '/'));
+    if (!below) { i++; continue; }
+    free(l->h[i].mount);
+    l->h[i] = l->h[--l->n];
+  }
+  l->unified = -1;
+  for (size_t i = 0; i < l->n; i++)
+    if (l->h[i].version == 2) l->unified = (int) i;
+}
+
 int an_cg_layout_read(struct an_cg_layout *l, an_error_t *err) {
   memset(l, 0, sizeof *l);
   l->unified = -1;
@@ -88,10 +105,11 @@ int an_cg_layout_read(struct an_cg_layout *l, an_error_t *err) {
     char fstype[32], super[512];
     if (sscanf(sep + 3, "%31s %*s %511s", fstype, super) != 2) continue;
     bool v2 = !strcmp(fstype, "cgroup2"), v1 = !strcmp(fstype, "cgroup");
-    if (!v1 && !v2) continue;
     char root[4096], mnt[4096];
     if (sscanf(line, "%*s %*s %*s %4095s %4095s", root, mnt) != 2) continue;
     unescape_octal(mnt);
+    hide_below(l, mnt);           /* a later mount over a hierarchy hides it */
+    if (!v1 && !v2) continue;
     if (v1) {
       uint32_t ctrls = parse_ctrl_list(v1_names, super, ",");
       if (!ctrls) continue;                           /* name=systemd and the like */
@@ -133,4 +151,13 @@ int an_cgroup_detect(enum an_cgroup_layout *layout, an_error_t *err) {
   *layout = l.layout;
   an_cg_layout_clear(&l);
   return 0;
+}
+
+const char *an_cgroup_layout_name(enum an_cgroup_layout layout) {
+  switch (layout) {
+  case AN_CGROUP_UNIFIED: return "unified";
+  case AN_CGROUP_HYBRID: return "hybrid";
+  case AN_CGROUP_LEGACY: return "legacy";
+  }
+  return "unknown";
 }

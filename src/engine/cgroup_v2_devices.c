@@ -83,24 +83,34 @@ static int load_program(const struct an_spec_resources *r, an_error_t *err) {
   prog[n++] = MOV64_IMM(R0, 0);                       /* no rule matched: deny */
   prog[n++] = EXIT();
 
-  char log[4096] = "";
+  /* Load without a verifier log first: with log_level 1 a log that does
+   * not fit makes the load itself fail (ENOSPC on kernels before 6.4).
+   * Only on failure load again with a log, for the message. */
   union bpf_attr attr;
   memset(&attr, 0, sizeof attr);
   attr.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
   attr.insns = (uint64_t) (uintptr_t) prog;
   attr.insn_cnt = (uint32_t) n;
   attr.license = (uint64_t) (uintptr_t) "Apache-2.0";
-  attr.log_buf = (uint64_t) (uintptr_t) log;
-  attr.log_size = sizeof log;
-  attr.log_level = 1;
   int fd = (int) syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof attr);
-  if (fd < 0) {
-    int e = errno;
-    log[sizeof log - 1] = '\0';
-    return an_error_set(err, e, "load device eBPF program (%zu instructions)%s%s", n,
-                        *log ? ": verifier: " : "", log);
+  if (fd >= 0) return fd;
+  int e = errno;
+  size_t log_size = 1 << 20;
+  cleanup_free char *log = calloc(1, log_size);
+  if (log) {
+    attr.log_buf = (uint64_t) (uintptr_t) log;
+    attr.log_size = (uint32_t) log_size;
+    attr.log_level = 1;
+    int fd2 = (int) syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof attr);
+    if (fd2 >= 0) return fd2;     /* transient failure the second time round */
+    log[log_size - 1] = '\0';
   }
-  return fd;
+  /* the verifier's verdict is at the end of its log */
+  size_t len = log ? strlen(log) : 0;
+  while (len && log[len - 1] == '\n') log[--len] = '\0';
+  const char *tail = len > 300 ? log + len - 300 : len ? log : "";
+  return an_error_set(err, e, "load device eBPF program (%zu instructions)%s%s", n,
+                      *tail ? ": verifier: ..." : "", tail);
 }
 
 int an_cg_v2_devices_apply(int dirfd, const char *dir, const struct an_spec_resources *r,
