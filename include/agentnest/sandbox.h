@@ -167,7 +167,7 @@ void an_exec_result_release(struct an_exec_result *res);
  * or an absolute path) in the sandbox and wait for it (see EXEC above).  eo
  * may be NULL (defaults).  *res is filled on success (release it).  A
  * non-zero exit, a timeout, an OOM kill are successes with res fields set.
- * Event "exec" is recorded (argv[0], status, flags, duration).
+ * Event "exec" is recorded (pid, status, timed_out, oom_killed, duration_ms).
  * Errors: -EINVAL empty argv or bad eo field (named); -ETIME the sandbox
  * expired; -ESRCH it is not running; the errno of the failing setup step. */
 int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_exec_opts *eo,
@@ -238,6 +238,7 @@ struct an_sandbox_info {
   uint64_t created_ms;        /* CLOCK_REALTIME ms */
   uint64_t deadline_ms;
   pid_t init_pid, monitor_pid;
+  pid_t owner_pid;            /* one-shot (run_once): the creating process; else 0 */
 };
 
 /* All sandboxes under store_root, sorted by created time.  *list heap array
