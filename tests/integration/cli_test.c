@@ -116,7 +116,7 @@ static void setup(void) {
   if (realpath(prof, real)) setenv("AGENTNEST_PROFILES", real, 1);
   /* criterion runs each test in a child of the runner: share the root per runner */
   snprintf(root, sizeof root, "/tmp/an-cli-%d", (int) getppid());
-  mkdir(root, 0700);
+  mkdir(root, 0755);
   snprintf(work, sizeof work, "/tmp/an-cli-%d-%d", (int) getppid(), (int) getpid());
   cr_assert(mkdir(work, 0700) == 0 || errno == EEXIST);
   snprintf(out_path, sizeof out_path, "%s/.out", work);

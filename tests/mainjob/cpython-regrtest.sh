@@ -50,7 +50,7 @@ die() { echo "cpython-regrtest: $*" >&2; exit 2; }
 
 LOGDIR=${LOGDIR:-$(mktemp -d /tmp/agentnest-mainjob-XXXXXX)}
 mkdir -p "$LOGDIR/host" "$LOGDIR/sandbox" "$LOGDIR/hostcwd"
-ROOT=$(mktemp -d /tmp/agentnest-mainjob-root-XXXXXX)
+ROOT=$(mktemp -d /tmp/agentnest-mainjob-root-XXXXXX) && chmod 755 "$ROOT"
 cleanup() {
   "$AN" --root "$ROOT" prune --all >/dev/null 2>&1
   rm -rf "$ROOT" "$LOGDIR/hostcwd"
