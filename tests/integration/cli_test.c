@@ -519,3 +519,14 @@ Test(cli, demo_runs_every_step, .timeout = 300) {
   cr_expect(strstr(out_text, "ENETUNREACH") != NULL, "%s", out_text);
   cr_expect(strstr(out_text, "[REDACTED:DEMO_TOKEN]") != NULL, "%s", out_text);
 }
+
+Test(cli, loopback_is_up_and_everything_else_unreachable) {
+  cr_assert_eq(an("python \"import socket\n"
+                  "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+                  "c = socket.create_connection(s.getsockname()); print('lo ok')\n"
+                  "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                  "try:\n    u.connect(('10.255.255.1', 9)); print('reachable')\n"
+                  "except OSError as e:\n    print('errno', e.errno)\n\""),
+               0, "%s", err_text);
+  cr_expect_str_eq(out_text, "lo ok\nerrno 101\n");  /* ENETUNREACH: nothing is sent */
+}
