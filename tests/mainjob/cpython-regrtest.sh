@@ -58,8 +58,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$AN" --root "$ROOT" image import "$CACHE/python-tests/layout" --name python-tests >/dev/null ||
-  die "cannot import the python-tests image"
+out=$("$AN" --root "$ROOT" image import "$CACHE/python-tests/layout" --name python-tests 2>&1) ||
+  die "cannot import the python-tests image: $out"
 
 # The sandbox gets what the test suite needs to run at all, nothing more:
 # the network stays off, the seccomp policy is the default one, the user is
