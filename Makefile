@@ -33,7 +33,7 @@ HELPER_SRC:= $(sort $(wildcard tests/helpers/*.c))
 HELPER_BIN:= $(HELPER_SRC:%.c=$(BUILD)/%)
 
 .PHONY: all deps install check check-all check-asan check-cgroupv2 test-bins images demo bench clean help fuzz
-all: $(BUILD)/libagentnest.a $(BUILD)/libagentnest.so $(BUILD)/agentnest $(BUILD)/agentnest-oci $(BUILD)/agentnest.pc
+all: $(BUILD)/libagentnest.a $(BUILD)/libagentnest.so $(BUILD)/agentnest $(BUILD)/agentnest-oci $(BUILD)/agentnest-init $(BUILD)/agentnest.pc
 
 help:
 	@echo "make deps          install every Debian package the build, tests and image tools need"
@@ -66,6 +66,11 @@ $(BUILD)/agentnest: $(CLI_OBJ) $(BUILD)/libagentnest.a
 
 $(BUILD)/agentnest-oci: $(OCI_OBJ) $(BUILD)/libagentnest.a
 	$(CC) $(LDFLAGS) -o $@ $(OCI_OBJ) $(BUILD)/libagentnest.a $(LIBS)
+
+# agentnest-init: static, no libraries; bind-mounted into every sandbox as pid 1.
+$(BUILD)/agentnest-init: $(sort $(wildcard src/cli/init/*.c))
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -O2 -static $(WARN) -o $@ $^
 
 $(BUILD)/agentnest.pc: agentnest.pc.in Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|;s|@LIBDIR@|$(LIBDIR)|;s|@INCDIR@|$(INCDIR)|;s|@VERSION@|$(VERSION)|;s|@PKGS@|$(PKGS)|' $< > $@

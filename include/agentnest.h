@@ -8,4 +8,5 @@
 #include "agentnest/container.h"
 #include "agentnest/image.h"
 #include "agentnest/sandbox_opts.h"
+#include "agentnest/sandbox.h"
 #endif

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The main job on the default image, run by `make demo` after deps, build and
-# images: import the default (python) image into the store, list it, and run
-# what the current build can run on it.  Narrates each step.
+# images: import the default (python) image into the store, list it, check
+# the host (doctor) and run `agentnest demo` on it.  Narrates each step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -15,12 +15,7 @@ step "import it again: same digest, no work"
 "$AN" image import "$CACHE/python/layout" --name python
 step "image ls"
 "$AN" image ls
-if [ -x "$BUILD/agentnest-oci" ] && "$BUILD/agentnest-oci" --version >/dev/null 2>&1; then
-  step "run Python in a container of the default image (agentnest-oci spec + run)"
-  b=$(mktemp -d); trap 'rm -rf "$b"' EXIT
-  ln -s "$CACHE/python/rootfs" "$b/rootfs"
-  (cd "$b" && "$OLDPWD/$BUILD/agentnest-oci" spec)
-  id="demo-$$"
-  sed -i 's|"args": *\[[^]]*\]|"args": ["python3", "-c", "import sys, sqlite3, json; print(json.dumps({\\"python\\": sys.version.split()[0], \\"sqlite\\": sqlite3.sqlite_version}))"]|' "$b/config.json"
-  "$BUILD/agentnest-oci" run --bundle "$b" "$id"
-fi
+step "agentnest doctor: what this host offers sandboxes"
+"$AN" doctor >/dev/null && echo "all required kernel features present (run '$AN doctor' for the report)"
+step "the main job on the default image: agentnest demo"
+"$AN" demo

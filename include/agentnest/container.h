@@ -4,9 +4,12 @@
  *
  * State lives in `<state_root>/<id>/` (default /run/agentnest-oci): state.json
  * (the runtime-spec state plus what the engine needs to find the container
- * again: init pid and its start time, cgroup path, bundle, created time) and
- * the exec fifo used for the create->start handshake.  Every operation takes
- * the directory's lock.
+ * again: init pid and its start time, cgroup path, bundle, created time),
+ * config.json (the spec, for exec) and start.sock, the create->start
+ * handshake: after create, init blocks in accept(2) on that listening socket
+ * (the role of runc's exec.fifo); `start` connects, sends one byte and reads
+ * EOF once init has reached execve, or init's error message.  Every
+ * operation takes the directory's lock.
  */
 #ifndef AGENTNEST_CONTAINER_H
 #define AGENTNEST_CONTAINER_H

@@ -10,6 +10,23 @@ struct an_global_opts {
 };
 
 int cmd_image(struct an_global_opts *g, int argc, char **argv);
+int cmd_run(struct an_global_opts *g, int argc, char **argv);
+int cmd_shell(struct an_global_opts *g, int argc, char **argv);
+int cmd_python(struct an_global_opts *g, int argc, char **argv);
+int cmd_create(struct an_global_opts *g, int argc, char **argv);
+int cmd_exec(struct an_global_opts *g, int argc, char **argv);
+int cmd_cp(struct an_global_opts *g, int argc, char **argv);
+int cmd_ls(struct an_global_opts *g, int argc, char **argv);
+int cmd_inspect(struct an_global_opts *g, int argc, char **argv);
+int cmd_destroy(struct an_global_opts *g, int argc, char **argv);
+int cmd_events(struct an_global_opts *g, int argc, char **argv);
+int cmd_prune(struct an_global_opts *g, int argc, char **argv);
+int cmd_snapshot(struct an_global_opts *g, int argc, char **argv);
+int cmd_restore(struct an_global_opts *g, int argc, char **argv);
+int cmd_artifacts(struct an_global_opts *g, int argc, char **argv);
+int cmd_fork(struct an_global_opts *g, int argc, char **argv);
+int cmd_doctor(struct an_global_opts *g, int argc, char **argv);
+int cmd_demo(struct an_global_opts *g, int argc, char **argv);
 
 #define AN_EXIT_RUNTIME 125
 #endif

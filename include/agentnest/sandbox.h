@@ -1,0 +1,291 @@
+/* agentnest/sandbox.h — sandboxes: create one from options, exec commands in
+ * it with limits, timeouts, output capture and redaction, move files in and
+ * out, snapshot/restore/fork its workspace, and destroy it; list, inspect,
+ * events, prune.  DESIGN.md "Vocabulary", "Behaviour users rely on".
+ *
+ * A sandbox is one engine container (agentnest/container.h) made from
+ * an_sandbox_build_spec (agentnest/sandbox_opts.h) whose pid 1 is
+ * `agentnest-init` (reaps every orphan, forwards SIGTERM to the whole pid
+ * namespace, escalates to SIGKILL; BL-44), plus a workspace directory, a
+ * host id range, and a per-sandbox monitor process.
+ *
+ * STATE LAYOUT (store_root as for images, default /var/lib/agentnest):
+ *   <root>/sandboxes/<id>/sandbox.json  what open/list/prune need (id, name,
+ *                                       image, created/deadline, ids, pids)
+ *   <root>/sandboxes/<id>/workspace/    the workspace, bind-mounted rw at
+ *                                       /workspace, owned by the sandbox's
+ *                                       mapped uid/gid (host_uid_base+65532)
+ *   <root>/sandboxes/<id>/events.jsonl  one JSON object per line (see events)
+ *   <root>/sandboxes/<id>/lock          flock(2): serialises destroy/expiry/prune
+ *   <root>/sandbox-names/<name>         symlink -> <id> (name uniqueness)
+ *   <root>/sandbox-expired/<id>         tombstone of an expired sandbox, so
+ *                                       later calls say "expired" (prune --all
+ *                                       removes tombstones)
+ *   <root>/containers/<id>/             the engine's state of its container
+ *   <root>/idranges/<base>.lock         the host id range (an_idrange_alloc)
+ *   cgroup agentnest/sb-<id>            the sandbox cgroup (limits); each exec
+ *                                       runs in agentnest/sb-<id>/exec-<n>
+ *
+ * EXEC.  an_sandbox_exec runs straight from the caller: it clones a process
+ * that joins the sandbox's namespaces (setns through init's pidfd), enters a
+ * fresh child cgroup of the sandbox cgroup, gets the sandbox's identity,
+ * capabilities (none), no_new_privs, seccomp filter and rlimits (the engine's
+ * exec path), and execs argv (PATH search inside the sandbox).  No daemon is
+ * involved.  When the exec ends, times out or is killed, everything left in
+ * its child cgroup is killed (cgroup.kill) and the child cgroup removed: a
+ * command that exits normally but leaves a detached/daemonised child has that
+ * child killed too (documented policy for BL-42).
+ *
+ * EXIT STATUS (an_exec_result.status; DESIGN.md "Exit statuses"):
+ *   the command's own exit code; 126 not executable; 127 not found;
+ *   128+N killed by signal N; 124 timed out (timed_out set); an OOM kill is
+ *   reported with oom_killed set and status 137, never as a timeout.
+ *
+ * THREADS.  A struct an_sandbox handle may be used from one thread at a time;
+ * different handles (also of the same sandbox) from different threads and
+ * processes at once.  Nothing here prints, exits, or changes signal
+ * dispositions of the caller; calls are EINTR-safe.
+ */
+#ifndef AGENTNEST_SANDBOX_H
+#define AGENTNEST_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "agentnest/error.h"
+#include "agentnest/output.h"
+#include "agentnest/sandbox_opts.h"
+#include "agentnest/snapshot.h"
+#include "agentnest/artifacts.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct an_sandbox;                       /* opaque handle: an_sandbox_close() */
+
+#define AN_SANDBOX_ID_LEN 12             /* hex characters of a sandbox id */
+#define AN_EXEC_STATUS_TIMED_OUT 124
+#define AN_EXEC_STATUS_NOT_EXECUTABLE 126
+#define AN_EXEC_STATUS_NOT_FOUND 127
+
+/* Path of the agentnest-init binary bind-mounted read-only into every
+ * sandbox as its pid 1: $AGENTNEST_INIT if set, else "agentnest-init" next
+ * to /proc/self/exe if that exists, else AN_LIBEXECDIR "/agentnest-init".
+ * *path is heap-allocated, owned by the caller.  Errors: -ENOENT none found
+ * (message lists where it looked). */
+int an_sandbox_init_path(char **path, an_error_t *err);
+
+/* ---- lifecycle ----------------------------------------------------------------------------- */
+
+/* Create and start a sandbox.
+ *   store_root  NULL: AN_IMAGE_DEFAULT_STORE.  Holds images and sandbox state.
+ *   opts        options (an_sandbox_opts_*); opts' image is resolved in the
+ *               image store by name (required).  opts is copied.
+ *   *out        handle of the running sandbox (an_sandbox_close; closing does
+ *               not destroy it).
+ * Steps: resolve image; allocate id (12 random hex digits) and host id range;
+ * create the workspace (chown to the mapped 65532); build the spec with
+ * process.args = agentnest-init; engine create+start; start the monitor
+ * (double-forked, outside the sandbox cgroup) that holds the lifetime
+ * deadline (opts lifetime, from now).  Event "created" is recorded.
+ * Errors: -EINVAL no image in opts, bad options (message names them);
+ *   -ENOENT image not in the store ("image NAME: not found"), agentnest-init
+ *   missing; -EEXIST the name is taken by a live sandbox; -ENOSPC no free id
+ *   range; -EOPNOTSUPP a control this host cannot enforce; the errno of the
+ *   failing step, named.  On any error nothing is left behind. */
+int an_sandbox_create(const char *store_root, const struct an_sandbox_opts *opts,
+                      struct an_sandbox **out, an_error_t *err);
+
+/* Open a live sandbox by id or name.  Errors: -ENOENT "sandbox X: no such
+ * sandbox"; -ETIME "sandbox <id> expired" (its lifetime ran out and it was
+ * destroyed); -ESRCH "sandbox <id> is dead (monitor gone); run prune"; read
+ * errors of its state, named. */
+int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sandbox **out,
+                    an_error_t *err);
+
+/* Release the handle (the sandbox keeps running).  NULL allowed. */
+void an_sandbox_close(struct an_sandbox *sb);
+
+/* Accessors; strings owned by the handle. */
+const char *an_sandbox_id(const struct an_sandbox *sb);
+const char *an_sandbox_name(const struct an_sandbox *sb);              /* NULL: none */
+const char *an_sandbox_workspace_path(const struct an_sandbox *sb);    /* host path */
+const char *an_sandbox_cgroup_path(const struct an_sandbox *sb);       /* relative cgroup path */
+pid_t an_sandbox_init_pid(const struct an_sandbox *sb);                /* host pid of pid 1 */
+pid_t an_sandbox_monitor_pid(const struct an_sandbox *sb);             /* 0: none (run_once) */
+uint64_t an_sandbox_deadline_ms(const struct an_sandbox *sb);          /* CLOCK_REALTIME ms */
+const struct an_sandbox_opts *an_sandbox_get_opts(const struct an_sandbox *sb);
+/* O_DIRECTORY fd of the workspace (owned by the handle) for files.h calls. */
+int an_sandbox_workspace_fd(const struct an_sandbox *sb);
+/* an_file_opts for writing into this workspace: owner = the sandbox user's
+ * host ids, max_bytes = opts' max_read, mkdir_parents. */
+void an_sandbox_file_opts(const struct an_sandbox *sb, struct an_file_opts *fo);
+
+/* Destroy: stop every process (SIGTERM to pid 1, which forwards it to all;
+ * SIGKILL via cgroup.kill after grace_ms, 0 = at once), stop the monitor,
+ * delete the container, cgroups, workspace, state, name and id range.
+ * Event "destroyed" is written before the state goes.  The handle is still
+ * to be closed.  Idempotent: a sandbox already gone is not an error.
+ * Errors: -EBUSY processes could not be killed; the errno of a removal step,
+ * named (what could be removed is removed; prune retries the rest). */
+int an_sandbox_destroy(struct an_sandbox *sb, uint64_t grace_ms, an_error_t *err);
+
+/* ---- exec ---------------------------------------------------------------------------------- */
+
+struct an_exec_opts {
+  uint64_t timeout_ms;        /* 0: opts exec_timeout, capped by the remaining lifetime */
+  char *const *env;           /* extra "K=V" (NULL-terminated), after the sandbox env */
+  const char *workdir;        /* absolute path inside; NULL: opts workdir */
+  bool has_stdin;             /* feed stdin from stdin_fd (else /dev/null) */
+  int stdin_fd;               /* host fd; read by the child directly; not closed */
+  size_t max_output;          /* stdout+stderr kept; 0: opts max_output */
+  size_t max_stdout, max_stderr; /* per stream, 0: none */
+  const struct an_secret *secrets; /* redacted in addition to the sandbox's secrets */
+  size_t nsecrets;
+  an_output_data_fn on_data;  /* streamed output (kept, redacted bytes) */
+  void *on_data_arg;
+  uint64_t kill_grace_ms;     /* on timeout: SIGTERM to the exec's cgroup, SIGKILL after
+                                 this; 0: SIGKILL at once */
+};
+
+struct an_exec_result {
+  int status;                 /* CLI status as in EXIT STATUS above */
+  int exit_code;              /* the command's exit code; -1 when killed by a signal */
+  int signal;                 /* killing signal or 0 */
+  bool timed_out;
+  bool oom_killed;            /* memory.events / memory.oom_control oom_kill delta > 0 */
+  uint64_t duration_ms;
+  struct an_output output;    /* stdout/stderr, lengths, truncated flags (output.h) */
+};
+
+/* Free the buffers of *res and zero it. */
+void an_exec_result_release(struct an_exec_result *res);
+
+/* Run argv (NULL-terminated, argv[0] a name looked up in the sandbox's PATH
+ * or an absolute path) in the sandbox and wait for it (see EXEC above).  eo
+ * may be NULL (defaults).  *res is filled on success (release it).  A
+ * non-zero exit, a timeout, an OOM kill are successes with res fields set.
+ * Event "exec" is recorded (argv[0], status, flags, duration).
+ * Errors: -EINVAL empty argv or bad eo field (named); -ETIME the sandbox
+ * expired; -ESRCH it is not running; the errno of the failing setup step. */
+int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_exec_opts *eo,
+                    struct an_exec_result *res, an_error_t *err);
+
+/* One-shot: create a sandbox from opts, run argv in it (eo as for exec),
+ * destroy it.  Optimised: no monitor is started; argv runs as the child of
+ * pid 1 (agentnest-init) directly.  If the caller is SIGKILLed meanwhile,
+ * prune removes what is left.  *id_out (may be NULL) receives the id
+ * (heap, caller frees).  Errors as create and exec. */
+int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *opts,
+                        char *const argv[], const struct an_exec_opts *eo,
+                        struct an_exec_result *res, char **id_out, an_error_t *err);
+
+/* ---- files (wrappers of files.h on the workspace fd; paths relative to /workspace) -------- */
+
+/* Copy host file or directory host_path to dest (relative; NULL = its
+ * basename) in the workspace; owned by the sandbox user.  Errors: files.h. */
+int an_sandbox_put(struct an_sandbox *sb, const char *host_path, const char *dest,
+                   an_error_t *err);
+/* Write a buffer as the workspace file dest (mode & 0777, 0 = 0644). */
+int an_sandbox_put_data(struct an_sandbox *sb, const char *dest, const void *data, size_t len,
+                        mode_t mode, an_error_t *err);
+/* Copy workspace file or directory src out to host path host_dest (a file is
+ * written atomically; capped by opts max_read).  Errors: files.h. */
+int an_sandbox_get(struct an_sandbox *sb, const char *src, const char *host_dest,
+                   an_error_t *err);
+/* Read workspace file src into *data (heap, caller frees; capped by opts
+ * max_read, -EFBIG beyond). */
+int an_sandbox_get_data(struct an_sandbox *sb, const char *src, void **data, size_t *len,
+                        an_error_t *err);
+
+/* ---- snapshot, restore, artifacts, fork ----------------------------------------------------- */
+
+/* Snapshot the workspace to tar_path (snapshot.h; the sandbox is frozen
+ * while it is read, so the tar is one point in time).  info may be NULL. */
+int an_sandbox_snapshot(struct an_sandbox *sb, const char *tar_path, struct an_snapshot_info *info,
+                        an_error_t *err);
+
+/* Replace the workspace content with tar_path (verified against
+ * expected_sha256 when non-NULL; hostile entries refused as in snapshot.h).
+ * The tar is extracted into a private sibling first; then, with the sandbox
+ * frozen, the old content is removed and the new moved in, so processes see
+ * the old or the new workspace, never a mix.  On error the workspace is
+ * unchanged.  Entries are owned by the sandbox user. */
+int an_sandbox_restore(struct an_sandbox *sb, const char *tar_path, const char *expected_sha256,
+                       an_error_t *err);
+
+/* an_artifacts_collect on the workspace (max_bytes defaults to opts
+ * max_read).  *out: an_artifact_list_free. */
+int an_sandbox_artifacts(struct an_sandbox *sb, const char *const *globs, size_t nglobs,
+                         const struct an_artifact_opts *ao, struct an_artifact_list *out,
+                         an_error_t *err);
+
+/* New sandbox with the same options (a fresh id, no name) and a
+ * point-in-time copy of the workspace: the source is frozen (cgroup freezer)
+ * during the copy and thawed after, also on error.  *out as create. */
+int an_sandbox_fork(struct an_sandbox *sb, struct an_sandbox **out, an_error_t *err);
+
+/* ---- list, inspect, events, prune ----------------------------------------------------------- */
+
+struct an_sandbox_info {
+  char *id;
+  char *name;                 /* NULL: none */
+  char *image;
+  char *status;               /* "running", "dead" (monitor or init gone), "expired" (deadline
+                                 passed, not yet cleaned) */
+  uint64_t created_ms;        /* CLOCK_REALTIME ms */
+  uint64_t deadline_ms;
+  pid_t init_pid, monitor_pid;
+};
+
+/* All sandboxes under store_root, sorted by created time.  *list heap array
+ * of *n (an_sandbox_info_list_free).  A missing directory is an empty list.
+ * Errors: opendir/read errno, named. */
+int an_sandbox_list(const char *store_root, struct an_sandbox_info **list, size_t *n,
+                    an_error_t *err);
+void an_sandbox_info_list_free(struct an_sandbox_info *list, size_t n);
+
+/* JSON array of the list (objects with the fields above; times RFC 3339).
+ * *json heap, caller frees. */
+int an_sandbox_list_json(const char *store_root, char **json, an_error_t *err);
+
+/* JSON object describing a sandbox: id, name, image, status, created,
+ * deadline, init_pid, monitor_pid, cgroup, workspace, host_uid_base,
+ * options (an_sandbox_opts_to_json: never secrets), pids_current.
+ * *json heap, caller frees. */
+int an_sandbox_inspect(struct an_sandbox *sb, char **json, an_error_t *err);
+
+/* Receives one event: a JSON object (one line, no newline) such as
+ *   {"time":"2026-..Z","type":"created","id":"..."}
+ *   {"time":..,"type":"exec","argv0":"sh","status":0,"timed_out":false,
+ *    "oom_killed":false,"duration_ms":3}
+ *   {"time":..,"type":"expired"} {"time":..,"type":"destroyed","reason":"destroy"}
+ * Return 0 to continue, non-zero to stop (returned by an_sandbox_events). */
+typedef int (*an_sandbox_event_fn)(void *data, const char *json);
+
+/* Replay the events of the sandbox id_or_name; with follow, keep waiting for
+ * new ones until the sandbox is destroyed (the "destroyed" event is the last)
+ * or fn returns non-zero.  Errors: -ENOENT no such sandbox; read errors. */
+int an_sandbox_events(const char *store_root, const char *id_or_name, bool follow,
+                      an_sandbox_event_fn fn, void *data, an_error_t *err);
+
+/* Remove what dead sandboxes left: a sandbox whose monitor (or, for a
+ * one-shot, its owner process) is gone, or whose deadline has passed, is torn
+ * down (processes killed, container state, cgroups in every hierarchy,
+ * workspace, state dir, name, id range); also orphan cgroups
+ * agentnest/sb-* and id range locks with no sandbox.  With `all`, live
+ * sandboxes are destroyed too, and expiry tombstones removed.
+ * *report (heap JSON, caller frees):
+ *   {"removed":[{"id":..,"reason":"monitor dead"|"expired"|"all",
+ *                "cgroups":[..],"workspace":bool,"state":bool,"idrange":N}],
+ *    "orphan_cgroups":[..],"idranges":[..],"errors":[..]}
+ * Errors: only when the state directory cannot be read; per-sandbox
+ * problems are listed in "errors". */
+int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,109 @@
+/* cli/agentnest/cli.h — what the sandbox subcommands share: error and usage
+ * printing, the sandbox option flags (--image, --memory, ...) of
+ * run/shell/python/create, output streaming, the JSON result document, and
+ * the signal plumbing of one-shot runs.  Logic stays in libagentnest. */
+#ifndef AN_CLI_CLI_H
+#define AN_CLI_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <yajl/yajl_gen.h>
+#include "agentnest/error.h"
+#include "agentnest/sandbox.h"
+#include "commands.h"
+
+/* ---- messages ---------------------------------------------------------------------------- */
+
+/* "agentnest CMD: <err message>" on stderr; frees *err; returns 125. */
+int cli_fail(const char *cmd, an_error_t *err);
+
+/* "agentnest CMD: <printf message>" and "Try 'agentnest CMD --help'." on
+ * stderr; returns 125. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The getopt_long error for argv[optind-1]/optopt, as cli_usage_error. */
+int cli_getopt_error(const char *cmd, int c, int argc, char **argv);
+
+/* ---- sandbox options (run, shell, python, create) ---------------------------------------- */
+
+/* getopt_long codes of the sandbox flags (beyond any character). */
+enum {
+  CLI_OPT_IMAGE = 1000, CLI_OPT_PROFILE, CLI_OPT_MEMORY, CLI_OPT_CPUS, CLI_OPT_PIDS,
+  CLI_OPT_TMP_SIZE, CLI_OPT_TIMEOUT, CLI_OPT_EXEC_TIMEOUT, CLI_OPT_MAX_OUTPUT, CLI_OPT_MAX_READ,
+  CLI_OPT_ENV, CLI_OPT_SECRET, CLI_OPT_WORKDIR, CLI_OPT_NETWORK, CLI_OPT_SECCOMP_PROFILE,
+  CLI_OPT_NAME,
+  CLI_OPT__LAST_SANDBOX,
+  /* command-specific flags */
+  CLI_OPT_PUT = 1100, CLI_OPT_GET, CLI_OPT_JSON, CLI_OPT_TO, CLI_OPT_SHA256, CLI_OPT_FOLLOW,
+  CLI_OPT_ALL,
+};
+
+/* getopt_long entries of the sandbox flags, to splice into a command's table. */
+#define CLI_SANDBOX_LONGOPTS                                           \
+  {"image", required_argument, NULL, CLI_OPT_IMAGE},                   \
+  {"profile", required_argument, NULL, CLI_OPT_PROFILE},               \
+  {"memory", required_argument, NULL, CLI_OPT_MEMORY},                 \
+  {"cpus", required_argument, NULL, CLI_OPT_CPUS},                     \
+  {"pids", required_argument, NULL, CLI_OPT_PIDS},                     \
+  {"tmp-size", required_argument, NULL, CLI_OPT_TMP_SIZE},             \
+  {"timeout", required_argument, NULL, CLI_OPT_TIMEOUT},               \
+  {"exec-timeout", required_argument, NULL, CLI_OPT_EXEC_TIMEOUT},     \
+  {"max-output", required_argument, NULL, CLI_OPT_MAX_OUTPUT},         \
+  {"max-read", required_argument, NULL, CLI_OPT_MAX_READ},             \
+  {"env", required_argument, NULL, CLI_OPT_ENV},                       \
+  {"secret", required_argument, NULL, CLI_OPT_SECRET},                 \
+  {"workdir", required_argument, NULL, CLI_OPT_WORKDIR},               \
+  {"network", required_argument, NULL, CLI_OPT_NETWORK},               \
+  {"seccomp-profile", required_argument, NULL, CLI_OPT_SECCOMP_PROFILE}, \
+  {"name", required_argument, NULL, CLI_OPT_NAME}
+
+/* Help text of the sandbox flags. */
+extern const char cli_sandbox_opts_help[];
+
+#define CLI_MAX_FLAGS 256
+
+/* Sandbox flags as given, applied after the profile (flags override). */
+struct cli_sandbox_flags {
+  const char *profile;
+  struct { int code; const char *value; } item[CLI_MAX_FLAGS];
+  size_t n;
+};
+
+/* Record flag `code` (a CLI_OPT_* sandbox code) with its argument.
+ * Returns false when `code` is not a sandbox flag. */
+bool cli_sandbox_flag(struct cli_sandbox_flags *f, int code, const char *arg);
+
+/* Build the options: defaults, then the profile, then each flag in order.
+ * Without --profile and --image the image is "python" (the default image).
+ * On a bad value prints "agentnest CMD: --memory 0: ..." and returns 125;
+ * else 0 and *out (an_sandbox_opts_free). */
+int cli_sandbox_opts(const char *cmd, const struct cli_sandbox_flags *f,
+                     struct an_sandbox_opts **out);
+
+/* ---- exec output and results ------------------------------------------------------------- */
+
+/* an_output_data_fn that writes stdout bytes to fd 1 and stderr bytes to fd 2. */
+void cli_stream_output(void *data, enum an_stream stream, const char *buf, size_t len);
+
+/* Print the --json result document of an exec to stdout:
+ *   {"id","exit_code","signal","timed_out","oom_killed","duration_ms","stdout","stderr",
+ *    "stdout_truncated","stderr_truncated","artifacts":[{"path","size","sha256"}]}
+ * arts may be NULL (empty list). */
+void cli_print_result_json(const char *id, const struct an_exec_result *res,
+                           const struct an_artifact_list *arts);
+
+/* Print a yajl_gen's buffer to stdout. */
+void cli_print_gen(yajl_gen g);
+
+/* Parse a "K=V" --env argument for an exec into a growing NULL-terminated
+ * array (borrowed strings).  Returns 125 with a message when malformed. */
+int cli_env_add(const char *cmd, char ***env, size_t *n, const char *kv);
+
+/* ---- sandbox id / workspace paths -------------------------------------------------------- */
+
+/* Split "ID:PATH" (PATH relative to /workspace; a leading "/workspace/" is
+ * accepted and stripped).  Returns false if `s` has no "ID:" prefix. */
+bool cli_split_sandbox_path(const char *s, char **id, const char **path);
+
+#endif

@@ -1,0 +1,234 @@
+/* cli/agentnest/cli_common.c — helpers shared by the sandbox subcommands:
+ * messages, the sandbox option flags, output streaming and the --json
+ * result document (see cli.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "agentnest/output.h"
+#include "agentnest/sandbox_opts.h"
+#include "cli.h"
+
+int cli_fail(const char *cmd, an_error_t *err) {
+  fprintf(stderr, "agentnest %s: %s\n", cmd, err && *err ? (*err)->msg : "unknown error");
+  an_error_free(err);
+  return AN_EXIT_RUNTIME;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "agentnest %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nTry 'agentnest %s --help'.\n", cmd);
+  return AN_EXIT_RUNTIME;
+}
+
+int cli_getopt_error(const char *cmd, int c, int argc, char **argv) {
+  const char *arg = optind - 1 < argc && optind >= 1 ? argv[optind - 1] : "?";
+  if (c == ':') return cli_usage_error(cmd, "option '%s' needs a value", arg);
+  if (optopt && optopt < 256) return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+  return cli_usage_error(cmd, "unknown option '%s'", arg);
+}
+
+const char cli_sandbox_opts_help[] =
+    "Sandbox options (a profile first, then these flags, which override it):\n"
+    "  --image NAME            image from the store (default: python)\n"
+    "  --profile NAME|FILE     JSON profile (profiles/NAME.json or a file)\n"
+    "  --memory SIZE           memory limit, no swap (default 512m)\n"
+    "  --cpus N                CPU bandwidth, e.g. 1.5 (default 1.0)\n"
+    "  --pids N                task limit (default 256)\n"
+    "  --tmp-size SIZE         /tmp tmpfs size (default 64m)\n"
+    "  --timeout DURATION      sandbox lifetime, e.g. 300, 5m, 1.5s (default 300s)\n"
+    "  --exec-timeout DURATION per-command timeout (default: the remaining lifetime)\n"
+    "  --max-output SIZE       stdout+stderr kept per command (default 10m)\n"
+    "  --max-read SIZE         cap of one file copied out (default 64m)\n"
+    "  --env K=V               environment variable (repeatable)\n"
+    "  --secret NAME           secret from the caller's environment variable NAME\n"
+    "  --secret NAME=@FILE     secret read from FILE; never shown in output (repeatable)\n"
+    "  --workdir DIR           working directory inside (default /workspace)\n"
+    "  --network none          network mode (only 'none': loopback only)\n"
+    "  --seccomp-profile FILE  seccomp policy in the Docker/OCI profile format\n"
+    "  --name NAME             a name for the sandbox\n";
+
+static const struct {
+  int code;
+  const char *flag, *option;
+} flag_names[] = {
+    {CLI_OPT_IMAGE, "--image", "image"},           {CLI_OPT_MEMORY, "--memory", "memory"},
+    {CLI_OPT_CPUS, "--cpus", "cpus"},              {CLI_OPT_PIDS, "--pids", "pids"},
+    {CLI_OPT_TMP_SIZE, "--tmp-size", "tmp_size"},  {CLI_OPT_TIMEOUT, "--timeout", "timeout"},
+    {CLI_OPT_EXEC_TIMEOUT, "--exec-timeout", "exec_timeout"},
+    {CLI_OPT_MAX_OUTPUT, "--max-output", "max_output"},
+    {CLI_OPT_MAX_READ, "--max-read", "max_read"},  {CLI_OPT_ENV, "--env", "env"},
+    {CLI_OPT_SECRET, "--secret", "secret"},        {CLI_OPT_WORKDIR, "--workdir", "workdir"},
+    {CLI_OPT_NETWORK, "--network", "network"},
+    {CLI_OPT_SECCOMP_PROFILE, "--seccomp-profile", "seccomp_profile"},
+    {CLI_OPT_NAME, "--name", "name"},
+};
+
+bool cli_sandbox_flag(struct cli_sandbox_flags *f, int code, const char *arg) {
+  if (code == CLI_OPT_PROFILE) {
+    f->profile = arg;
+    return true;
+  }
+  if (code < CLI_OPT_IMAGE || code >= CLI_OPT__LAST_SANDBOX) return false;
+  if (f->n < CLI_MAX_FLAGS) {
+    f->item[f->n].code = code;
+    f->item[f->n].value = arg;
+    f->n++;
+  }
+  return true;
+}
+
+int cli_sandbox_opts(const char *cmd, const struct cli_sandbox_flags *f,
+                     struct an_sandbox_opts **out) {
+  an_error_t err = NULL;
+  struct an_sandbox_opts *o = NULL;
+  if (f->n >= CLI_MAX_FLAGS) {
+    fprintf(stderr, "agentnest %s: more than %d sandbox flags\n", cmd, CLI_MAX_FLAGS - 1);
+    return AN_EXIT_RUNTIME;
+  }
+  if (an_sandbox_opts_new(&o, &err) < 0) return cli_fail(cmd, &err);
+  if (f->profile && an_sandbox_opts_load_profile(o, f->profile, NULL, &err) < 0) {
+    an_sandbox_opts_free(o);
+    an_error_prefix(&err, "--profile %s", f->profile);
+    return cli_fail(cmd, &err);
+  }
+  for (size_t i = 0; i < f->n; i++) {
+    const char *flag = "?", *option = NULL;
+    for (size_t k = 0; k < sizeof flag_names / sizeof flag_names[0]; k++)
+      if (flag_names[k].code == f->item[i].code) {
+        flag = flag_names[k].flag;
+        option = flag_names[k].option;
+      }
+    if (!option || an_sandbox_opts_set_option(o, option, f->item[i].value, &err) < 0) {
+      an_sandbox_opts_free(o);
+      /* Never echo a --secret argument's value: it names a variable or a file only, but
+       * the setters' message already names what is wrong. */
+      if (f->item[i].code == CLI_OPT_SECRET) an_error_prefix(&err, "%s", flag);
+      else an_error_prefix(&err, "%s %s", flag, f->item[i].value);
+      return cli_fail(cmd, &err);
+    }
+  }
+  if (!an_sandbox_opts_image(o) && an_sandbox_opts_set_image(o, "python", &err) < 0) {
+    an_sandbox_opts_free(o);
+    return cli_fail(cmd, &err);
+  }
+  *out = o;
+  return 0;
+}
+
+static void write_all(int fd, const char *buf, size_t len) {
+  while (len > 0) {
+    ssize_t w = write(fd, buf, len);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return; /* a closed pipe: drop the rest, the capture goes on */
+    }
+    buf += w;
+    len -= (size_t) w;
+  }
+}
+
+void cli_stream_output(void *data, enum an_stream stream, const char *buf, size_t len) {
+  (void) data;
+  write_all(stream == AN_STREAM_STDERR ? 2 : 1, buf, len);
+}
+
+#define GS(g, s) yajl_gen_string((g), (const unsigned char *) (s), strlen(s))
+
+void cli_print_gen(yajl_gen g) {
+  const unsigned char *buf;
+  size_t len;
+  if (yajl_gen_get_buf(g, &buf, &len) == yajl_gen_status_ok) {
+    fwrite(buf, 1, len, stdout);
+    if (len && buf[len - 1] != '\n') fputc('\n', stdout);
+  }
+  fflush(stdout);
+}
+
+void cli_print_result_json(const char *id, const struct an_exec_result *res,
+                           const struct an_artifact_list *arts) {
+  yajl_gen g = yajl_gen_alloc(NULL);
+  if (!g) return;
+  yajl_gen_config(g, yajl_gen_beautify, 1);
+  yajl_gen_map_open(g);
+  GS(g, "id");
+  if (id) GS(g, id);
+  else yajl_gen_null(g);
+  GS(g, "exit_code");
+  if (res->exit_code >= 0) yajl_gen_integer(g, res->exit_code);
+  else yajl_gen_null(g);
+  GS(g, "signal");
+  if (res->signal > 0) yajl_gen_integer(g, res->signal);
+  else yajl_gen_null(g);
+  GS(g, "status");
+  yajl_gen_integer(g, res->status);
+  GS(g, "timed_out");
+  yajl_gen_bool(g, res->timed_out);
+  GS(g, "oom_killed");
+  yajl_gen_bool(g, res->oom_killed);
+  GS(g, "duration_ms");
+  yajl_gen_integer(g, (long long) res->duration_ms);
+  /* stdout, stderr (non-UTF-8 bytes become U+FFFD), *_truncated */
+  an_output_json_fields(g, &res->output);
+  GS(g, "artifacts");
+  yajl_gen_array_open(g);
+  for (size_t i = 0; arts && i < arts->n; i++) {
+    const struct an_artifact *a = &arts->items[i];
+    yajl_gen_map_open(g);
+    GS(g, "path");
+    an_json_escape_output(g, a->path, strlen(a->path));
+    GS(g, "type");
+    GS(g, a->kind == AN_ARTIFACT_SYMLINK ? "symlink" : "file");
+    GS(g, "size");
+    yajl_gen_integer(g, (long long) a->size);
+    GS(g, "sha256");
+    if (a->kind == AN_ARTIFACT_FILE) GS(g, a->sha256);
+    else yajl_gen_null(g);
+    GS(g, "copied");
+    yajl_gen_bool(g, a->copied);
+    yajl_gen_map_close(g);
+  }
+  yajl_gen_array_close(g);
+  yajl_gen_map_close(g);
+  cli_print_gen(g);
+  yajl_gen_free(g);
+}
+
+int cli_env_add(const char *cmd, char ***env, size_t *n, const char *kv) {
+  const char *eq = strchr(kv, '=');
+  bool ok = eq && eq != kv && !(kv[0] >= '0' && kv[0] <= '9');
+  for (const char *p = kv; ok && p < eq; p++)
+    ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+         *p == '_';
+  if (!ok) return cli_usage_error(cmd, "--env %s: expected KEY=VALUE with KEY [A-Za-z_][A-Za-z0-9_]*", kv);
+  char **e = realloc(*env, (*n + 2) * sizeof *e);
+  if (!e) {
+    fprintf(stderr, "agentnest %s: out of memory\n", cmd);
+    return AN_EXIT_RUNTIME;
+  }
+  e[(*n)++] = (char *) kv;
+  e[*n] = NULL;
+  *env = e;
+  return 0;
+}
+
+bool cli_split_sandbox_path(const char *s, char **id, const char **path) {
+  const char *colon = strchr(s, ':');
+  if (!colon || colon == s) return false;
+  /* An id or name has no '/': "./a:b" or "/x:y" are host paths. */
+  for (const char *p = s; p < colon; p++)
+    if (*p == '/') return false;
+  *id = strndup(s, (size_t) (colon - s));
+  if (!*id) return false;
+  const char *p = colon + 1;
+  if (!strncmp(p, "/workspace/", 11)) p += 11;
+  else if (!strcmp(p, "/workspace")) p = ".";
+  *path = p;
+  return true;
+}

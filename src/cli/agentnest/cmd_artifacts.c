@@ -1,0 +1,100 @@
+/* cli/agentnest/cmd_artifacts.c — `agentnest artifacts ID [GLOB...] [--to
+ * DIR]`: the regular files of a workspace matching globs (`**` spans
+ * directories), with size and sha256 computed on the host; copied to DIR
+ * with --to.  Symlinks are listed, never followed. */
+#include <stdio.h>
+#include <string.h>
+#include "agentnest/sandbox.h"
+#include "cli.h"
+
+static const char artifacts_usage[] =
+    "Usage: agentnest artifacts ID [GLOB...] [--to DIR] [--json]\n"
+    "\n"
+    "List the files in the workspace of sandbox ID that match any GLOB (default `**`: all).\n"
+    "`*`, `?`, `[...]` match within one path component; a component `**` matches any number\n"
+    "of components.  Size and sha256 are computed on the host from the file itself.  Symlinks\n"
+    "are listed with their target and never followed.  Table: SHA256 SIZE PATH.\n"
+    "  --to DIR     also copy the matching files into host DIR, keeping their relative paths\n"
+    "  --json       a JSON array of {\"path\",\"type\",\"size\",\"sha256\",\"target\",\"copied\"}\n"
+    "  -h, --help   this help\n";
+
+static void warn_stderr(void *data, const char *msg) {
+  fprintf(stderr, "agentnest %s: warning: %s\n", (const char *) data, msg);
+}
+
+int cmd_artifacts(struct an_global_opts *g, int argc, char **argv) {
+  static const struct option longopts[] = {{"to", required_argument, NULL, CLI_OPT_TO},
+                                           {"json", no_argument, NULL, CLI_OPT_JSON},
+                                           {"help", no_argument, NULL, 'h'},
+                                           {0}};
+  const char *cmd = argv[0];
+  const char *to = NULL;
+  bool json = g->json;
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    if (c == 'h') {
+      fputs(artifacts_usage, stdout);
+      return 0;
+    }
+    if (c == CLI_OPT_TO) to = optarg;
+    else if (c == CLI_OPT_JSON) json = true;
+    else return cli_getopt_error(cmd, c, argc, argv);
+  }
+  if (optind >= argc) return cli_usage_error(cmd, "no sandbox ID given");
+  const char *id = argv[optind];
+  const char *const *globs = (const char *const *) argv + optind + 1;
+  size_t nglobs = (size_t) (argc - optind - 1);
+  an_error_t err = NULL;
+  for (size_t i = 0; i < nglobs; i++)
+    if (an_glob_check(globs[i], &err) < 0) return cli_fail(cmd, &err);
+  struct an_sandbox *sb = NULL;
+  if (an_sandbox_open(g->root, id, &sb, &err) < 0) return cli_fail(cmd, &err);
+  struct an_artifact_opts ao = {.to_dir = to, .warn = warn_stderr, .warn_data = (void *) cmd};
+  struct an_artifact_list l = {0};
+  int r = an_sandbox_artifacts(sb, globs, nglobs, &ao, &l, &err);
+  an_sandbox_close(sb);
+  if (r < 0) return cli_fail(cmd, &err);
+  if (json) {
+    yajl_gen gen = yajl_gen_alloc(NULL);
+    if (gen) {
+      yajl_gen_config(gen, yajl_gen_beautify, 1);
+      yajl_gen_array_open(gen);
+      for (size_t i = 0; i < l.n; i++) {
+        const struct an_artifact *a = &l.items[i];
+#define K(s) yajl_gen_string(gen, (const unsigned char *) (s), strlen(s))
+        yajl_gen_map_open(gen);
+        K("path");
+        an_json_escape_output(gen, a->path, strlen(a->path));
+        K("type");
+        K(a->kind == AN_ARTIFACT_SYMLINK ? "symlink" : "file");
+        K("size");
+        yajl_gen_integer(gen, (long long) a->size);
+        K("sha256");
+        if (a->kind == AN_ARTIFACT_FILE) K(a->sha256);
+        else yajl_gen_null(gen);
+        K("target");
+        if (a->link_target) an_json_escape_output(gen, a->link_target, strlen(a->link_target));
+        else yajl_gen_null(gen);
+        K("copied");
+        yajl_gen_bool(gen, a->copied);
+        yajl_gen_map_close(gen);
+#undef K
+      }
+      yajl_gen_array_close(gen);
+      cli_print_gen(gen);
+      yajl_gen_free(gen);
+    }
+  } else {
+    for (size_t i = 0; i < l.n; i++) {
+      const struct an_artifact *a = &l.items[i];
+      if (a->kind == AN_ARTIFACT_SYMLINK)
+        printf("%-64s %10s %s -> %s\n", "-", "symlink", a->path, a->link_target);
+      else
+        printf("%s %10llu %s\n", a->sha256, (unsigned long long) a->size, a->path);
+    }
+  }
+  an_artifact_list_free(&l);
+  return 0;
+}

@@ -1,0 +1,42 @@
+/* cli/agentnest/cmd_doctor.c — `agentnest doctor`: print what this host
+ * offers (agentnest/doctor.h) and exit 1 when something required is
+ * missing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "agentnest/doctor.h"
+#include "cli.h"
+
+static const char doctor_usage[] =
+    "Usage: agentnest doctor\n"
+    "\n"
+    "Print a JSON report of what this host offers sandboxes: kernel, namespaces (and the\n"
+    "unprivileged user namespace sysctls), cgroup layout and controllers per hierarchy,\n"
+    "seccomp and its actions, Landlock ABI, nftables, idmapped mounts, openat2, pidfd,\n"
+    "clone3, the image store (path, image count) and whether the state directory is writable.\n"
+    "\"missing\" lists what is required and absent.\n"
+    "Exit status: 0 all required features present; 1 something is missing; 125 error.\n"
+    "  -h, --help   this help\n";
+
+int cmd_doctor(struct an_global_opts *g, int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"json", no_argument, NULL, CLI_OPT_JSON}, {"help", no_argument, NULL, 'h'}, {0}};
+  const char *cmd = argv[0];
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    if (c == 'h') {
+      fputs(doctor_usage, stdout);
+      return 0;
+    }
+    if (c != CLI_OPT_JSON) return cli_getopt_error(cmd, c, argc, argv);
+  }
+  if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+  char *json = NULL;
+  bool ok = false;
+  an_error_t err = NULL;
+  if (an_doctor_probe(g->root, &json, &ok, &err) < 0) return cli_fail(cmd, &err);
+  fputs(json, stdout);
+  free(json);
+  return ok ? 0 : 1;
+}

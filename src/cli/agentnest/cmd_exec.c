@@ -1,0 +1,104 @@
+/* cli/agentnest/cmd_exec.c — `agentnest exec ID [--timeout S] [--env K=V]
+ * [--workdir D] [--json] -- CMD...`: run one command in a live sandbox,
+ * stream its output (or print one JSON result), exit with its status.  The
+ * sandbox stays alive, also when the command times out. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "agentnest/sandbox.h"
+#include "cli.h"
+#include "util/cleanup.h"
+#include "util/units.h"
+
+static const char exec_usage[] =
+    "Usage: agentnest exec ID [OPTIONS] -- CMD [ARG...]\n"
+    "\n"
+    "Run CMD (an argv, no shell) in the live sandbox ID (id or name) and exit with its status.\n"
+    "A timeout kills the command's whole process tree and leaves the sandbox and its files.\n"
+    "\n"
+    "  --timeout DURATION   timeout of this command (default: the sandbox's --exec-timeout,\n"
+    "                       at most its remaining lifetime)\n"
+    "  --env K=V            extra environment variable (repeatable)\n"
+    "  --workdir DIR        working directory inside (absolute)\n"
+    "  --json               print one JSON result document instead of streaming output\n"
+    "  -h, --help           this help\n"
+    "\n"
+    "Exit status: the command's own; 124 timed out; 125 runtime failure (no such sandbox,\n"
+    "expired, bad option); 126 not executable; 127 not found; 128+N killed by signal N.\n";
+
+int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"timeout", required_argument, NULL, CLI_OPT_TIMEOUT},
+      {"env", required_argument, NULL, CLI_OPT_ENV},
+      {"workdir", required_argument, NULL, CLI_OPT_WORKDIR},
+      {"json", no_argument, NULL, CLI_OPT_JSON},
+      {"help", no_argument, NULL, 'h'},
+      {0},
+  };
+  const char *cmd = argv[0];
+  struct an_exec_opts eo = {0};
+  cleanup_free char **env = NULL;
+  size_t nenv = 0;
+  bool json = g->json;
+  int c, r;
+  optind = 1;
+  opterr = 0;
+  /* ID may come before or after the options; CMD follows "--" (or the first
+   * operand after ID). */
+  const char *id = NULL;
+  while (optind < argc) {
+    c = getopt_long(argc, argv, "+:h", longopts, NULL);
+    if (c == -1) {
+      if (!id && optind < argc && strcmp(argv[optind - 1], "--") != 0) {
+        id = argv[optind++];
+        continue;
+      }
+      break;
+    }
+    switch (c) {
+    case 'h':
+      fputs(exec_usage, stdout);
+      return 0;
+    case CLI_OPT_TIMEOUT: {
+      an_error_t err = NULL;
+      if (an_parse_duration_ms(optarg, &eo.timeout_ms, &err) < 0 || eo.timeout_ms == 0) {
+        if (!err) an_error_set(&err, 0, "must be more than 0");
+        an_error_prefix(&err, "--timeout %s", optarg);
+        return cli_fail(cmd, &err);
+      }
+      break;
+    }
+    case CLI_OPT_ENV:
+      if ((r = cli_env_add(cmd, &env, &nenv, optarg))) return r;
+      break;
+    case CLI_OPT_WORKDIR:
+      if (optarg[0] != '/') return cli_usage_error(cmd, "--workdir %s: must be an absolute path", optarg);
+      eo.workdir = optarg;
+      break;
+    case CLI_OPT_JSON:
+      json = true;
+      break;
+    default:
+      return cli_getopt_error(cmd, c, argc, argv);
+    }
+  }
+  if (!id) return cli_usage_error(cmd, "no sandbox ID given");
+  if (optind >= argc) return cli_usage_error(cmd, "no command given (agentnest exec ID -- CMD [ARG...])");
+  eo.env = env;
+  if (!json) eo.on_data = cli_stream_output;
+
+  struct an_sandbox *sb = NULL;
+  an_error_t err = NULL;
+  if (an_sandbox_open(g->root, id, &sb, &err) < 0) return cli_fail(cmd, &err);
+  struct an_exec_result res = {0};
+  r = an_sandbox_exec(sb, argv + optind, &eo, &res, &err);
+  if (r < 0) {
+    an_sandbox_close(sb);
+    return cli_fail(cmd, &err);
+  }
+  if (json) cli_print_result_json(an_sandbox_id(sb), &res, NULL);
+  int status = res.status;
+  an_exec_result_release(&res);
+  an_sandbox_close(sb);
+  return status;
+}

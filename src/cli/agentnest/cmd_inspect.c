@@ -1,0 +1,42 @@
+/* cli/agentnest/cmd_inspect.c — `agentnest inspect ID`: one sandbox as JSON
+ * (state, ids, cgroup, workspace, options without secrets). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "agentnest/sandbox.h"
+#include "cli.h"
+
+static const char inspect_usage[] =
+    "Usage: agentnest inspect ID\n"
+    "\n"
+    "Print sandbox ID (id or name) as a JSON object: id, name, image, status, created,\n"
+    "deadline, init_pid, monitor_pid, cgroup, workspace, host_uid_base, options (never\n"
+    "secrets), pids_current.\n"
+    "  -h, --help   this help\n";
+
+int cmd_inspect(struct an_global_opts *g, int argc, char **argv) {
+  static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {0}};
+  const char *cmd = argv[0];
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+    if (c == 'h') {
+      fputs(inspect_usage, stdout);
+      return 0;
+    }
+    return cli_getopt_error(cmd, c, argc, argv);
+  }
+  if (argc - optind != 1) return cli_usage_error(cmd, "expected one sandbox ID");
+  struct an_sandbox *sb = NULL;
+  an_error_t err = NULL;
+  if (an_sandbox_open(g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
+  char *doc = NULL;
+  int r = an_sandbox_inspect(sb, &doc, &err);
+  an_sandbox_close(sb);
+  if (r < 0) return cli_fail(cmd, &err);
+  fputs(doc, stdout);
+  if (!*doc || doc[strlen(doc) - 1] != '\n') fputc('\n', stdout);
+  free(doc);
+  return 0;
+}

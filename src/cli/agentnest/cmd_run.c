@@ -1,0 +1,361 @@
+/* cli/agentnest/cmd_run.c — the one-shot commands `agentnest run -- CMD`,
+ * `agentnest shell 'SCRIPT'` and `agentnest python CODE|FILE.py`: create a
+ * sandbox, put files in, run one command (output streamed live, stdout and
+ * stderr kept apart, or one --json document), copy artifacts out, destroy.
+ *
+ * Signals: SIGINT, SIGTERM and SIGHUP are blocked in every thread and read
+ * from a signalfd by the main thread while a worker thread runs the exec; on
+ * one, the sandbox is destroyed (which ends the exec), and the CLI exits
+ * 128+N — the sandbox is gone before the CLI is. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "agentnest/sandbox.h"
+#include "cli.h"
+#include "util/cleanup.h"
+
+enum oneshot_kind { ONESHOT_RUN, ONESHOT_SHELL, ONESHOT_PYTHON };
+
+static const char run_usage[] =
+    "Usage: agentnest run [OPTIONS] -- CMD [ARG...]\n"
+    "\n"
+    "Run CMD (an argv, no shell; looked up in the sandbox's PATH) in a new sandbox, stream its\n"
+    "stdout and stderr, destroy the sandbox, and exit with CMD's status.\n";
+static const char shell_usage[] =
+    "Usage: agentnest shell [OPTIONS] 'SCRIPT' [ARG...]\n"
+    "\n"
+    "Run SCRIPT with `sh -c` in a new sandbox (ARGs become $0, $1, ...), stream its output,\n"
+    "destroy the sandbox, and exit with the script's status.\n";
+static const char python_usage[] =
+    "Usage: agentnest python [OPTIONS] CODE|FILE.py [ARG...]\n"
+    "\n"
+    "Run Python in a new sandbox: FILE.py (a host file ending in .py) is copied into the\n"
+    "workspace and run as `python3 FILE.py ARG...`; anything else runs as `python3 -c CODE`.\n";
+static const char oneshot_common_help[] =
+    "\n"
+    "One-shot options:\n"
+    "  --put LOCAL[:DEST]      copy a host file or directory into the workspace first\n"
+    "                          (DEST relative to /workspace; default its basename)\n"
+    "  --get GLOB[:DIR]        after the command, copy workspace files matching GLOB (`**`\n"
+    "                          spans directories) to host DIR (default .)\n"
+    "  --json                  print one JSON result document instead of streaming output\n"
+    "  -h, --help              this help\n"
+    "\n"
+    "Exit status: the command's own; 124 timed out; 125 runtime failure (bad option, image\n"
+    "missing, refused); 126 not executable; 127 not found; 128+N killed by signal N.\n\n";
+
+struct oneshot {
+  const char *cmd;
+  const char *root;
+  bool json;
+  const char *puts[CLI_MAX_FLAGS];
+  size_t nputs;
+  const char *gets[CLI_MAX_FLAGS];
+  size_t ngets;
+};
+
+/* The exec, run on a worker thread so that the main thread can watch for
+ * signals meanwhile. */
+struct exec_job {
+  struct an_sandbox *sb;
+  char **argv;
+  struct an_exec_opts eo;
+  struct an_exec_result res;
+  an_error_t err;
+  int rc;
+  int done_fd;  /* eventfd, written when the exec returned */
+};
+
+static void *exec_thread(void *p) {
+  struct exec_job *j = p;
+  j->rc = an_sandbox_exec(j->sb, j->argv, &j->eo, &j->res, &j->err);
+  uint64_t one = 1;
+  ssize_t w = write(j->done_fd, &one, sizeof one);
+  (void) w;
+  return NULL;
+}
+
+/* Split "A[:B]": B is what follows the last ':' unless A names an existing
+ * host path as a whole.  Returns a heap copy of A in *first (caller frees). */
+static void split_spec(const char *spec, bool first_is_host_path, char **first,
+                       const char **second) {
+  struct stat st;
+  const char *colon = strrchr(spec, ':');
+  if (!colon || (first_is_host_path && lstat(spec, &st) == 0)) {
+    *first = strdup(spec);
+    *second = NULL;
+    return;
+  }
+  *first = strndup(spec, (size_t) (colon - spec));
+  *second = colon[1] ? colon + 1 : NULL;
+}
+
+static int do_puts(struct oneshot *o, struct an_sandbox *sb) {
+  for (size_t i = 0; i < o->nputs; i++) {
+    cleanup_free char *local = NULL;
+    const char *dest;
+    an_error_t err = NULL;
+    split_spec(o->puts[i], true, &local, &dest);
+    if (!local) return cli_usage_error(o->cmd, "out of memory");
+    if (an_sandbox_put(sb, local, dest, &err) < 0) {
+      an_error_prefix(&err, "--put %s", o->puts[i]);
+      return cli_fail(o->cmd, &err);
+    }
+  }
+  return 0;
+}
+
+/* Move the items of *from to the end of *to. */
+static int list_append(struct an_artifact_list *to, struct an_artifact_list *from) {
+  if (!from->n) return 0;
+  struct an_artifact *items = realloc(to->items, (to->n + from->n) * sizeof *items);
+  if (!items) return -ENOMEM;
+  memcpy(items + to->n, from->items, from->n * sizeof *items);
+  to->items = items;
+  to->n += from->n;
+  free(from->items);
+  from->items = NULL;
+  from->n = 0;
+  return 0;
+}
+
+static void warn_stderr(void *data, const char *msg) {
+  fprintf(stderr, "agentnest %s: warning: %s\n", (const char *) data, msg);
+}
+
+static int do_gets(struct oneshot *o, struct an_sandbox *sb, struct an_artifact_list *all) {
+  for (size_t i = 0; i < o->ngets; i++) {
+    cleanup_free char *glob = NULL;
+    const char *dir;
+    an_error_t err = NULL;
+    split_spec(o->gets[i], false, &glob, &dir);
+    if (!glob) return cli_usage_error(o->cmd, "out of memory");
+    const char *globs[1] = {glob};
+    struct an_artifact_opts ao = {.to_dir = dir ? dir : ".", .skip_symlinks = true,
+                                  .warn = warn_stderr, .warn_data = (void *) o->cmd};
+    struct an_artifact_list l = {0};
+    if (an_sandbox_artifacts(sb, globs, 1, &ao, &l, &err) < 0) {
+      an_error_prefix(&err, "--get %s", o->gets[i]);
+      return cli_fail(o->cmd, &err);
+    }
+    if (list_append(all, &l) < 0) {
+      an_artifact_list_free(&l);
+      return cli_usage_error(o->cmd, "out of memory");
+    }
+  }
+  return 0;
+}
+
+/* Destroy through a fresh handle (the worker thread may be using the
+ * other). */
+static void destroy_by_id(const char *cmd, const char *root, const char *id) {
+  struct an_sandbox *sb2 = NULL;
+  an_error_t err = NULL;
+  if (an_sandbox_open(root, id, &sb2, &err) < 0) {
+    if (err && err->errnum != ENOENT && err->errnum != ETIME) cli_fail(cmd, &err);
+    an_error_free(&err);
+    return;
+  }
+  if (an_sandbox_destroy(sb2, 0, &err) < 0) cli_fail(cmd, &err);
+  an_sandbox_close(sb2);
+}
+
+static int pending_signal(int sfd) {
+  struct signalfd_siginfo si;
+  ssize_t r = read(sfd, &si, sizeof si);
+  return r == (ssize_t) sizeof si ? (int) si.ssi_signo : 0;
+}
+
+static int oneshot_run(struct oneshot *o, struct an_sandbox_opts *opts, char **argv,
+                       const char *put_file) {
+  sigset_t mask, old;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &mask, &old);
+  cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  cleanup_close int efd = eventfd(0, EFD_CLOEXEC);
+  if (sfd < 0 || efd < 0) {
+    fprintf(stderr, "agentnest %s: signalfd/eventfd: %s\n", o->cmd, strerror(errno));
+    return AN_EXIT_RUNTIME;
+  }
+
+  an_error_t err = NULL;
+  struct an_sandbox *sb = NULL;
+  if (an_sandbox_create(o->root, opts, &sb, &err) < 0) return cli_fail(o->cmd, &err);
+  cleanup_free char *id = strdup(an_sandbox_id(sb));
+  int status = AN_EXIT_RUNTIME, sig = pending_signal(sfd);
+  struct an_artifact_list arts = {0};
+  struct exec_job job = {.sb = sb, .argv = argv, .done_fd = efd};
+
+  if (!sig && put_file) {
+    const char *base = strrchr(put_file, '/');
+    if (an_sandbox_put(sb, put_file, base ? base + 1 : put_file, &err) < 0) {
+      cli_fail(o->cmd, &err);
+      goto out;
+    }
+  }
+  if (!sig && do_puts(o, sb) != 0) goto out;
+  sig = sig ? sig : pending_signal(sfd);
+  if (sig) goto out;
+
+  if (!o->json) job.eo.on_data = cli_stream_output;
+  pthread_t th;
+  if ((errno = pthread_create(&th, NULL, exec_thread, &job)) != 0) {
+    fprintf(stderr, "agentnest %s: pthread_create: %s\n", o->cmd, strerror(errno));
+    goto out;
+  }
+  for (;;) {
+    struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = efd, .events = POLLIN}};
+    if (poll(p, 2, -1) < 0 && errno != EINTR) break;
+    if (p[1].revents) break;
+    if (p[0].revents && (sig = pending_signal(sfd))) {
+      /* Ends the exec: its processes die with the sandbox. */
+      destroy_by_id(o->cmd, o->root, id);
+      break;
+    }
+  }
+  pthread_join(th, NULL);
+  if (sig) goto out;
+  if (job.rc < 0) {
+    cli_fail(o->cmd, &job.err);
+    goto out;
+  }
+  if (do_gets(o, sb, &arts) != 0) goto out;
+  status = job.res.status;
+  if (o->json) cli_print_result_json(id, &job.res, &arts);
+
+out:
+  if (an_sandbox_destroy(sb, 0, &err) < 0) {
+    cli_fail(o->cmd, &err);
+    if (!sig) status = AN_EXIT_RUNTIME;
+  }
+  an_sandbox_close(sb);
+  an_exec_result_release(&job.res);
+  an_artifact_list_free(&arts);
+  an_error_free(&job.err);
+  if (sig) {
+    fflush(stdout);
+    return 128 + sig;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return status;
+}
+
+static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int argc, char **argv) {
+  static const struct option longopts[] = {
+      CLI_SANDBOX_LONGOPTS,
+      {"put", required_argument, NULL, CLI_OPT_PUT},
+      {"get", required_argument, NULL, CLI_OPT_GET},
+      {"json", no_argument, NULL, CLI_OPT_JSON},
+      {"help", no_argument, NULL, 'h'},
+      {0},
+  };
+  const char *usage = kind == ONESHOT_RUN ? run_usage : kind == ONESHOT_SHELL ? shell_usage
+                                                                                : python_usage;
+  struct oneshot o = {.cmd = argv[0], .root = g->root, .json = g->json};
+  static struct cli_sandbox_flags flags;
+  memset(&flags, 0, sizeof flags);
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+    if (cli_sandbox_flag(&flags, c, optarg)) continue;
+    switch (c) {
+    case 'h':
+      printf("%s\n%s%s", usage, cli_sandbox_opts_help, oneshot_common_help);
+      return 0;
+    case CLI_OPT_PUT:
+      if (o.nputs < CLI_MAX_FLAGS) o.puts[o.nputs++] = optarg;
+      break;
+    case CLI_OPT_GET: {
+      cleanup_free char *glob = NULL;
+      const char *dir;
+      an_error_t err = NULL;
+      split_spec(optarg, false, &glob, &dir);
+      if (!glob || an_glob_check(glob, &err) < 0) {
+        an_error_prefix(&err, "--get %s", optarg);
+        return cli_fail(o.cmd, &err);
+      }
+      if (o.ngets < CLI_MAX_FLAGS) o.gets[o.ngets++] = optarg;
+      break;
+    }
+    case CLI_OPT_JSON:
+      o.json = true;
+      break;
+    default:
+      return cli_getopt_error(o.cmd, c, argc, argv);
+    }
+  }
+  if (optind >= argc)
+    return cli_usage_error(o.cmd, kind == ONESHOT_RUN     ? "no command given (agentnest run [OPTIONS] -- CMD [ARG...])"
+                                  : kind == ONESHOT_SHELL ? "no script given"
+                                                          : "no code or FILE.py given");
+  if (kind == ONESHOT_SHELL && !argv[optind][0]) return cli_usage_error(o.cmd, "empty script");
+
+  struct an_sandbox_opts *opts = NULL;
+  int r = cli_sandbox_opts(o.cmd, &flags, &opts);
+  if (r) return r;
+
+  int rest = argc - optind;
+  cleanup_free char **cargv = calloc((size_t) rest + 5, sizeof *cargv);
+  if (!cargv) {
+    an_sandbox_opts_free(opts);
+    return cli_usage_error(o.cmd, "out of memory");
+  }
+  const char *put_file = NULL;
+  size_t n = 0;
+  if (kind == ONESHOT_RUN) {
+    for (int i = optind; i < argc; i++) cargv[n++] = argv[i];
+  } else if (kind == ONESHOT_SHELL) {
+    cargv[n++] = "sh";
+    cargv[n++] = "-c";
+    cargv[n++] = argv[optind];
+    cargv[n++] = "sh";
+    for (int i = optind + 1; i < argc; i++) cargv[n++] = argv[i];
+  } else {
+    const char *code = argv[optind];
+    size_t len = strlen(code);
+    struct stat st;
+    cargv[n++] = "python3";
+    if (len > 3 && !strcmp(code + len - 3, ".py") && !strchr(code, '\n') && stat(code, &st) == 0 &&
+        S_ISREG(st.st_mode)) {
+      const char *base = strrchr(code, '/');
+      put_file = code;
+      cargv[n++] = (char *) (base ? base + 1 : code);
+    } else if (len > 3 && !strcmp(code + len - 3, ".py") && !strchr(code, '\n') &&
+               !strchr(code, ' ') && !strchr(code, '(')) {
+      an_sandbox_opts_free(opts);
+      fprintf(stderr, "agentnest %s: %s: no such file (give Python code or an existing FILE.py)\n",
+              o.cmd, code);
+      return AN_EXIT_RUNTIME;
+    } else {
+      cargv[n++] = "-c";
+      cargv[n++] = (char *) code;
+    }
+    for (int i = optind + 1; i < argc; i++) cargv[n++] = argv[i];
+  }
+  cargv[n] = NULL;
+  r = oneshot_run(&o, opts, cargv, put_file);
+  an_sandbox_opts_free(opts);
+  return r;
+}
+
+int cmd_run(struct an_global_opts *g, int argc, char **argv) {
+  return oneshot_main(ONESHOT_RUN, g, argc, argv);
+}
+int cmd_shell(struct an_global_opts *g, int argc, char **argv) {
+  return oneshot_main(ONESHOT_SHELL, g, argc, argv);
+}
+int cmd_python(struct an_global_opts *g, int argc, char **argv) {
+  return oneshot_main(ONESHOT_PYTHON, g, argc, argv);
+}

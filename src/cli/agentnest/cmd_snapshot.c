@@ -1,0 +1,105 @@
+/* cli/agentnest/cmd_snapshot.c — `agentnest snapshot ID FILE.tar` (a pax tar
+ * of the workspace at one point in time; prints size and sha256) and
+ * `agentnest restore ID FILE.tar [--sha256 HEX]` (verify, refuse hostile
+ * entries, replace the workspace atomically). */
+#include <stdio.h>
+#include <string.h>
+#include "agentnest/sandbox.h"
+#include "cli.h"
+
+static const char snapshot_usage[] =
+    "Usage: agentnest snapshot ID FILE.tar\n"
+    "\n"
+    "Write the workspace of sandbox ID to FILE.tar (pax format; the sandbox is frozen while\n"
+    "it is read, so the tar is one point in time; the file appears atomically, mode 0600).\n"
+    "Prints \"<size> sha256:<hex> FILE.tar\"; with --json {\"path\",\"size\",\"sha256\",\"entries\"}.\n"
+    "  --json       JSON output\n"
+    "  -h, --help   this help\n";
+
+static const char restore_usage[] =
+    "Usage: agentnest restore ID FILE.tar [--sha256 HEX]\n"
+    "\n"
+    "Replace the workspace of sandbox ID with the content of FILE.tar.  Entries that are\n"
+    "absolute, contain `..`, pass through symlinks, or are devices, FIFOs or hard links out\n"
+    "of the tree are refused (the error names the entry); the workspace changes atomically\n"
+    "and is unchanged on any error.\n"
+    "  --sha256 HEX   refuse the tar unless its sha256 is HEX (64 hex digits; a\n"
+    "                 \"sha256:\" prefix is accepted)\n"
+    "  -h, --help     this help\n";
+
+int cmd_snapshot(struct an_global_opts *g, int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"json", no_argument, NULL, CLI_OPT_JSON}, {"help", no_argument, NULL, 'h'}, {0}};
+  const char *cmd = argv[0];
+  bool json = g->json;
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    if (c == 'h') {
+      fputs(snapshot_usage, stdout);
+      return 0;
+    }
+    if (c == CLI_OPT_JSON) json = true;
+    else return cli_getopt_error(cmd, c, argc, argv);
+  }
+  if (argc - optind != 2) return cli_usage_error(cmd, "expected ID FILE.tar");
+  struct an_sandbox *sb = NULL;
+  an_error_t err = NULL;
+  if (an_sandbox_open(g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
+  struct an_snapshot_info info = {0};
+  int r = an_sandbox_snapshot(sb, argv[optind + 1], &info, &err);
+  an_sandbox_close(sb);
+  if (r < 0) return cli_fail(cmd, &err);
+  if (json) {
+    yajl_gen gen = yajl_gen_alloc(NULL);
+    if (gen) {
+      yajl_gen_map_open(gen);
+      yajl_gen_string(gen, (const unsigned char *) "path", 4);
+      an_json_escape_output(gen, argv[optind + 1], strlen(argv[optind + 1]));
+      yajl_gen_string(gen, (const unsigned char *) "size", 4);
+      yajl_gen_integer(gen, (long long) info.size);
+      yajl_gen_string(gen, (const unsigned char *) "sha256", 6);
+      yajl_gen_string(gen, (const unsigned char *) info.sha256, strlen(info.sha256));
+      yajl_gen_string(gen, (const unsigned char *) "entries", 7);
+      yajl_gen_integer(gen, (long long) info.entries);
+      yajl_gen_map_close(gen);
+      cli_print_gen(gen);
+      yajl_gen_free(gen);
+    }
+  } else {
+    printf("%llu sha256:%s %s\n", (unsigned long long) info.size, info.sha256, argv[optind + 1]);
+  }
+  return 0;
+}
+
+int cmd_restore(struct an_global_opts *g, int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"sha256", required_argument, NULL, CLI_OPT_SHA256}, {"help", no_argument, NULL, 'h'}, {0}};
+  const char *cmd = argv[0];
+  const char *sha = NULL;
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    if (c == 'h') {
+      fputs(restore_usage, stdout);
+      return 0;
+    }
+    if (c != CLI_OPT_SHA256) return cli_getopt_error(cmd, c, argc, argv);
+    sha = !strncmp(optarg, "sha256:", 7) ? optarg + 7 : optarg;
+    size_t n = strspn(sha, "0123456789abcdefABCDEF");
+    if (n != 64 || sha[n]) return cli_usage_error(cmd, "--sha256 %s: expected 64 hex digits", optarg);
+  }
+  if (argc - optind != 2) return cli_usage_error(cmd, "expected ID FILE.tar");
+  struct an_sandbox *sb = NULL;
+  an_error_t err = NULL;
+  if (an_sandbox_open(g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
+  int r = an_sandbox_restore(sb, argv[optind + 1], sha, &err);
+  an_sandbox_close(sb);
+  if (r < 0) {
+    an_error_prefix(&err, "restore %s", argv[optind + 1]);
+    return cli_fail(cmd, &err);
+  }
+  return 0;
+}

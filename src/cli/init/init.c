@@ -1,0 +1,93 @@
+/* cli/init/init.c — agentnest-init, the pid 1 of every sandbox (BL-44).
+ *
+ * A static, dependency-free program bind-mounted read-only into the sandbox.
+ *   agentnest-init                 persistent sandbox: sit as pid 1, reap
+ *                                  every orphan, forward signals
+ *   agentnest-init -- CMD [ARG...] one-shot: run CMD as the only child, exit
+ *                                  with its status (128+N for signal N) once
+ *                                  it exits, after killing what it left
+ * A process that is pid 1 of a pid namespace gets no signal it has no
+ * handler for (pid_namespaces(7)), so without this a SIGTERM does nothing and
+ * orphans are never reaped.  Here:
+ *   SIGCHLD                  reap every exited child (waitpid(-1, WNOHANG))
+ *   SIGTERM SIGINT SIGHUP    forwarded to every process of the namespace
+ *   SIGQUIT SIGUSR1 SIGUSR2  (kill(-1, sig) from pid 1 reaches all but
+ *                            itself); after SIGTERM/SIGINT/SIGHUP init exits
+ *                            as soon as no child is left (exit 0, or the
+ *                            command's status in one-shot mode).
+ * Escalation to SIGKILL after a grace period is the runtime's (cgroup.kill).
+ * Nothing is printed except a one-line error on a failed exec (stderr). */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int status_of(int wstatus) {
+  if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
+  if (WIFSIGNALED(wstatus)) return 128 + WTERMSIG(wstatus);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, NULL);
+
+  pid_t cmd = 0;
+  int cmd_status = 0;
+  bool cmd_done = false;
+  if (argc > 2 && strcmp(argv[1], "--") == 0) {
+    cmd = fork();
+    if (cmd < 0) {
+      dprintf(2, "agentnest-init: fork: %s\n", strerror(errno));
+      return 125;
+    }
+    if (cmd == 0) {
+      sigprocmask(SIG_UNBLOCK, &all, NULL);
+      /* The command looks up argv[0] in PATH as a shell would. */
+      execvp(argv[2], argv + 2);
+      int e = errno;
+      dprintf(2, "agentnest-init: exec %s: %s\n", argv[2], strerror(e));
+      _exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
+    }
+  }
+
+  bool terminating = false;
+  for (;;) {
+    siginfo_t si;
+    int sig = sigwaitinfo(&all, &si);
+    if (sig < 0) continue;
+    if (sig == SIGCHLD) {
+      for (;;) {
+        int ws;
+        pid_t p = waitpid(-1, &ws, WNOHANG);
+        if (p <= 0) {
+          if (p < 0 && errno == ECHILD && (terminating || cmd_done)) return cmd_status;
+          break;
+        }
+        if (cmd && p == cmd) {
+          cmd_status = status_of(ws);
+          cmd_done = true;
+          /* One-shot: the command is over; what it left behind is killed. */
+          kill(-1, SIGKILL);
+        }
+      }
+      continue;
+    }
+    switch (sig) {
+    case SIGTERM: case SIGINT: case SIGHUP:
+      terminating = true;
+      /* fall through */
+    case SIGQUIT: case SIGUSR1: case SIGUSR2: case SIGWINCH:
+      kill(-1, sig);
+      if (terminating && waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD) return cmd_status;
+      break;
+    default:
+      break;
+    }
+  }
+}

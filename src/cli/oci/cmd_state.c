@@ -1,0 +1,138 @@
+/* cli/oci/cmd_state.c — `state` (runtime-spec State JSON, indented like
+ * runc) and `list` (runc's table, `--format json`, `-q`). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "agentnest/container.h"
+#include "cli/oci/oci.h"
+#include "util/cleanup.h"
+
+int oci_cmd_state(struct oci_ctx *ctx, int argc, char **argv) {
+  const char *id;
+  int r = oci_id_only_args(ctx, argc, argv, &id);
+  if (r) return r == -2 ? 0 : 1;
+  cleanup_error an_error_t err = NULL;
+  struct an_container_state *st = NULL;
+  cleanup_free char *json = NULL;
+  if (an_container_state(ctx->root, id, &st, &err) < 0) return oci_fail_error(ctx, &err);
+  r = an_container_state_json(st, &json, &err);
+  an_container_state_free(st);
+  if (r < 0 || oci_json_reprint(json, stdout, &err) < 0) return oci_fail_error(ctx, &err);
+  return 0;
+}
+
+/* One row of `list`, in runc's containerState field order. */
+static void list_json_item(yajl_gen g, const struct an_container_state *st) {
+  yajl_gen_map_open(g);
+  oci_json_kv_str(g, "ociVersion", st->oci_version);
+  oci_json_kv_str(g, "id", st->id);
+  oci_json_kv_int(g, "pid", st->pid);
+  oci_json_kv_str(g, "status", an_container_status_name(st->status));
+  oci_json_kv_str(g, "bundle", st->bundle);
+  oci_json_kv_str(g, "rootfs", st->rootfs);
+  oci_json_kv_str(g, "created", st->created);
+  if (st->n_annotations) {
+    oci_json_key(g, "annotations");
+    yajl_gen_map_open(g);
+    for (size_t i = 0; i < st->n_annotations; i++)
+      oci_json_kv_str(g, st->annotations[i].key, st->annotations[i].value);
+    yajl_gen_map_close(g);
+  }
+  oci_json_kv_str(g, "owner", st->owner ? st->owner : "");
+  yajl_gen_map_close(g);
+}
+
+/* Go's text/tabwriter as runc configures it for `list`: minwidth 12,
+ * padding 3, spaces; the last column is not padded. */
+#define LIST_COLS 6
+static void print_table(char *(*rows)[LIST_COLS], size_t n) {
+  size_t width[LIST_COLS] = {0};
+  for (size_t i = 0; i < n; i++)
+    for (int c = 0; c < LIST_COLS - 1; c++) {
+      size_t w = strlen(rows[i][c]) + 3;
+      if (w < 12) w = 12;
+      if (w > width[c]) width[c] = w;
+    }
+  for (size_t i = 0; i < n; i++) {
+    for (int c = 0; c < LIST_COLS - 1; c++) printf("%-*s", (int) width[c], rows[i][c]);
+    printf("%s\n", rows[i][LIST_COLS - 1]);
+  }
+}
+
+int oci_cmd_list(struct oci_ctx *ctx, int argc, char **argv) {
+  const struct oci_command *cmd = oci_find_command(argv[0]);
+  static const struct option long_opts[] = {
+    {"format", required_argument, NULL, 'f'}, {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  const char *format = "table";
+  bool quiet = false;
+  int c;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+f:qh", long_opts, NULL)) != -1) {
+    if (c == 'f') format = optarg;
+    else if (c == 'q') quiet = true;
+    else if (c == 'h') { oci_print_command_help(cmd, stdout); return 0; }
+    else return oci_usage_error(ctx, cmd, "flag provided but not defined: %s", argv[optind - 1]);
+  }
+  if (oci_check_args(ctx, cmd, argc - optind, 0, 0)) return 1;
+  bool json = strcmp(format, "json") == 0;
+  if (!json && strcmp(format, "table") != 0) return oci_fail(ctx, "invalid format option");
+
+  cleanup_error an_error_t err = NULL;
+  cleanup_strv char **ids = NULL;
+  int r = an_container_list(ctx->root, &ids, &err);
+  if (r == -ENOENT) an_error_free(&err);   /* no root yet: no containers */
+  else if (r < 0) return oci_fail_error(ctx, &err);
+
+  size_t n = 0;
+  for (char **i = ids; i && *i; i++) n++;
+  struct an_container_state **states = calloc(n + 1, sizeof *states);
+  if (!states) return oci_fail(ctx, "out of memory");
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (an_container_state(ctx->root, ids[i], &states[m], &err) < 0) {
+      /* runc skips containers it cannot load (e.g. half-created). */
+      oci_log(ctx, "debug", "list: skipping %s: %s", ids[i], err ? err->msg : "");
+      an_error_free(&err);
+      continue;
+    }
+    m++;
+  }
+
+  int ret = 0;
+  if (quiet) {
+    for (size_t i = 0; i < m; i++) printf("%s\n", states[i]->id);
+  } else if (json) {
+    /* runc prints `null` for no containers (a nil Go slice); we print []. */
+    yajl_gen g = oci_json_gen(false);
+    yajl_gen_array_open(g);
+    for (size_t i = 0; i < m; i++) list_json_item(g, states[i]);
+    yajl_gen_array_close(g);
+    if (oci_json_print(g) < 0) ret = oci_fail(ctx, "write JSON");
+  } else {
+    char *(*rows)[LIST_COLS] = calloc(m + 1, sizeof *rows);
+    char (*pids)[16] = calloc(m + 1, sizeof *pids);
+    if (!rows || !pids) { free(rows); free(pids); ret = oci_fail(ctx, "out of memory"); goto out; }
+    static char *header[LIST_COLS] = {"ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER"};
+    memcpy(rows[0], header, sizeof header);
+    for (size_t i = 0; i < m; i++) {
+      snprintf(pids[i], sizeof pids[i], "%d", (int) states[i]->pid);
+      rows[i + 1][0] = states[i]->id;
+      rows[i + 1][1] = pids[i];
+      rows[i + 1][2] = (char *) an_container_status_name(states[i]->status);
+      rows[i + 1][3] = states[i]->bundle ? states[i]->bundle : (char *) "";
+      rows[i + 1][4] = states[i]->created ? states[i]->created : (char *) "";
+      rows[i + 1][5] = states[i]->owner ? states[i]->owner : (char *) "";
+    }
+    print_table(rows, m + 1);
+    free(rows);
+    free(pids);
+  }
+out:
+  for (size_t i = 0; i < m; i++) an_container_state_free(states[i]);
+  free(states);
+  return ret;
+}

@@ -1,0 +1,160 @@
+/* engine/exec.c — an_container_exec: one more process in a running (or
+ * created) container, like `runc exec`.  The process joins every namespace
+ * of the container's init through its pidfd (setns(2) with a pidfd, so the
+ * set is taken atomically from the right process), enters the container's
+ * cgroup, and gets the same security setup as init (init.c, exec_only):
+ * identity, capabilities, no_new_privs, the container's seccomp filter, no
+ * runtime fds, cwd confined to the root.  What does NOT live here: per-exec
+ * child cgroups and timeouts (sandbox layer). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "agentnest/cgroup.h"
+#include "engine/container_internal.h"
+#include "engine/init.h"
+#include "engine/process.h"
+#include "engine/seccomp.h"
+#include "engine/state.h"
+#include "engine/sync.h"
+#include "engine/terminal.h"
+#include "util/cleanup.h"
+
+struct exec_ctx {
+  int dirfd, init_pidfd, sync_fd, pidfd;
+  pid_t pid;
+  struct an_container_state *st;
+  struct an_spec *spec;
+  struct an_cgroup *cg;
+  struct an_seccomp_program *seccomp;
+};
+
+static void exec_release(struct exec_ctx *x) {
+  if (x->dirfd >= 0) close(x->dirfd);
+  if (x->init_pidfd >= 0) close(x->init_pidfd);
+  if (x->sync_fd >= 0) close(x->sync_fd);
+  if (x->pidfd >= 0) close(x->pidfd);
+  an_container_state_free(x->st);
+  an_spec_free(x->spec);
+  an_cgroup_free(x->cg);
+  an_seccomp_program_free(x->seccomp);
+}
+
+static int exec_start(struct exec_ctx *x, const char *state_root, const char *id,
+                      const struct an_spec_process *proc, const char *console_socket,
+                      an_error_t *err) {
+  int r = an_container_load(state_root, id, &x->dirfd, &x->st, &x->init_pidfd, err);
+  if (r < 0) return r;
+  if (x->st->status != AN_STATUS_RUNNING && x->st->status != AN_STATUS_CREATED)
+    return an_error_set(err, EINVAL, "container %s is %s", id,
+                        an_container_status_name(x->st->status));
+  if (!proc || !proc->args || !proc->args[0])
+    return an_error_set(err, EINVAL, "exec: process.args: at least one argument is required");
+  if (proc->terminal && !console_socket)
+    return an_error_set(err, EINVAL, "exec: process.terminal needs a console socket");
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d/%s", x->dirfd, AN_STATE_CONFIG);
+  if ((r = an_spec_load_file(path, &x->spec, err)) < 0) return r;
+  if (x->spec->linux.seccomp) {
+    char cache[PATH_MAX];
+    snprintf(cache, sizeof cache, "%s/.seccomp-cache", an_state_root_or_default(state_root));
+    if ((r = an_seccomp_prepare(x->spec->linux.seccomp, cache, &x->seccomp, err)) < 0) return r;
+  }
+  if (x->st->cgroup_path && (r = an_cgroup_open(x->st->cgroup_path, &x->cg, err)) < 0) return r;
+
+  /* Which namespaces to join: every type the container has; the pid and
+   * time namespaces are entered by the parent around clone3. */
+  int flags = 0;
+  for (size_t i = 0; i < x->spec->linux.n_namespaces; i++)
+    flags |= x->spec->linux.namespaces[i].clone_flag;
+  struct an_ns_plan plan = {.userns_fd = -1, .pidns_fd = -1, .timens_fd = -1};
+  plan.join_fd[0] = x->init_pidfd;
+  plan.join_flag[0] = flags & ~(CLONE_NEWPID | CLONE_NEWTIME);
+  plan.n_join = plan.join_flag[0] ? 1 : 0;
+  plan.all_flags = flags;
+
+  int sp[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+    return an_error_set(err, errno, "socketpair");
+  x->sync_fd = sp[0];
+  struct an_init_config cfg = {
+    .spec = x->spec, .process = proc, .rootfs = x->st->rootfs, .parent_pid = getpid(),
+    .sync_fd = sp[1], .parent_sync_fd = sp[0], .start_fd = -1, .state_dirfd = x->dirfd,
+    .ns = &plan,
+    .in_userns = flags & CLONE_NEWUSER, .seccomp = x->seccomp, .stdio = {-1, -1, -1},
+    .exec_only = true,
+  };
+  cleanup_close int own_pid = -1;
+  if (flags & CLONE_NEWPID) {
+    char nspath[64];
+    snprintf(nspath, sizeof nspath, "/proc/%d/ns/pid", x->st->pid);
+    cleanup_close int target = open(nspath, O_RDONLY | O_CLOEXEC);
+    own_pid = open("/proc/thread-self/ns/pid", O_RDONLY | O_CLOEXEC);
+    if (target < 0 || own_pid < 0 || setns(target, CLONE_NEWPID) < 0) {
+      int e = errno;
+      close(sp[1]);
+      return an_error_set(err, e, "exec: enter pid namespace of container %s", id);
+    }
+  }
+  int cgfd = x->cg ? an_cgroup_clone_fd(x->cg) : -1;
+  pid_t pid = an_process_clone(0, cgfd, &x->pidfd, err);
+  if (pid == 0) an_init_main(&cfg);
+  if (own_pid >= 0) setns(own_pid, CLONE_NEWPID);
+  close(sp[1]);
+  if (pid < 0) return pid;
+  x->pid = pid;
+  if (x->cg && cgfd < 0 && (r = an_cgroup_enter(x->cg, pid, err)) < 0) return r;
+  /* [1] */
+  if ((r = an_sync_send(x->sync_fd, AN_SYNC_IDMAPPED, -1, err)) < 0) return r;
+  /* [4] */
+  cleanup_close int master = -1;
+  if ((r = an_sync_wait(x->sync_fd, AN_SYNC_READY, &master, err)) < 0) return r;
+  if (master >= 0 && (r = an_terminal_send_master(console_socket, master, err)) < 0) return r;
+  /* Unlock the state while the process runs. */
+  close(x->dirfd);
+  x->dirfd = -1;
+  /* [5] go, [6] execve */
+  if ((r = an_sync_send(x->sync_fd, AN_SYNC_GO, -1, err)) < 0) return r;
+  return an_sync_wait_exec(x->sync_fd, err);
+}
+
+int an_container_exec(const char *state_root, const char *id, const struct an_spec_process *proc,
+                      bool detach, const char *console_socket, const char *pid_file,
+                      pid_t *pid_out, an_error_t *err) {
+  struct exec_ctx x = {.dirfd = -1, .init_pidfd = -1, .sync_fd = -1, .pidfd = -1};
+  int r = exec_start(&x, state_root, id, proc, console_socket, err);
+  if (r < 0) {
+    if (x.pidfd >= 0) {
+      an_error_t e = NULL;
+      an_process_signal(x.pidfd, SIGKILL, &e);
+      an_error_free(&e);
+      while (waitpid(x.pid, NULL, 0) < 0 && errno == EINTR) {}
+    }
+    an_error_prefix(err, "exec in container %s", id);
+    exec_release(&x);
+    return r;
+  }
+  if (pid_out) *pid_out = x.pid;
+  if (pid_file && *pid_file) {
+    FILE *f = fopen(pid_file, "we");
+    if (f) {
+      fprintf(f, "%d", x.pid);
+      fclose(f);
+    }
+  }
+  if (detach) {
+    exec_release(&x);
+    return 0;
+  }
+  r = an_process_wait(x.pidfd, err);
+  exec_release(&x);
+  return r;
+}

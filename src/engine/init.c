@@ -1,0 +1,308 @@
+/* engine/init.c — the child side between clone3 and execve (see init.h and
+ * the numbered points in sync.h).  Order matters and follows runc/crun:
+ * namespaces, mounts, pivot_root, sysctl, hostname, read-only and masked
+ * paths, rlimits, terminal, cwd, then the identity (groups, gid, uid),
+ * capabilities, no_new_privs, and seccomp last, right before execve. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "engine/caps.h"
+#include "engine/devices.h"
+#include "engine/hooks.h"
+#include "engine/init.h"
+#include "engine/mount.h"
+#include "engine/rlimits.h"
+#include "engine/rootfs.h"
+#include "engine/seccomp.h"
+#include "engine/sync.h"
+#include "engine/sysctl.h"
+#include "engine/terminal.h"
+#include "engine/user.h"
+#include "util/cleanup.h"
+
+#define AN_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+static const char *env_get(char *const *env, const char *key) {
+  size_t k = strlen(key);
+  for (size_t i = 0; env && env[i]; i++)
+    if (strncmp(env[i], key, k) == 0 && env[i][k] == '=') return env[i] + k + 1;
+  return NULL;
+}
+
+static bool is_exec_file(const char *path, int *why) {
+  struct stat st;
+  if (stat(path, &st) < 0) { *why = errno; return false; }
+  if (!S_ISREG(st.st_mode)) { *why = EACCES; return false; }
+  if (faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) < 0) { *why = errno; return false; }
+  return true;
+}
+
+/* PATH lookup of args[0] inside the container, as execvp(3) and runc do,
+ * with the container process's own PATH and credentials. */
+static int lookup_executable(const char *arg0, char *const *env, char *out, size_t outsz,
+                             an_error_t *err) {
+  int why = ENOENT;
+  if (!arg0 || !*arg0) return an_error_set(err, EINVAL, "process.args[0] is empty");
+  if (strchr(arg0, '/')) {
+    if (!is_exec_file(arg0, &why))
+      return an_error_set(err, why, "exec \"%s\"", arg0);
+    snprintf(out, outsz, "%s", arg0);
+    return 0;
+  }
+  const char *path = env_get(env, "PATH");
+  if (!path) path = AN_DEFAULT_PATH;
+  int saw = ENOENT;
+  for (const char *p = path;;) {
+    const char *colon = strchr(p, ':');
+    size_t len = colon ? (size_t) (colon - p) : strlen(p);
+    int n = len ? snprintf(out, outsz, "%.*s/%s", (int) len, p, arg0)
+                : snprintf(out, outsz, "./%s", arg0);
+    if (n > 0 && (size_t) n < outsz) {
+      if (is_exec_file(out, &why)) return 0;
+      if (why == EACCES) saw = EACCES;
+    }
+    if (!colon) break;
+    p = colon + 1;
+  }
+  if (saw == EACCES) return an_error_set(err, EACCES, "exec \"%s\": permission denied", arg0);
+  return an_error_set(err, ENOENT, "exec \"%s\": executable file not found in $PATH", arg0);
+}
+
+/* cwd inside the root: resolved by openat2 confined to the root and without
+ * magic links, so /proc/self/fd/N or /proc/1/cwd can never lead outside
+ * (BL-02, runc CVE-2024-21626); then verified with getcwd. */
+static int enter_cwd(const char *cwd, an_error_t *err) {
+  if (!cwd || cwd[0] != '/')
+    return an_error_set(err, EINVAL, "process.cwd \"%s\": must be an absolute path",
+                        cwd ? cwd : "");
+  struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+  cleanup_close int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) return an_error_set(err, errno, "open /");
+  cleanup_close int fd = -1;
+  do fd = (int) syscall(SYS_openat2, root, cwd, &how, sizeof how);
+  while (fd < 0 && errno == EAGAIN);
+  if (fd < 0) return an_error_set(err, errno, "process.cwd %s", cwd);
+  if (fchdir(fd) < 0) return an_error_set(err, errno, "process.cwd %s: chdir", cwd);
+  char buf[4096];
+  if (!getcwd(buf, sizeof buf) || buf[0] != '/')
+    return an_error_set(err, EXDEV, "process.cwd %s: outside the container root", cwd);
+  return 0;
+}
+
+static void reset_signals(void) {
+  struct sigaction sa;
+  for (int s = 1; s < NSIG; s++) {
+    if (s == SIGKILL || s == SIGSTOP) continue;
+    if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN) {
+      sa.sa_handler = SIG_DFL;
+      sigaction(s, &sa, NULL);
+    }
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Mount namespace work, before pivot_root (between [1] and [2]). */
+static int setup_mounts(const struct an_init_config *c, int *root_fd, an_error_t *err) {
+  const struct an_spec *s = c->spec;
+  int r = an_rootfs_prepare(c->rootfs, root_fd, err);
+  if (r < 0) return r;
+  for (size_t i = 0; i < s->n_mounts; i++) {
+    r = an_mount_entry(*root_fd, c->rootfs, c->bundle, &s->mounts[i],
+                       c->idmap_fds ? c->idmap_fds[i] : -1, err);
+    if (r < 0) return r;
+  }
+  return an_devices_setup(*root_fd, &s->linux, c->in_userns, err);
+}
+
+/* The process-level setup shared by init and exec, after the root is in
+ * place: rlimits, keyring, terminal, cwd, identity, capabilities. */
+static int setup_process(const struct an_init_config *c, int *pty_master, an_error_t *err) {
+  const struct an_spec_process *p = c->process;
+  int r = an_rlimits_apply(p, err);
+  if (r < 0) return r;
+  if (!c->no_new_keyring && syscall(SYS_keyctl, 1 /* KEYCTL_JOIN_SESSION_KEYRING */, NULL) < 0 &&
+      errno != ENOSYS && errno != EPERM)
+    return an_error_set(err, errno, "join a new session keyring");
+  if (p->terminal) {
+    r = an_terminal_setup(p, pty_master, err);
+    if (r < 0) return r;
+  }
+  r = enter_cwd(p->cwd, err);
+  if (r < 0) return r;
+  /* Without no_new_privs, installing the filter needs CAP_SYS_ADMIN: do it
+   * while we still have it (runc does the same). */
+  if (c->seccomp && !p->no_new_privileges) {
+    r = an_seccomp_install(c->seccomp, err);
+    if (r < 0) return an_error_prefix(err, "linux.seccomp");
+  }
+  r = an_user_apply(&p->user, err);
+  if (r < 0) return r;
+  r = an_caps_apply(p->capabilities, err);
+  if (r < 0) return an_error_prefix(err, "process.capabilities");
+  if (p->no_new_privileges && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    return an_error_set(err, errno, "prctl PR_SET_NO_NEW_PRIVS");
+  return 0;
+}
+
+/* Keep fds 0-2 and the preserved 3..3+n-1; everything else the runtime holds
+ * is closed by execve (BL-02). */
+static int seal_fds(const struct an_init_config *c, int *report_fd, an_error_t *err) {
+  int first = 3 + (c->preserve_fds > 0 ? c->preserve_fds : 0);
+  if (*report_fd < first) {
+    int fd = fcntl(*report_fd, F_DUPFD_CLOEXEC, first);
+    if (fd < 0) return an_error_set(err, errno, "move sync fd");
+    *report_fd = fd;
+  }
+  for (int fd = 3; fd < first; fd++)
+    if (fcntl(fd, F_SETFD, 0) < 0) return an_error_set(err, errno, "preserve fd %d", fd);
+  if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+    return an_error_set(err, errno, "close_range");
+  return 0;
+}
+
+static int wait_for_start(int start_fd, int *conn, an_error_t *err) {
+  int fd;
+  do fd = accept4(start_fd, NULL, NULL, SOCK_CLOEXEC);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0) return an_error_set(err, errno, "wait for start");
+  char b;
+  ssize_t n;
+  do n = read(fd, &b, 1);
+  while (n < 0 && errno == EINTR);
+  if (n != 1) {
+    close(fd);
+    return an_error_set(err, n < 0 ? errno : EPIPE, "start: read");
+  }
+  *conn = fd;
+  return 0;
+}
+
+static int init_run(const struct an_init_config *c, int *report_fd, char *exe, size_t exesz,
+                    an_error_t *err) {
+  const struct an_spec *s = c->spec;
+  int r;
+  cleanup_free char *hook_state = NULL;
+
+  /* [1] ids mapped, cgroup entered */
+  r = an_sync_wait(c->sync_fd, AN_SYNC_IDMAPPED, NULL, err);
+  if (r < 0) return r;
+  r = an_ns_join_user(c->ns, err);
+  if (r < 0) return r;
+  if (c->become_root_early) {
+    /* Become root of the new user namespace: from here on file access is
+     * checked as the mapped host id, never as host root. */
+    if (setresgid(0, 0, 0) < 0) return an_error_set(err, errno, "setresgid 0 in user namespace");
+    if (setresuid(0, 0, 0) < 0) return an_error_set(err, errno, "setresuid 0 in user namespace");
+  }
+  r = an_ns_join_others(c->ns, err);
+  if (r < 0) return r;
+  if (c->ns->unshare_cgroupns && !c->exec_only && unshare(CLONE_NEWCGROUP) < 0)
+    return an_error_set(err, errno, "unshare cgroup namespace");
+  if (setsid() < 0) return an_error_set(err, errno, "setsid");
+  for (int i = 0; i < 3; i++)
+    if (c->stdio[i] >= 0 && c->stdio[i] != i && dup2(c->stdio[i], i) < 0)
+      return an_error_set(err, errno, "dup2 stdio fd %d", i);
+
+  if (!c->exec_only) {
+    cleanup_close int root_fd = -1;
+    r = setup_mounts(c, &root_fd, err);
+    if (r < 0) return r;
+    /* [2] mounted: the parent runs prestart and createRuntime hooks */
+    r = an_sync_send(c->sync_fd, AN_SYNC_MOUNTED, -1, err);
+    if (r < 0) return r;
+    /* [3] */
+    if (c->needs_hook_state) r = an_sync_wait_payload(c->sync_fd, AN_SYNC_HOOKS_DONE, &hook_state, err);
+    else r = an_sync_wait(c->sync_fd, AN_SYNC_HOOKS_DONE, NULL, err);
+    if (r < 0) return r;
+    r = an_hooks_run(s->hooks.create_container, s->hooks.n_create_container, "createContainer",
+                     hook_state, err);
+    if (r < 0) return r;
+    r = an_rootfs_pivot(root_fd, c->no_pivot, err);
+    if (r < 0) return r;
+    r = an_sysctl_apply(&s->linux, err);
+    if (r < 0) return r;
+    if (s->hostname && sethostname(s->hostname, strlen(s->hostname)) < 0)
+      return an_error_set(err, errno, "sethostname \"%s\"", s->hostname);
+    if (s->domainname && setdomainname(s->domainname, strlen(s->domainname)) < 0)
+      return an_error_set(err, errno, "setdomainname \"%s\"", s->domainname);
+    r = an_rootfs_finalize(s, err);
+    if (r < 0) return r;
+  }
+
+  cleanup_close int pty_master = -1;
+  r = setup_process(c, &pty_master, err);
+  if (r < 0) return r;
+  r = lookup_executable(c->process->args[0], c->process->env, exe, exesz, err);
+  if (r < 0) return r;
+
+  /* [4] ready (with the pty master) */
+  r = an_sync_send(c->sync_fd, AN_SYNC_READY, pty_master, err);
+  if (r < 0) return r;
+  if (pty_master >= 0) { close(pty_master); pty_master = -1; }
+
+  /* [5] go, or detach and wait for `start` */
+  enum an_sync_point got;
+  r = an_sync_wait_either(c->sync_fd, AN_SYNC_GO, AN_SYNC_DETACH, &got, err);
+  if (r < 0) return r;
+  if (got == AN_SYNC_DETACH) {
+    if (c->start_fd < 0) return an_error_set(err, EPROTO, "detach without a start socket");
+    /* create: the runtime is about to exit; we are on our own now */
+    if (prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) < 0) return an_error_set(err, errno, "prctl");
+    close(c->sync_fd);
+    *report_fd = -1;
+    int conn = -1;
+    r = wait_for_start(c->start_fd, &conn, err);
+    if (r < 0) return r;
+    close(c->start_fd);
+    *report_fd = conn;
+  }
+  if (!c->exec_only) {
+    r = an_hooks_run(s->hooks.start_container, s->hooks.n_start_container, "startContainer",
+                     hook_state, err);
+    if (r < 0) return r;
+  }
+  r = seal_fds(c, report_fd, err);
+  if (r < 0) return r;
+  reset_signals();
+  if (c->seccomp && c->process->no_new_privileges) {
+    r = an_seccomp_install(c->seccomp, err);
+    if (r < 0) return an_error_prefix(err, "linux.seccomp");
+  }
+  return 0;
+}
+
+_Noreturn void an_init_main(const struct an_init_config *c) {
+  an_error_t err = NULL;
+  int report_fd = c->sync_fd;
+  char exe[4096];
+  int r;
+
+  /* If the runtime died before this, [1] below reads EOF and we exit
+   * (getppid() is 0 in a new pid namespace, so it cannot be compared). */
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (c->parent_sync_fd >= 0) close(c->parent_sync_fd);
+  if (c->state_dirfd >= 0) close(c->state_dirfd);
+
+  r = init_run(c, &report_fd, exe, sizeof exe, &err);
+  if (r == 0) {
+    execve(exe, c->process->args, c->process->env ? c->process->env : (char *[]){NULL});
+    r = an_error_set(&err, errno, "exec \"%s\"", exe);
+  }
+  if (report_fd >= 0) an_sync_send_error(report_fd, err);
+  _exit(r == -ENOENT ? 127 : r == -EACCES ? 126 : 1);
+}

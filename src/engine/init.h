@@ -1,0 +1,61 @@
+/* engine/init.h — what the container's first process (and each exec'd
+ * process) does between clone3 and execve, child side of the protocol in
+ * sync.h.  The parent prepares everything that needs allocation or host
+ * files (struct an_init_config); the child only applies it.
+ *
+ * /proc/PID/exe (BL-01, runc CVE-2019-5736): the child makes itself
+ * non-dumpable right after clone3, before it joins or becomes visible in any
+ * container namespace.  Its mm was created by the host runtime, so
+ * ptrace_may_access() — which guards /proc/PID/exe, /proc/PID/fd, /proc/PID/mem
+ * — fails for every container process (they hold no capability in the host
+ * user namespace).  The container's pid 1 is a fresh pid namespace: nothing
+ * else lives there before execve; an exec'd process is visible only while
+ * non-dumpable.  execve resets dumpability for the new, container-owned image.
+ * Not covered by this: a container binary whose interpreter line names
+ * /proc/self/exe makes the kernel run the runtime again as a container
+ * process; with a user namespace (the default) that process is an
+ * unprivileged host uid that cannot write the root-owned runtime binary.
+ *
+ * What does NOT live here: the parent side (container.c, exec.c). */
+#ifndef AN_ENGINE_INIT_H
+#define AN_ENGINE_INIT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include "agentnest/spec.h"
+#include "engine/namespaces.h"
+
+struct an_seccomp_program;
+
+struct an_init_config {
+  const struct an_spec *spec;
+  const struct an_spec_process *process;  /* spec->process, or the exec'd process */
+  const char *rootfs;                      /* absolute host path of the root */
+  const char *bundle;                      /* for relative bind sources; may be NULL */
+  pid_t parent_pid;                        /* the runtime, for PR_SET_PDEATHSIG */
+  int sync_fd;                             /* child's end of the sync socketpair */
+  int parent_sync_fd;                      /* parent's end: the child closes it first */
+  int start_fd;                            /* listening start socket (create), or -1 */
+  int state_dirfd;                         /* the parent's locked state dir: closed first, so
+                                              the lock is not held by init (flock(2) locks
+                                              belong to the open file description) */
+  const struct an_ns_plan *ns;
+  bool in_userns;                          /* runs in a (new or joined) user namespace */
+  bool become_root_early;                  /* setresuid(0) after the maps are written */
+  const int *idmap_fds;                    /* per mounts[i]: idmapped detached mount made by
+                                              the parent, or -1; or NULL */
+  const struct an_seccomp_program *seccomp;/* NULL: none */
+  bool no_pivot, no_new_keyring;
+  int preserve_fds;
+  int stdio[3];                            /* -1: keep */
+  bool exec_only;                          /* an exec into a running container */
+  bool needs_hook_state;                   /* createContainer/startContainer hooks: the
+                                              parent sends the state JSON at [3] */
+};
+
+/* Child entry after clone3: never returns (execve or _exit).  Errors are sent
+ * to the parent as AN_SYNC_ERROR messages; the exit status is 127 when the
+ * executable was not found, 126 when it is not executable, 1 otherwise. */
+_Noreturn void an_init_main(const struct an_init_config *c);
+
+#endif

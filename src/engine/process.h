@@ -1,0 +1,36 @@
+/* engine/process.h — process primitives the engine builds on: clone3 into new
+ * namespaces and a cgroup, pidfds, start times for the PID reuse guard, and
+ * exit statuses as a shell reports them.  What does NOT live here: what the
+ * child does (init.c), the protocol (sync.h). */
+#ifndef AN_ENGINE_PROCESS_H
+#define AN_ENGINE_PROCESS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "agentnest/error.h"
+
+/* clone3(2) with `flags` (CLONE_NEW*), CLONE_PIDFD and exit signal SIGCHLD,
+ * and CLONE_INTO_CGROUP when cgroup_fd >= 0.  Like fork: returns 0 in the
+ * child, the child's pid in the parent (and *pidfd, O_CLOEXEC, owned by the
+ * caller).  Errors: errno of clone3. */
+pid_t an_process_clone(uint64_t flags, int cgroup_fd, int *pidfd, an_error_t *err);
+
+/* Start time of `pid` in clock ticks since boot (/proc/PID/stat field 22,
+ * proc(5)).  Errors: -ESRCH no such process, errno of reading, -EINVAL
+ * unparsable. */
+int an_process_start_time(pid_t pid, uint64_t *ticks, an_error_t *err);
+
+/* A pidfd for `pid` that is known to be the same process as recorded: the
+ * start time read after pidfd_open must equal `start_time` (0 = skip check).
+ * Errors: -ESRCH gone or reused. */
+int an_process_pidfd_checked(pid_t pid, uint64_t start_time, int *pidfd, an_error_t *err);
+
+/* Wait for the child behind `pidfd` to exit and return its status as a shell
+ * would: the exit code, or 128+N when killed by signal N.  Errors: errno of
+ * waitid. */
+int an_process_wait(int pidfd, an_error_t *err);
+
+/* Send `sig` through a pidfd.  Errors: errno of pidfd_send_signal. */
+int an_process_signal(int pidfd, int sig, an_error_t *err);
+
+#endif

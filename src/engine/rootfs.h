@@ -1,0 +1,35 @@
+/* engine/rootfs.h — the container's root: mount propagation, the bind of
+ * root.path onto itself, pivot_root (or MS_MOVE + chroot with --no-pivot),
+ * the read-only root, and linux.readonlyPaths / linux.maskedPaths, applied
+ * last and verified (config-linux.md "Masked Paths", "Readonly Paths";
+ * BL-07, BL-09).  What does NOT live here: mounts[] (mount.c), /dev
+ * (devices.c). */
+#ifndef AN_ENGINE_ROOTFS_H
+#define AN_ENGINE_ROOTFS_H
+
+#include <stdbool.h>
+#include "agentnest/error.h"
+#include "agentnest/spec.h"
+
+/* In a fresh mount namespace: make every mount a slave (events from the host
+ * still arrive, nothing leaks back), bind `rootfs` onto itself so it is a
+ * mount point, and open it (O_PATH) in *root_fd.  Errors: errno of mount/open
+ * naming the rootfs. */
+int an_rootfs_prepare(const char *rootfs, int *root_fd, an_error_t *err);
+
+/* Make root_fd the process's root: pivot_root(".", ".") and detach the old
+ * root (runc/lxc), or with `no_pivot` move the mount onto / and chroot.
+ * Afterwards cwd is "/".  Errors: errno of the failing call. */
+int an_rootfs_pivot(int root_fd, bool no_pivot, an_error_t *err);
+
+/* After pivot_root: apply linux.rootfsPropagation, make / read-only when
+ * root.readonly, then readonlyPaths (recursive read-only binds of
+ * themselves), then maskedPaths (directories: an empty read-only tmpfs;
+ * other files: the container's /dev/null, which must be the null device
+ * 1:3).  Each result is checked by reopening the path; a path that does not
+ * exist is skipped, one that cannot be protected fails the start (fail
+ * closed).  Errors: -ELOOP a symlink on the path, -EIO verification failed,
+ * errno of the failing call, naming the path. */
+int an_rootfs_finalize(const struct an_spec *spec, an_error_t *err);
+
+#endif

@@ -1,0 +1,339 @@
+/* sandbox/doctor.c — an_doctor_probe(): probe what this host offers a
+ * sandbox (kernel, namespaces, cgroups, seccomp, Landlock, nftables,
+ * idmapped mounts, openat2, image store, state directory) and describe it as
+ * JSON.  Each probe is a real syscall whose errno is the answer (ENOSYS: the
+ * kernel lacks it); nothing is left behind.  Printing is the CLI's job. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <nftables/libnftables.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <yajl/yajl_gen.h>
+#include "agentnest/doctor.h"
+#include "agentnest/image.h"
+#include "engine/cgroup_internal.h"
+#include "util/cleanup.h"
+
+#define GS(g, s) yajl_gen_string((g), (const unsigned char *) (s), strlen(s))
+
+/* What is required and missing, collected while probing. */
+struct missing {
+  const char *what[32];
+  size_t n;
+};
+
+static void miss(struct missing *m, const char *what) {
+  if (m->n < sizeof m->what / sizeof m->what[0]) m->what[m->n++] = what;
+}
+
+static void key_bool(yajl_gen g, const char *k, bool v) { GS(g, k); yajl_gen_bool(g, v); }
+static void key_int(yajl_gen g, const char *k, long long v) { GS(g, k); yajl_gen_integer(g, v); }
+static void key_str(yajl_gen g, const char *k, const char *v) {
+  GS(g, k);
+  if (v) GS(g, v);
+  else yajl_gen_null(g);
+}
+
+/* A small /proc or /sys file as a trimmed string (NULL when unreadable). */
+static char *read_small(const char *path) {
+  cleanup_fclose FILE *f = fopen(path, "re");
+  if (!f) return NULL;
+  char buf[4096];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) buf[--n] = 0;
+  return strdup(buf);
+}
+
+/* An integer sysctl as a JSON number, or null when the file is absent. */
+static void key_sysctl(yajl_gen g, const char *k, const char *path) {
+  cleanup_free char *s = read_small(path);
+  GS(g, k);
+  if (s) yajl_gen_integer(g, strtoll(s, NULL, 10));
+  else yajl_gen_null(g);
+}
+
+static void probe_kernel(yajl_gen g) {
+  struct utsname u;
+  GS(g, "kernel");
+  yajl_gen_map_open(g);
+  if (uname(&u) == 0) {
+    key_str(g, "release", u.release);
+    key_str(g, "version", u.version);
+    key_str(g, "machine", u.machine);
+  }
+  yajl_gen_map_close(g);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* Namespace types from /proc/self/ns (namespaces(7)); each required one
+ * that is absent is missing. */
+static void probe_namespaces(yajl_gen g, struct missing *m) {
+  static const char *const required[] = {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"};
+  static const char *const missing_names[] = {"user namespace", "mount namespace",
+                                              "pid namespace", "network namespace",
+                                              "ipc namespace", "uts namespace",
+                                              "cgroup namespace"};
+  char *names[32];
+  size_t n = 0;
+  cleanup_closedir DIR *d = opendir("/proc/self/ns");
+  struct dirent *e;
+  while (d && (e = readdir(d)) && n < 32) {
+    if (e->d_name[0] == '.' || strstr(e->d_name, "_for_children")) continue;
+    names[n] = strdup(e->d_name);
+    if (names[n]) n++;
+  }
+  qsort(names, n, sizeof names[0], cmp_str);
+  GS(g, "namespaces");
+  yajl_gen_map_open(g);
+  GS(g, "available");
+  yajl_gen_array_open(g);
+  for (size_t i = 0; i < n; i++) GS(g, names[i]);
+  yajl_gen_array_close(g);
+  for (size_t r = 0; r < sizeof required / sizeof required[0]; r++) {
+    bool found = false;
+    for (size_t i = 0; i < n; i++) found |= !strcmp(names[i], required[r]);
+    if (!found) miss(m, missing_names[r]);
+  }
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  key_sysctl(g, "user_max", "/proc/sys/user/max_user_namespaces");
+  key_sysctl(g, "unprivileged_userns_clone", "/proc/sys/kernel/unprivileged_userns_clone");
+  key_sysctl(g, "apparmor_restrict_unprivileged_userns",
+             "/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+  cleanup_free char *max = read_small("/proc/sys/user/max_user_namespaces");
+  if (max && strtoll(max, NULL, 10) == 0) miss(m, "user namespaces (user.max_user_namespaces is 0)");
+  yajl_gen_map_close(g);
+}
+
+static void probe_cgroup(yajl_gen g, struct missing *m) {
+  struct an_cg_layout l = {0};
+  cleanup_error an_error_t err = NULL;
+  GS(g, "cgroup");
+  yajl_gen_map_open(g);
+  if (an_cg_layout_read(&l, &err) < 0) {
+    key_str(g, "layout", NULL);
+    key_str(g, "error", err->msg);
+    yajl_gen_map_close(g);
+    miss(m, "cgroup filesystem");
+    return;
+  }
+  key_str(g, "layout", l.layout == AN_CGROUP_UNIFIED  ? "unified"
+                       : l.layout == AN_CGROUP_HYBRID ? "hybrid"
+                                                      : "legacy");
+  GS(g, "hierarchies");
+  yajl_gen_array_open(g);
+  for (size_t i = 0; i < l.n; i++) {
+    yajl_gen_map_open(g);
+    key_int(g, "version", l.h[i].version);
+    key_str(g, "mount", l.h[i].mount);
+    GS(g, "controllers");
+    yajl_gen_array_open(g);
+    for (int c = 0; c < AN_CG__COUNT; c++) {
+      if (!(l.h[i].ctrls & AN_CG_BIT(c))) continue;
+      const char *name = l.h[i].version == 2 ? an_cg_ctrl_v2_name(c) : an_cg_ctrl_v1_name(c);
+      if (name) GS(g, name);
+    }
+    yajl_gen_array_close(g);
+    yajl_gen_map_close(g);
+  }
+  yajl_gen_array_close(g);
+  yajl_gen_map_close(g);
+  if (an_cg_layout_find(&l, AN_CG_MEMORY) < 0) miss(m, "cgroup memory controller");
+  if (an_cg_layout_find(&l, AN_CG_PIDS) < 0) miss(m, "cgroup pids controller");
+  an_cg_layout_clear(&l);
+}
+
+/* seccomp(2): SECCOMP_GET_ACTION_AVAIL for SECCOMP_RET_ALLOW succeeds when
+ * filter mode is built in; the list of actions is in
+ * /proc/sys/kernel/seccomp/actions_avail. */
+static void probe_seccomp(yajl_gen g, struct missing *m) {
+  bool avail = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
+  uint32_t action = SECCOMP_RET_ALLOW;
+  bool filter = syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
+  GS(g, "seccomp");
+  yajl_gen_map_open(g);
+  key_bool(g, "available", avail);
+  key_bool(g, "filter", filter);
+  GS(g, "actions");
+  yajl_gen_array_open(g);
+  cleanup_free char *acts = read_small("/proc/sys/kernel/seccomp/actions_avail");
+  char *save = NULL;
+  for (char *t = acts ? strtok_r(acts, " ", &save) : NULL; t; t = strtok_r(NULL, " ", &save))
+    GS(g, t);
+  yajl_gen_array_close(g);
+  yajl_gen_map_close(g);
+  if (!filter) miss(m, "seccomp filter mode");
+}
+
+/* landlock_create_ruleset(2) with LANDLOCK_CREATE_RULESET_VERSION returns
+ * the highest ABI version supported. */
+static void probe_landlock(yajl_gen g) {
+  long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  int e = errno;
+  GS(g, "landlock");
+  yajl_gen_map_open(g);
+  key_int(g, "abi", abi > 0 ? abi : 0);
+  if (abi < 0)
+    key_str(g, "error", e == ENOSYS ? "not built into this kernel (ENOSYS)"
+                        : e == EOPNOTSUPP ? "disabled at boot (EOPNOTSUPP)"
+                                          : an_errno_name(e));
+  yajl_gen_map_close(g);
+}
+
+static void probe_nftables(yajl_gen g) {
+  struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+  GS(g, "nftables");
+  yajl_gen_map_open(g);
+  key_bool(g, "available", ctx != NULL);
+  yajl_gen_map_close(g);
+  if (ctx) nft_ctx_free(ctx);
+}
+
+/* mount_setattr(2) (Linux 5.12, with MOUNT_ATTR_IDMAP) answers an invalid
+ * call with EBADF/EINVAL when it exists and ENOSYS when not.  Whether a
+ * given filesystem supports idmapping is only known when mounting. */
+static void probe_idmap(yajl_gen g) {
+  long r = syscall(SYS_mount_setattr, -1, "", 0, NULL, (size_t) 0);
+  bool has = !(r < 0 && errno == ENOSYS);
+  struct utsname u;
+  int maj = 0, min = 0;
+  if (uname(&u) == 0) sscanf(u.release, "%d.%d", &maj, &min);
+  GS(g, "idmapped_mounts");
+  yajl_gen_map_open(g);
+  key_bool(g, "mount_setattr", has);
+  key_bool(g, "available", has && (maj > 5 || (maj == 5 && min >= 12)));
+  yajl_gen_map_close(g);
+}
+
+static void probe_openat2(yajl_gen g, struct missing *m) {
+  struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
+  long fd = syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof how);
+  bool has = fd >= 0 || errno != ENOSYS;
+  if (fd >= 0) close((int) fd);
+  GS(g, "openat2");
+  yajl_gen_map_open(g);
+  key_bool(g, "available", has);
+  yajl_gen_map_close(g);
+  if (!has) miss(m, "openat2");
+}
+
+static void probe_pidfd_clone3(yajl_gen g, struct missing *m) {
+  long fd = syscall(SYS_pidfd_open, getpid(), 0);
+  bool pidfd = fd >= 0;
+  if (fd >= 0) close((int) fd);
+  /* clone3 with a NULL args pointer: EFAULT/EINVAL when it exists. */
+  long r = syscall(SYS_clone3, NULL, 0);
+  bool clone3 = !(r < 0 && errno == ENOSYS);
+  GS(g, "pidfd");
+  yajl_gen_map_open(g);
+  key_bool(g, "available", pidfd);
+  yajl_gen_map_close(g);
+  GS(g, "clone3");
+  yajl_gen_map_open(g);
+  key_bool(g, "available", clone3);
+  yajl_gen_map_close(g);
+  if (!pidfd) miss(m, "pidfd_open");
+}
+
+static void probe_image_store(yajl_gen g, const char *root) {
+  struct an_image_info **list = NULL;
+  size_t n = 0;
+  cleanup_error an_error_t err = NULL;
+  int r = an_image_list(root, &list, &n, &err);
+  GS(g, "image_store");
+  yajl_gen_map_open(g);
+  key_str(g, "path", root);
+  key_int(g, "images", r < 0 ? 0 : (long long) n);
+  if (r < 0) key_str(g, "error", err->msg);
+  yajl_gen_map_close(g);
+  an_image_list_free(list, n);
+}
+
+/* mkdir -p root (0700), then an unnamed O_TMPFILE in it proves writes. */
+static int make_dirs(const char *path) {
+  cleanup_free char *p = strdup(path);
+  if (!p) return -ENOMEM;
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = 0;
+    if (mkdir(p, 0755) < 0 && errno != EEXIST) return -errno;
+    *s = '/';
+  }
+  if (mkdir(p, 0700) < 0 && errno != EEXIST) return -errno;
+  return 0;
+}
+
+static void probe_state_dir(yajl_gen g, const char *root, struct missing *m) {
+  char msg[256] = "";
+  int r = make_dirs(root);
+  if (r < 0) snprintf(msg, sizeof msg, "mkdir %s: %s", root, an_errno_name(-r));
+  if (r == 0) {
+    int fd = open(root, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      r = -errno;
+      snprintf(msg, sizeof msg, "create a file in %s: %s", root, an_errno_name(-r));
+    } else {
+      close(fd);
+    }
+  }
+  GS(g, "state_dir");
+  yajl_gen_map_open(g);
+  key_str(g, "path", root);
+  key_bool(g, "writable", r == 0);
+  if (r < 0) key_str(g, "error", msg);
+  yajl_gen_map_close(g);
+  if (r < 0) miss(m, "writable state directory");
+}
+
+int an_doctor_probe(const char *root, char **json, bool *ok, an_error_t *err) {
+  if (!root || !*root) return an_error_set(err, EINVAL, "doctor: no store root given");
+  yajl_gen g = yajl_gen_alloc(NULL);
+  if (!g) return an_error_set(err, ENOMEM, "doctor: yajl_gen_alloc");
+  yajl_gen_config(g, yajl_gen_beautify, 1);
+  struct missing m = {.n = 0};
+  yajl_gen_map_open(g);
+  probe_kernel(g);
+  probe_namespaces(g, &m);
+  probe_cgroup(g, &m);
+  probe_seccomp(g, &m);
+  probe_landlock(g);
+  probe_nftables(g);
+  probe_idmap(g);
+  probe_openat2(g, &m);
+  probe_pidfd_clone3(g, &m);
+  probe_image_store(g, root);
+  probe_state_dir(g, root, &m);
+  /* The verdict last: it is only known once every probe ran. */
+  GS(g, "missing");
+  yajl_gen_array_open(g);
+  for (size_t i = 0; i < m.n; i++) GS(g, m.what[i]);
+  yajl_gen_array_close(g);
+  key_bool(g, "ok", m.n == 0);
+  yajl_gen_map_close(g);
+
+  const unsigned char *buf;
+  size_t len;
+  char *out = NULL;
+  if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok || !(out = strndup((const char *) buf, len))) {
+    yajl_gen_free(g);
+    return an_error_set(err, ENOMEM, "doctor: JSON generation failed");
+  }
+  yajl_gen_free(g);
+  *json = out;
+  *ok = m.n == 0;
+  return 0;
+}

@@ -1,0 +1,306 @@
+/* sandbox/exec.c — an_sandbox_exec: one command in a live sandbox, in its
+ * own child cgroup, with a timeout, OOM detection, capped and redacted
+ * output, and the result as DESIGN.md's exit statuses.
+ *
+ * Waiting: an epoll set holding the process's pidfd and a timerfd is the
+ * "stop" fd of the output capture, so the capture returns when the command
+ * exits (a daemonised grandchild still holding the pipes cannot keep the
+ * caller waiting, BL-42) or when the timeout fires.  Then every process left
+ * in the exec's cgroup is killed (cgroup.kill; BL-42) and the cgroup
+ * removed.  OOM: the oom_kill counter of the exec's cgroup (memory.events on
+ * v2, memory.oom_control on v1, which counts where the victim lived) is
+ * compared before and after (BL-35).  What does NOT live here: cloning into
+ * the sandbox (exec_spawn.c), output capture and redaction (output.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "engine/process.h"
+#include "sandbox/sandbox_internal.h"
+#include "util/cleanup.h"
+
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+void an_exec_result_release(struct an_exec_result *res) {
+  if (!res) return;
+  an_output_release(&res->output);
+  memset(res, 0, sizeof *res);
+}
+
+/* Take a free exec slot: the first <dir>/exec-slots/<n>.lock this process
+ * can flock, and its child cgroup exec-<n> (created on first use, kept for
+ * the next exec: creating and removing a cgroup in every v1 hierarchy per
+ * exec costs milliseconds).  Held until the handle is closed. */
+static int acquire_slot(struct an_sandbox *sb, an_error_t *err) {
+  if (sb->exec_cg) return 0;
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/exec-slots", sb->dir);
+  if (mkdir(path, 0700) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", path);
+  for (unsigned n = 0; n < 4096; n++) {
+    snprintf(path, sizeof path, "%s/exec-slots/%u.lock", sb->dir, n);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) return an_error_set(err, errno, "open %s", path);
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+      close(fd);
+      if (errno == EWOULDBLOCK || errno == EINTR) continue;
+      return an_error_set(err, errno, "lock %s", path);
+    }
+    char name[32], cgp[256];
+    snprintf(name, sizeof name, "exec-%u", n);
+    snprintf(cgp, sizeof cgp, "%s/%s", sb->cgroup_path, name);
+    an_error_t e = NULL;
+    int r = an_cgroup_open(cgp, &sb->exec_cg, &e);
+    an_error_free(&e);
+    if (r < 0) r = an_cgroup_create_child(sb->cg, name, &sb->exec_cg, err);
+    if (r < 0) {
+      close(fd);
+      return r;
+    }
+    sb->exec_slot_fd = fd;
+    sb->exec_oom_ok = an_cgroup_oom_kills(sb->exec_cg, &sb->exec_oom_base, &e) == 0;
+    an_error_free(&e);
+    return 0;
+  }
+  return an_error_set(err, EBUSY, "sandbox %s: no free exec slot", sb->rec.id);
+}
+
+/* After an exec: kill what is left in its cgroup and wait until it is empty
+ * (bounded), so the slot starts clean and timeouts reach everything. */
+static void empty_slot(struct an_cgroup *cg) {
+  an_error_t e = NULL;
+  for (int i = 0; i < 2000; i++) {
+    pid_t *pids = NULL;
+    size_t n = 0;
+    if (an_cgroup_pids(cg, &pids, &n, &e) < 0) break;
+    free(pids);
+    if (!n) break;
+    if (i == 0 || i % 100 == 0) an_cgroup_kill(cg, SIGKILL, &e);
+    an_error_free(&e);
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  an_error_free(&e);
+}
+
+/* Wait for the pidfd's process to exit; fill the result's code/signal. */
+static int reap(int pidfd, struct an_exec_result *res, an_error_t *err) {
+  siginfo_t si;
+  for (;;) {
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED) == 0) break;
+    if (errno != EINTR) return an_error_set(err, errno, "waitid");
+  }
+  if (si.si_code == CLD_EXITED) {
+    res->exit_code = si.si_status;
+    res->signal = 0;
+  } else {
+    res->exit_code = -1;
+    res->signal = si.si_status;
+  }
+  return 0;
+}
+
+static bool exited(int pidfd) {
+  struct pollfd p = {.fd = pidfd, .events = POLLIN};
+  return poll(&p, 1, 0) > 0;
+}
+
+/* Secrets of the sandbox plus the call's own. */
+static struct an_secret *all_secrets(const struct an_sandbox *sb, const struct an_exec_opts *eo,
+                                     size_t *n) {
+  size_t k = sb->rec.nsecrets + (eo ? eo->nsecrets : 0);
+  *n = 0;
+  if (!k) return NULL;
+  struct an_secret *s = calloc(k, sizeof *s);
+  if (!s) return NULL;
+  for (size_t i = 0; i < sb->rec.nsecrets; i++) s[(*n)++] = sb->rec.secrets[i];
+  for (size_t i = 0; eo && i < eo->nsecrets; i++) s[(*n)++] = eo->secrets[i];
+  return s;
+}
+
+/* The part shared by exec and run_once: wait with timeout, kill on
+ * timeout, capture output.  `cg` is the cgroup to kill (the exec's, or the
+ * whole sandbox for run_once). */
+int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
+                       uint64_t timeout_ms, uint64_t kill_grace_ms,
+                       const struct an_output_opts *oo, struct an_exec_result *res,
+                       an_error_t *err) {
+  cleanup_close int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  cleanup_close int ep = epoll_create1(EPOLL_CLOEXEC);
+  if (tfd < 0 || ep < 0) return an_error_set(err, errno, "exec: timerfd/epoll");
+  struct itimerspec its = {.it_value = {.tv_sec = (time_t) (timeout_ms / 1000),
+                                        .tv_nsec = (long) (timeout_ms % 1000) * 1000000}};
+  if (!timeout_ms) its.it_value.tv_nsec = 1;
+  if (timerfd_settime(tfd, 0, &its, NULL) < 0) return an_error_set(err, errno, "exec: timerfd_settime");
+  struct epoll_event ev = {.events = EPOLLIN};
+  ev.data.fd = pidfd;
+  if (epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev) < 0) return an_error_set(err, errno, "exec: epoll_ctl");
+  ev.data.fd = tfd;
+  if (epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev) < 0) return an_error_set(err, errno, "exec: epoll_ctl");
+
+  int r = an_output_capture(out_fd, err_fd, ep, oo, &res->output, err);
+  if (r < 0) {
+    an_error_t e = NULL;
+    if (cg) an_cgroup_kill(cg, SIGKILL, &e);
+    an_error_free(&e);
+    an_process_signal(pidfd, SIGKILL, &e);
+    an_error_free(&e);
+    struct an_exec_result tmp = {0};
+    reap(pidfd, &tmp, &e);
+    an_error_free(&e);
+    return r;
+  }
+  /* The pipes may have closed while the command still runs. */
+  struct epoll_event got;
+  while (!exited(pidfd)) {
+    int n = epoll_wait(ep, &got, 1, -1);
+    if (n < 0 && errno != EINTR) return an_error_set(err, errno, "exec: epoll_wait");
+    if (n > 0 && got.data.fd == tfd && !exited(pidfd)) {
+      res->timed_out = true;
+      an_error_t e = NULL;
+      if (kill_grace_ms) {
+        if (cg) an_cgroup_kill(cg, SIGTERM, &e);
+        else an_process_signal(pidfd, SIGTERM, &e);
+        an_error_free(&e);
+        struct pollfd p = {.fd = pidfd, .events = POLLIN};
+        while (poll(&p, 1, (int) kill_grace_ms) < 0 && errno == EINTR) {}
+      }
+      if (cg) an_cgroup_kill(cg, SIGKILL, &e);
+      an_error_free(&e);
+      an_process_signal(pidfd, SIGKILL, &e);
+      an_error_free(&e);
+      break;
+    }
+  }
+  return reap(pidfd, res, err);
+}
+
+static void finish_status(struct an_exec_result *res) {
+  if (res->oom_killed) res->status = 137;
+  else if (res->timed_out) res->status = AN_EXEC_STATUS_TIMED_OUT;
+  else if (res->signal) res->status = 128 + res->signal;
+  else res->status = res->exit_code;
+}
+
+/* A command that could not be started: status 126/127 and the reason on
+ * stderr, like a shell. */
+static int spawn_failure(int r, an_error_t *err, struct an_exec_result *res) {
+  int st = r == -ENOENT || r == -ENOTDIR ? AN_EXEC_STATUS_NOT_FOUND
+         : r == -EACCES || r == -EPERM || r == -ENOEXEC || r == -EISDIR ? AN_EXEC_STATUS_NOT_EXECUTABLE
+         : 0;
+  if (!st) return r;
+  const char *msg = *err && (*err)->msg ? (*err)->msg : "exec failed";
+  res->exit_code = st;
+  res->status = st;
+  res->output.stdout_buf = strdup("");
+  if (asprintf(&res->output.stderr_buf, "agentnest: %s\n", msg) < 0) res->output.stderr_buf = NULL;
+  if (!res->output.stdout_buf || !res->output.stderr_buf) {
+    an_output_release(&res->output);
+    return -ENOMEM;
+  }
+  res->output.stderr_len = strlen(res->output.stderr_buf);
+  an_error_free(err);
+  return 0;
+}
+
+int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_exec_opts *eo,
+                    struct an_exec_result *res, an_error_t *err) {
+  static const struct an_exec_opts no_opts;
+  if (!eo) eo = &no_opts;
+  if (!sb || !res) return an_error_set(err, EINVAL, "exec: no sandbox or result");
+  memset(res, 0, sizeof *res);
+  if (!argv || !argv[0] || !argv[0][0]) return an_error_set(err, EINVAL, "exec: empty command");
+  if (eo->workdir && eo->workdir[0] != '/')
+    return an_error_set(err, EINVAL, "exec: workdir \"%s\" is not absolute", eo->workdir);
+  uint64_t now = an_sb_now_ms();
+  if (sb->rec.deadline_ms && now >= sb->rec.deadline_ms)
+    return an_error_set(err, ETIME, "sandbox %s expired", sb->rec.id);
+  uint64_t remaining = sb->rec.deadline_ms ? sb->rec.deadline_ms - now : UINT64_MAX;
+  uint64_t timeout = eo->timeout_ms ? eo->timeout_ms : an_sandbox_opts_exec_timeout(sb->opts);
+  if (!timeout || timeout > remaining) timeout = remaining;
+
+  int r = an_sb_ensure_cgroup(sb, err);
+  if (r < 0) {
+    if (r == -ENOENT) {
+      an_error_free(err);
+      return an_error_set(err, ESRCH, "sandbox %s is not running", sb->rec.id);
+    }
+    return r;
+  }
+  if ((r = acquire_slot(sb, err)) < 0) return an_error_prefix(err, "exec in sandbox %s", sb->rec.id);
+  struct an_cgroup *ecg = sb->exec_cg;
+  uint64_t oom1 = 0;
+  an_error_t e = NULL;
+
+  int po[2] = {-1, -1}, pe[2] = {-1, -1};
+  cleanup_close int devnull = -1;
+  size_t nsec = 0;
+  cleanup_free struct an_secret *secrets = NULL;
+  int pidfd = -1;
+  pid_t pid = 0;
+  uint64_t t0 = mono_ms();
+  if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
+    r = an_error_set(err, errno, "pipe");
+    goto out;
+  }
+  int in = eo->has_stdin ? eo->stdin_fd : (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (in < 0) { r = an_error_set(err, errno, "open /dev/null"); goto out; }
+  struct an_sb_spawn sp = {.argv = argv, .env_extra = eo->env, .workdir = eo->workdir,
+                           .stdio = {in, po[1], pe[1]}, .cg = ecg};
+  r = an_sb_spawn(sb, &sp, &pid, &pidfd, err);
+  close(po[1]);
+  close(pe[1]);
+  po[1] = pe[1] = -1;
+  if (r < 0) {
+    r = spawn_failure(r, err, res);
+    if (r < 0) an_error_prefix(err, "exec in sandbox %s", sb->rec.id);
+    goto out;
+  }
+  secrets = all_secrets(sb, eo, &nsec);
+  struct an_output_opts oo = {
+    .max_total = eo->max_output ? eo->max_output : (size_t) an_sandbox_opts_max_output(sb->opts),
+    .max_stdout = eo->max_stdout, .max_stderr = eo->max_stderr,
+    .secrets = secrets, .nsecrets = nsec, .on_data = eo->on_data, .on_data_arg = eo->on_data_arg,
+  };
+  r = an_sb_wait_capture(ecg, pidfd, po[0], pe[0], timeout, eo->kill_grace_ms, &oo, res, err);
+  close(pidfd);
+  if (r < 0) goto out;
+  /* Documented policy: what the command left running is killed with it. */
+  empty_slot(ecg);
+  if (sb->exec_oom_ok && an_cgroup_oom_kills(ecg, &oom1, &e) == 0) {
+    if (oom1 > sb->exec_oom_base) res->oom_killed = true;
+    sb->exec_oom_base = oom1;
+  }
+  an_error_free(&e);
+  finish_status(res);
+out:
+  res->duration_ms = mono_ms() - t0;
+  for (int i = 0; i < 2; i++) {
+    if (po[i] >= 0) close(po[i]);
+    if (pe[i] >= 0) close(pe[i]);
+  }
+  if (r < 0) empty_slot(ecg);
+  if (r >= 0)
+    an_sb_event(sb->dir, "exec",
+                ",\"pid\":%d,\"status\":%d,\"timed_out\":%s,\"oom_killed\":%s,\"duration_ms\":%llu",
+                (int) pid, res->status, res->timed_out ? "true" : "false",
+                res->oom_killed ? "true" : "false", (unsigned long long) res->duration_ms);
+  else
+    an_exec_result_release(res);
+  return r;
+}

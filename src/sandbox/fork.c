@@ -1,0 +1,59 @@
+/* sandbox/fork.c — an_sandbox_fork: a new sandbox with the same options (no
+ * name) and a point-in-time copy of the workspace.  The source is frozen
+ * (cgroup freezer) while its workspace is archived into an anonymous memfd
+ * (snapshot.h: no symlink followed, hostile entries impossible by
+ * construction) and thawed at once; the copy is extracted into the new
+ * workspace with the new sandbox's owner ids (tar_extract.c's rules).
+ * What does NOT live here: create (sandbox.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "sandbox/sandbox_internal.h"
+#include "util/cleanup.h"
+
+int an_sandbox_fork(struct an_sandbox *sb, struct an_sandbox **out, an_error_t *err) {
+  /* Options as stored (never a name), plus the secrets. */
+  struct an_sandbox_opts *opts = NULL;
+  cleanup_close int mfd = -1;
+  char op[PATH_MAX + 64];
+  snprintf(op, sizeof op, "%s/%s", sb->dir, AN_SB_OPTIONS_FILE);
+  int r = an_sandbox_opts_new(&opts, err);
+  if (r < 0) return r;
+  if ((r = an_sandbox_opts_load_profile(opts, op, NULL, err)) < 0) goto out;
+  for (size_t i = 0; i < sb->rec.nsecrets; i++)
+    if ((r = an_sandbox_opts_add_secret(opts, sb->rec.secrets[i].name, sb->rec.secrets[i].value, err)) < 0)
+      goto out;
+  mfd = memfd_create("agentnest-fork", MFD_CLOEXEC);
+  if (mfd < 0) { r = an_error_set(err, errno, "memfd_create"); goto out; }
+  if ((r = an_sb_freeze(sb, true, err)) < 0) goto out;
+  r = an_workspace_snapshot_fd(sb->ws_fd, mfd, NULL, NULL, err);
+  an_error_t e = NULL;
+  int t = an_sb_freeze(sb, false, &e);
+  if (r >= 0 && t < 0) { *err = e; e = NULL; r = t; }
+  an_error_free(&e);
+  if (r < 0) goto out;
+  struct an_sandbox *nsb = NULL;
+  if ((r = an_sandbox_create(sb->root, opts, &nsb, err)) < 0) goto out;
+  struct an_file_opts fo;
+  an_sandbox_file_opts(nsb, &fo);
+  struct an_snapshot_opts so = {.set_owner = true, .uid = fo.uid, .gid = fo.gid};
+  if (lseek(mfd, 0, SEEK_SET) < 0) r = an_error_set(err, errno, "lseek");
+  else r = an_tar_extract_safe(mfd, nsb->ws_fd, &so, err);
+  if (r < 0) {
+    an_error_t e2 = NULL;
+    an_sandbox_destroy(nsb, 0, &e2);
+    an_error_free(&e2);
+    an_sandbox_close(nsb);
+    goto out;
+  }
+  an_sb_event(sb->dir, "forked", ",\"child\":\"%s\"", nsb->rec.id);
+  an_sb_event(nsb->dir, "forked_from", ",\"parent\":\"%s\"", sb->rec.id);
+  *out = nsb;
+out:
+  an_sandbox_opts_free(opts);
+  return r < 0 ? an_error_prefix(err, "fork sandbox %s", sb->rec.id) : 0;
+}

@@ -1,0 +1,187 @@
+/* sandbox/list.c — list and inspect sandboxes from their records: status
+ * is derived, never stored ("running": pid 1 and its keeper — monitor, or
+ * the creating process of a one-shot — alive and the deadline ahead;
+ * "expired": deadline passed; "dead": otherwise).  What does NOT live here:
+ * removing anything (prune.c, teardown.c). */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <yajl/yajl_gen.h>
+#include "sandbox/sandbox_internal.h"
+#include "util/cleanup.h"
+
+#define GS(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
+
+const char *an_sb_status(const struct an_sb_record *rec) {
+  if (rec->deadline_ms && an_sb_now_ms() >= rec->deadline_ms) return "expired";
+  bool keeper = rec->monitor_pid ? an_sb_pid_alive(rec->monitor_pid, rec->monitor_start)
+              : an_sb_pid_alive(rec->owner_pid, rec->owner_start);
+  if (an_sb_pid_alive(rec->init_pid, rec->init_start) && keeper) return "running";
+  return "dead";
+}
+
+static int cmp_created(const void *a, const void *b) {
+  const struct an_sandbox_info *x = a, *y = b;
+  return x->created_ms < y->created_ms ? -1 : x->created_ms > y->created_ms;
+}
+
+void an_sandbox_info_list_free(struct an_sandbox_info *list, size_t n) {
+  for (size_t i = 0; list && i < n; i++) {
+    free(list[i].id);
+    free(list[i].name);
+    free(list[i].image);
+    free(list[i].status);
+  }
+  free(list);
+}
+
+int an_sandbox_list(const char *store_root, struct an_sandbox_info **list, size_t *n,
+                    an_error_t *err) {
+  const char *root = an_sb_root_or_default(store_root);
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/%s", root, AN_SB_DIR);
+  *list = NULL;
+  *n = 0;
+  cleanup_closedir DIR *d = opendir(path);
+  if (!d) return errno == ENOENT ? 0 : an_error_set(err, errno, "open %s", path);
+  struct an_sandbox_info *v = NULL;
+  size_t k = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (!an_sb_valid_id(de->d_name)) continue;
+    char dir[PATH_MAX + 300];
+    snprintf(dir, sizeof dir, "%s/%s", path, de->d_name);
+    struct an_sb_record rec;
+    an_error_t e = NULL;
+    if (an_sb_record_read(dir, &rec, &e) < 0) {   /* being created or torn down */
+      an_error_free(&e);
+      continue;
+    }
+    struct an_sandbox_info *nv = realloc(v, (k + 1) * sizeof *v);
+    if (!nv) {
+      an_sb_record_clear(&rec);
+      an_sandbox_info_list_free(v, k);
+      return an_error_set(err, ENOMEM, "list");
+    }
+    v = nv;
+    struct an_sandbox_info *s = &v[k++];
+    memset(s, 0, sizeof *s);
+    s->id = strdup(rec.id);
+    s->name = rec.name ? strdup(rec.name) : NULL;
+    s->image = strdup(rec.image ? rec.image : "");
+    s->status = strdup(an_sb_status(&rec));
+    s->created_ms = rec.created_ms;
+    s->deadline_ms = rec.deadline_ms;
+    s->init_pid = rec.init_pid;
+    s->monitor_pid = rec.monitor_pid;
+    an_sb_record_clear(&rec);
+    if (!s->id || !s->image || !s->status || (rec.name && !s->name)) {
+      an_sandbox_info_list_free(v, k);
+      return an_error_set(err, ENOMEM, "list");
+    }
+  }
+  if (k) qsort(v, k, sizeof *v, cmp_created);
+  *list = v;
+  *n = k;
+  return 0;
+}
+
+static void gen_time(yajl_gen g, const char *key, uint64_t ms) {
+  time_t t = (time_t) (ms / 1000);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  char buf[40];
+  snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
+           tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned) (ms % 1000));
+  GS(g, key);
+  GS(g, buf);
+}
+
+static void gen_info(yajl_gen g, const struct an_sandbox_info *s) {
+  GS(g, "id"); GS(g, s->id);
+  GS(g, "name"); if (s->name) GS(g, s->name); else yajl_gen_null(g);
+  GS(g, "image"); GS(g, s->image);
+  GS(g, "status"); GS(g, s->status);
+  gen_time(g, "created", s->created_ms);
+  gen_time(g, "deadline", s->deadline_ms);
+  GS(g, "init_pid"); yajl_gen_integer(g, s->init_pid);
+  GS(g, "monitor_pid"); yajl_gen_integer(g, s->monitor_pid);
+}
+
+static int finish(yajl_gen g, char **json, an_error_t *err) {
+  const unsigned char *buf;
+  size_t len;
+  int r = 0;
+  if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok || !(*json = strndup((const char *) buf, len)))
+    r = an_error_set(err, ENOMEM, "JSON");
+  yajl_gen_free(g);
+  return r;
+}
+
+int an_sandbox_list_json(const char *store_root, char **json, an_error_t *err) {
+  struct an_sandbox_info *l = NULL;
+  size_t n = 0;
+  int r = an_sandbox_list(store_root, &l, &n, err);
+  if (r < 0) return r;
+  yajl_gen g = yajl_gen_alloc(NULL);
+  if (!g) { an_sandbox_info_list_free(l, n); return an_error_set(err, ENOMEM, "JSON"); }
+  yajl_gen_array_open(g);
+  for (size_t i = 0; i < n; i++) {
+    yajl_gen_map_open(g);
+    gen_info(g, &l[i]);
+    yajl_gen_map_close(g);
+  }
+  yajl_gen_array_close(g);
+  an_sandbox_info_list_free(l, n);
+  return finish(g, json, err);
+}
+
+int an_sandbox_inspect(struct an_sandbox *sb, char **json, an_error_t *err) {
+  struct an_sandbox_info s = {.id = sb->rec.id, .name = sb->rec.name,
+                              .image = sb->rec.image ? sb->rec.image : (char *) "",
+                              .status = (char *) an_sb_status(&sb->rec),
+                              .created_ms = sb->rec.created_ms, .deadline_ms = sb->rec.deadline_ms,
+                              .init_pid = sb->rec.init_pid, .monitor_pid = sb->rec.monitor_pid};
+  cleanup_free char *opts = NULL;
+  if (sb->opts && an_sandbox_opts_to_json(sb->opts, &opts, err) < 0) return -EINVAL;
+  yajl_gen g = yajl_gen_alloc(NULL);
+  if (!g) return an_error_set(err, ENOMEM, "JSON");
+  yajl_gen_map_open(g);
+  gen_info(g, &s);
+  GS(g, "cgroup"); GS(g, sb->cgroup_path);
+  GS(g, "workspace"); GS(g, sb->workspace);
+  GS(g, "host_uid_base"); yajl_gen_integer(g, sb->rec.ids.host_uid_base);
+  GS(g, "pids_current");
+  pid_t *pids = NULL;
+  size_t n = 0;
+  an_error_t e = NULL;
+  if (an_sb_ensure_cgroup(sb, &e) == 0 && an_cgroup_pids(sb->cg, &pids, &n, &e) == 0)
+    yajl_gen_integer(g, (long long) n);
+  else
+    yajl_gen_null(g);
+  an_error_free(&e);
+  free(pids);
+  GS(g, "options");   /* last member: replaced by the options document below */
+  yajl_gen_null(g);
+  yajl_gen_map_close(g);
+  cleanup_free char *doc = NULL;
+  int r = finish(g, &doc, err);
+  if (r < 0) return r;
+  /* replace the trailing "options": null with the document */
+  if (opts) {
+    static const char tail[] = "\"options\":null}";
+    size_t dl = strlen(doc), tl = strlen(tail);
+    char *nul = dl >= tl && !strcmp(doc + dl - tl, tail) ? doc + dl - 5 : NULL;
+    if (nul) {
+      *nul = '\0';
+      if (asprintf(json, "%s%s%s", doc, opts, nul + 4) < 0) return an_error_set(err, ENOMEM, "JSON");
+      return 0;
+    }
+  }
+  *json = an_steal(&doc);
+  return 0;
+}

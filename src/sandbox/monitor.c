@@ -1,0 +1,117 @@
+/* sandbox/monitor.c — the per-sandbox monitor: a double-forked host process
+ * (its own session, stdio on /dev/null, no inherited fds, outside the
+ * sandbox cgroup) that keeps the sandbox's lifetime with nobody connected.
+ * It waits on three fds:
+ *   a CLOCK_REALTIME timerfd at the deadline -> event "expired", an expiry
+ *     tombstone, and a full teardown (later calls: "sandbox <id> expired");
+ *   the pidfd of the sandbox's pid 1        -> the sandbox ended on its own:
+ *     teardown (reason "init exited");
+ *   a signalfd for SIGTERM/SIGINT/SIGHUP    -> exit quietly (destroy, which
+ *     tears down itself, stops the monitor first).
+ * If the monitor is killed, `prune` notices (its pid is gone) and removes
+ * what is left.  What does NOT live here: the teardown (teardown.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "engine/process.h"
+#include "sandbox/sandbox_internal.h"
+#include "util/cleanup.h"
+
+_Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd) {
+  /* stdio on /dev/null, the ready pipe on fd 3, nothing else inherited (a
+   * caller's pipe held here would keep `agentnest create | cat` waiting). */
+  int null = open("/dev/null", O_RDWR);
+  if (null >= 0) {
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    if (null > 2) close(null);
+  }
+  if (ready_fd != 3 && (dup2(ready_fd, 3) < 0 || (ready_fd = 3) < 0)) _exit(1);
+  ready_fd = 3;
+  syscall(SYS_close_range, 4, ~0U, 0);
+  if (chdir("/") < 0) {}
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &set, NULL);
+  int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+  int tfd = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC);
+  int pfd = -1;
+  an_error_t e = NULL;
+  if (an_process_pidfd_checked(sb->rec.init_pid, sb->rec.init_start, &pfd, &e) < 0) pfd = -1;
+  an_error_free(&e);
+  struct itimerspec its = {.it_value = {.tv_sec = (time_t) (sb->rec.deadline_ms / 1000),
+                                        .tv_nsec = (long) (sb->rec.deadline_ms % 1000) * 1000000}};
+  if (sfd < 0 || tfd < 0 || timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) _exit(1);
+  pid_t self = getpid();
+  if (write(ready_fd, &self, sizeof self) != sizeof self) _exit(1);
+  close(ready_fd);
+
+  struct pollfd p[3] = {{.fd = tfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN},
+                        {.fd = pfd, .events = POLLIN}};
+  for (;;) {
+    int n = poll(p, pfd >= 0 ? 3 : 2, -1);
+    if (n < 0) continue;
+    if (p[1].revents) _exit(0);
+    const char *reason = NULL;
+    bool tomb = false;
+    if (p[0].revents) {
+      an_sb_event(sb->dir, "expired", NULL);
+      reason = "expired";
+      tomb = true;
+    } else if (pfd >= 0 && p[2].revents) {
+      reason = "init exited";
+    }
+    if (!reason) continue;
+    /* SIGTERM from a concurrent destroy waits (blocked) until we are done. */
+    an_sb_teardown(sb->root, sb->rec.id, reason, tomb, 0, true, NULL, &e);
+    _exit(e ? 1 : 0);
+  }
+}
+
+int an_sb_monitor_start(struct an_sandbox *sb, an_error_t *err) {
+  int pr[2];
+  if (pipe2(pr, O_CLOEXEC) < 0) return an_error_set(err, errno, "monitor: pipe");
+  pid_t child = fork();
+  if (child < 0) {
+    int e = errno;
+    close(pr[0]);
+    close(pr[1]);
+    return an_error_set(err, e, "monitor: fork");
+  }
+  if (child == 0) {
+    close(pr[0]);
+    setsid();
+    pid_t m = fork();
+    if (m != 0) _exit(m < 0 ? 1 : 0);
+    monitor_main(sb, pr[1]);
+  }
+  close(pr[1]);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+  pid_t mpid = 0;
+  ssize_t n;
+  while ((n = read(pr[0], &mpid, sizeof mpid)) < 0 && errno == EINTR) {}
+  close(pr[0]);
+  if (n != (ssize_t) sizeof mpid || mpid <= 0)
+    return an_error_set(err, ECHILD, "sandbox %s: the monitor did not start", sb->rec.id);
+  sb->rec.monitor_pid = mpid;
+  an_error_t e = NULL;
+  if (an_process_start_time(mpid, &sb->rec.monitor_start, &e) < 0) sb->rec.monitor_start = 0;
+  an_error_free(&e);
+  return 0;
+}

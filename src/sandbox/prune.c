@@ -1,0 +1,238 @@
+/* sandbox/prune.c — an_sandbox_prune: find what dead sandboxes left and
+ * remove it.  A sandbox is pruned when its deadline passed, when its pid 1
+ * or its keeper (monitor; for a one-shot, the creating process) is gone, or
+ * always with `all`.  Then leftovers no sandbox owns: sandbox cgroups
+ * agentnest/sb-<id> in any hierarchy, engine containers under
+ * <root>/containers, id range locks whose allocating process is gone, and
+ * (with `all`) expiry tombstones.  Teardown itself is teardown.c. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yajl/yajl_gen.h>
+#include "agentnest/container.h"
+#include "sandbox/sandbox_internal.h"
+#include "util/cleanup.h"
+#include "util/safe_path.h"
+
+#define GS(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
+/* A sandbox directory without a complete record younger than this is a
+ * create in progress. */
+#define PRUNE_CREATE_GRACE_MS 60000
+
+struct live_set {
+  char **ids;
+  size_t n;
+  uint32_t *bases;
+  size_t nbases;
+};
+
+static void live_add(struct live_set *l, const char *id, uint32_t base) {
+  char **v = realloc(l->ids, (l->n + 1) * sizeof *v);
+  if (v) {
+    l->ids = v;
+    if ((v[l->n] = strdup(id))) l->n++;
+  }
+  if (base) {
+    uint32_t *b = realloc(l->bases, (l->nbases + 1) * sizeof *b);
+    if (b) { l->bases = b; b[l->nbases++] = base; }
+  }
+}
+
+static bool live_has(const struct live_set *l, const char *id) {
+  for (size_t i = 0; i < l->n; i++)
+    if (!strcmp(l->ids[i], id)) return true;
+  return false;
+}
+
+static void live_free(struct live_set *l) {
+  for (size_t i = 0; i < l->n; i++) free(l->ids[i]);
+  free(l->ids);
+  free(l->bases);
+}
+
+static void gen_teardown(yajl_gen g, const char *id, const char *reason,
+                         const struct an_sb_teardown_report *t) {
+  yajl_gen_map_open(g);
+  GS(g, "id"); GS(g, id);
+  GS(g, "reason"); GS(g, reason);
+  GS(g, "container"); yajl_gen_bool(g, t->container);
+  GS(g, "cgroup"); yajl_gen_bool(g, t->cgroup);
+  GS(g, "mount"); yajl_gen_bool(g, t->mount);
+  GS(g, "workspace"); yajl_gen_bool(g, t->workspace);
+  GS(g, "state"); yajl_gen_bool(g, t->state);
+  GS(g, "idrange"); yajl_gen_integer(g, t->idrange);
+  yajl_gen_map_close(g);
+}
+
+static void note_error(char ***errs, size_t *n, an_error_t *e) {
+  if (*e) {
+    char **v = realloc(*errs, (*n + 1) * sizeof *v);
+    if (v) {
+      *errs = v;
+      if ((v[*n] = strdup((*e)->msg))) (*n)++;
+    }
+  }
+  an_error_free(e);
+}
+
+/* Sandbox cgroups whose sandbox is gone: sb-<id> under agentnest/ in every
+ * mounted hierarchy we know of. */
+static void prune_cgroups(yajl_gen g, const struct live_set *live, char ***errs, size_t *nerr) {
+  static const char *const bases[] = {"/sys/fs/cgroup/agentnest", "/sys/fs/cgroup/unified/agentnest",
+                                      "/sys/fs/cgroup/memory/agentnest", "/sys/fs/cgroup/pids/agentnest",
+                                      "/sys/fs/cgroup/cpu/agentnest", "/sys/fs/cgroup/freezer/agentnest",
+                                      NULL};
+  char done[64][AN_SANDBOX_ID_LEN + 1];
+  size_t ndone = 0;
+  for (size_t b = 0; bases[b]; b++) {
+    cleanup_closedir DIR *d = opendir(bases[b]);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+      const char *pfx = "sb-";
+      if (strncmp(de->d_name, pfx, 3) || !an_sb_valid_id(de->d_name + 3)) continue;
+      const char *id = de->d_name + 3;
+      if (live_has(live, id)) continue;
+      bool seen = false;
+      for (size_t i = 0; i < ndone; i++) seen |= !strcmp(done[i], id);
+      if (seen || ndone == 64) continue;
+      snprintf(done[ndone++], AN_SANDBOX_ID_LEN + 1, "%s", id);
+      char cgp[64];
+      snprintf(cgp, sizeof cgp, "%s%s", AN_SB_CGROUP_PREFIX, id);
+      struct an_cgroup *cg = NULL;
+      an_error_t e = NULL;
+      if (an_cgroup_open(cgp, &cg, &e) == 0) {
+        if (an_cgroup_destroy(cg, &e) == 0) GS(g, cgp);
+        an_cgroup_free(cg);
+      }
+      note_error(errs, nerr, &e);
+    }
+  }
+}
+
+int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t *err) {
+  const char *root = an_sb_root_or_default(store_root);
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/%s", root, AN_SB_DIR);
+  DIR *d = opendir(path);
+  if (!d && errno != ENOENT) return an_error_set(err, errno, "prune: open %s", path);
+  yajl_gen g = yajl_gen_alloc(NULL);
+  if (!g) {
+    if (d) closedir(d);
+    return an_error_set(err, ENOMEM, "prune");
+  }
+  struct live_set live = {0};
+  char **errs = NULL;
+  size_t nerr = 0;
+  yajl_gen_map_open(g);
+  GS(g, "removed");
+  yajl_gen_array_open(g);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (!an_sb_valid_id(de->d_name)) continue;
+    char dir[PATH_MAX + 300];
+    snprintf(dir, sizeof dir, "%s/%s", path, de->d_name);
+    struct an_sb_record rec;
+    an_error_t e = NULL;
+    const char *reason = NULL;
+    bool tomb = false;
+    uint32_t base = 0;
+    if (an_sb_record_read(dir, &rec, &e) < 0) {
+      an_error_free(&e);
+      struct stat st;
+      uint64_t age = stat(dir, &st) == 0 ? an_sb_now_ms() - (uint64_t) st.st_mtime * 1000 : UINT64_MAX;
+      if (all || age > PRUNE_CREATE_GRACE_MS) reason = "incomplete";
+    } else {
+      const char *status = an_sb_status(&rec);
+      bool creating = !rec.init_pid && an_sb_now_ms() - rec.created_ms < PRUNE_CREATE_GRACE_MS;
+      base = rec.ids.host_uid_base;
+      if (all) reason = "all";
+      else if (!strcmp(status, "expired")) { reason = "expired"; tomb = true; }
+      else if (!strcmp(status, "dead") && !creating)
+        reason = rec.monitor_pid ? "monitor dead" : rec.owner_pid ? "owner dead" : "init dead";
+      an_sb_record_clear(&rec);
+    }
+    if (!reason) {
+      live_add(&live, de->d_name, base);
+      continue;
+    }
+    struct an_sb_teardown_report t;
+    if (an_sb_teardown(root, de->d_name, reason, tomb, 0, false, &t, &e) < 0) note_error(&errs, &nerr, &e);
+    gen_teardown(g, de->d_name, reason, &t);
+  }
+  if (d) closedir(d);
+  yajl_gen_array_close(g);
+
+  /* Engine containers without a sandbox. */
+  GS(g, "containers");
+  yajl_gen_array_open(g);
+  char cpath[PATH_MAX];
+  snprintf(cpath, sizeof cpath, "%s/%s", root, AN_SB_CONTAINERS_DIR);
+  char **cids = NULL;
+  an_error_t e = NULL;
+  if (an_container_list(cpath, &cids, &e) == 0) {
+    for (char **c = cids; c && *c; c++) {
+      if (an_sb_valid_id(*c) && !live_has(&live, *c)) {
+        if (an_container_delete(cpath, *c, true, &e) == 0) GS(g, *c);
+        note_error(&errs, &nerr, &e);
+      }
+      free(*c);
+    }
+    free(cids);
+  }
+  an_error_free(&e);
+  yajl_gen_array_close(g);
+
+  GS(g, "orphan_cgroups");
+  yajl_gen_array_open(g);
+  prune_cgroups(g, &live, &errs, &nerr);
+  yajl_gen_array_close(g);
+
+  /* Id range locks no live sandbox holds and whose allocator is gone. */
+  GS(g, "idranges");
+  yajl_gen_array_open(g);
+  struct an_idrange_reservation *res = NULL;
+  size_t nres = 0;
+  if (an_idrange_list(root, &res, &nres, &e) == 0) {
+    for (size_t i = 0; i < nres; i++) {
+      bool used = false;
+      for (size_t k = 0; k < live.nbases; k++) used |= live.bases[k] == res[i].ids.host_uid_base;
+      if (used || (res[i].pid > 0 && kill(res[i].pid, 0) == 0)) continue;
+      if (an_idrange_free(root, &res[i].ids, &e) == 0) yajl_gen_integer(g, res[i].ids.host_uid_base);
+      note_error(&errs, &nerr, &e);
+    }
+    free(res);
+  }
+  note_error(&errs, &nerr, &e);
+  yajl_gen_array_close(g);
+
+  if (all) {
+    char tpath[PATH_MAX];
+    snprintf(tpath, sizeof tpath, "%s", root);
+    cleanup_close int rfd = open(tpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rfd >= 0 && an_remove_tree_beneath(rfd, AN_SB_EXPIRED_DIR, &e) < 0) note_error(&errs, &nerr, &e);
+  }
+  GS(g, "errors");
+  yajl_gen_array_open(g);
+  for (size_t i = 0; i < nerr; i++) {
+    GS(g, errs[i]);
+    free(errs[i]);
+  }
+  free(errs);
+  yajl_gen_array_close(g);
+  yajl_gen_map_close(g);
+  live_free(&live);
+  const unsigned char *buf;
+  size_t len;
+  int r = 0;
+  if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok) r = an_error_set(err, EINVAL, "prune: JSON");
+  else if (report && !(*report = strndup((const char *) buf, len))) r = an_error_set(err, ENOMEM, "prune");
+  yajl_gen_free(g);
+  return r;
+}

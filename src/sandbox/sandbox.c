@@ -1,0 +1,339 @@
+/* sandbox/sandbox.c — create, open and destroy a sandbox: image lookup, id
+ * and id range, workspace, the spec with agentnest-init as pid 1, the
+ * engine container, the monitor.  What does NOT live here: exec (exec.c,
+ * exec_spawn.c), the monitor itself (monitor.c), teardown (teardown.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "agentnest/container.h"
+#include "agentnest/image.h"
+#include "engine/process.h"
+#include "sandbox/sandbox_internal.h"
+#include "util/cleanup.h"
+
+#ifndef AN_LIBEXECDIR
+#define AN_LIBEXECDIR "/usr/local/libexec/agentnest"
+#endif
+
+int an_sandbox_init_path(char **path, an_error_t *err) {
+  const char *env = getenv("AGENTNEST_INIT");
+  if (env && *env) {
+    if (access(env, X_OK) < 0) return an_error_set(err, errno, "agentnest-init %s ($AGENTNEST_INIT)", env);
+    return (*path = strdup(env)) ? 0 : an_error_set(err, ENOMEM, "agentnest-init path");
+  }
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = '\0';
+      char cand[PATH_MAX + 32];
+      snprintf(cand, sizeof cand, "%s/agentnest-init", exe);
+      if (access(cand, X_OK) == 0) return (*path = strdup(cand)) ? 0 : an_error_set(err, ENOMEM, "path");
+    }
+  }
+  if (access(AN_LIBEXECDIR "/agentnest-init", X_OK) == 0)
+    return (*path = strdup(AN_LIBEXECDIR "/agentnest-init")) ? 0 : an_error_set(err, ENOMEM, "path");
+  return an_error_set(err, ENOENT,
+                      "agentnest-init not found ($AGENTNEST_INIT, next to the program, "
+                      AN_LIBEXECDIR ")");
+}
+
+static int mkdir_mode(const char *path, mode_t mode, bool excl, an_error_t *err) {
+  if (mkdir(path, mode) < 0) {
+    if (errno != EEXIST || excl) return an_error_set(err, errno, "mkdir %s", path);
+    return 0;
+  }
+  if (chmod(path, mode) < 0) return an_error_set(err, errno, "chmod %s", path);
+  return 0;
+}
+
+/* Add the read-only bind of agentnest-init to the spec. */
+static int add_init_mount(struct an_spec *spec, const char *init_path, an_error_t *err) {
+  struct an_spec_mount *m = realloc(spec->mounts, (spec->n_mounts + 1) * sizeof *m);
+  if (!m) return an_error_set(err, ENOMEM, "spec mounts");
+  spec->mounts = m;
+  m = &spec->mounts[spec->n_mounts];
+  memset(m, 0, sizeof *m);
+  m->options = calloc(5, sizeof *m->options);
+  if (!m->options || !(m->destination = strdup(AN_SB_INIT_DEST)) || !(m->type = strdup("bind")) ||
+      !(m->source = strdup(init_path)) || !(m->options[0] = strdup("bind")) ||
+      !(m->options[1] = strdup("ro")) || !(m->options[2] = strdup("nosuid")) ||
+      !(m->options[3] = strdup("nodev"))) {
+    spec->n_mounts++;   /* an_spec_free frees what was set */
+    return an_error_set(err, ENOMEM, "spec mounts");
+  }
+  spec->n_mounts++;
+  return 0;
+}
+
+/* Names of secrets: the spec env entries whose values are secret values. */
+static int collect_secrets(const struct an_sandbox_opts *opts, const struct an_spec *spec,
+                           struct an_sb_record *rec, an_error_t *err) {
+  char *const *vals = an_sandbox_opts_secret_values(opts);
+  size_t n = 0;
+  while (vals[n]) n++;
+  if (!n) return 0;
+  rec->secrets = calloc(n, sizeof *rec->secrets);
+  if (!rec->secrets) return an_error_set(err, ENOMEM, "secrets");
+  for (size_t i = 0; i < n; i++) {
+    const char *name = NULL;
+    for (char **e = spec->process->env; e && *e; e++) {
+      const char *eq = strchr(*e, '=');
+      if (eq && !strcmp(eq + 1, vals[i])) name = *e;   /* later entries win */
+    }
+    char *nm = name ? strndup(name, (size_t) (strchr(name, '=') - name)) : strdup("SECRET");
+    char *v = strdup(vals[i]);
+    if (!nm || !v) { free(nm); free(v); return an_error_set(err, ENOMEM, "secrets"); }
+    rec->secrets[rec->nsecrets].name = nm;
+    rec->secrets[rec->nsecrets++].value = v;
+  }
+  return 0;
+}
+
+static int claim_name(const char *root, const char *name, const char *id, an_error_t *err) {
+  char dir[PATH_MAX], link[PATH_MAX + 256], target[64];
+  snprintf(dir, sizeof dir, "%s/%s", root, AN_SB_NAMES_DIR);
+  int r = mkdir_mode(dir, 0700, false, err);
+  if (r < 0) return r;
+  snprintf(link, sizeof link, "%s/%s", dir, name);
+  for (int tries = 0; tries < 3; tries++) {
+    if (symlink(id, link) == 0) return 0;
+    if (errno != EEXIST) return an_error_set(err, errno, "symlink %s", link);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0) {
+      target[n] = '\0';
+      char sdir[PATH_MAX + 64];
+      snprintf(sdir, sizeof sdir, "%s/%s/%s", root, AN_SB_DIR, target);
+      if (access(sdir, F_OK) == 0)
+        return an_error_set(err, EEXIST, "sandbox name %s: in use by sandbox %s", name, target);
+    }
+    unlink(link);   /* stale: its sandbox is gone */
+  }
+  return an_error_set(err, EEXIST, "sandbox name %s: in use", name);
+}
+
+int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
+                    bool with_monitor, char *const *oneshot_argv, const int stdio[3],
+                    struct an_sandbox **out, an_error_t *err) {
+  const char *root = an_sb_root_or_default(store_root);
+  if (!opts) return an_error_set(err, EINVAL, "sandbox: no options");
+  const char *image = an_sandbox_opts_image(opts);
+  if (!image) return an_error_set(err, EINVAL, "sandbox: no image given (--image or a profile)");
+  struct an_image_info *img = NULL;
+  int r = an_image_resolve(root, image, &img, err);
+  if (r < 0) return r;
+  cleanup_free char *init_path = NULL;
+  if ((r = an_sandbox_init_path(&init_path, err)) < 0) { an_image_info_free(img); return r; }
+
+  struct an_sb_record rec = {0};
+  if ((r = an_sb_new_id(rec.id, err)) < 0) { an_image_info_free(img); return r; }
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/%s", root, AN_SB_DIR);
+  if ((r = mkdir_mode(root, 0711, false, err)) < 0 || (r = mkdir_mode(path, 0711, false, err)) < 0) {
+    an_image_info_free(img);
+    return r;
+  }
+  snprintf(path, sizeof path, "%s/%s/%s", root, AN_SB_DIR, rec.id);
+  if ((r = mkdir_mode(path, 0711, true, err)) < 0) { an_image_info_free(img); return r; }
+
+  /* From here on, failure tears down whatever exists under the id. */
+  struct an_sandbox *sb = NULL;
+  struct an_spec *spec = NULL;
+  cleanup_close int devnull = -1;
+  rec.created_ms = an_sb_now_ms();
+  rec.deadline_ms = rec.created_ms + an_sandbox_opts_lifetime(opts);
+  if (!(rec.image = strdup(image)) ||
+      (an_sandbox_opts_name(opts) && !(rec.name = strdup(an_sandbox_opts_name(opts))))) {
+    r = an_error_set(err, ENOMEM, "sandbox record");
+    goto fail_rec;
+  }
+  if (!with_monitor) {
+    rec.owner_pid = getpid();
+    an_error_t e = NULL;
+    an_process_start_time(rec.owner_pid, &rec.owner_start, &e);
+    an_error_free(&e);
+  }
+  if ((r = an_idrange_alloc(root, &rec.ids, err)) < 0) goto fail_rec;
+  if ((r = an_sb_record_write(path, &rec, err)) < 0) {
+    an_error_t e = NULL;
+    an_idrange_free(root, &rec.ids, &e);
+    an_error_free(&e);
+    goto fail_rec;
+  }
+  if ((r = an_sb_handle_new(root, &rec, &sb, err)) < 0) goto fail_rec;
+  if ((r = an_sandbox_opts_dup(opts, &sb->opts, err)) < 0) goto fail;
+  if (sb->rec.name && (r = claim_name(root, sb->rec.name, sb->rec.id, err)) < 0) {
+    free(sb->rec.name);   /* not ours: teardown must not remove it */
+    sb->rec.name = NULL;
+    goto fail;
+  }
+  uid_t wuid = sb->rec.ids.host_uid_base + an_sandbox_opts_uid(opts);
+  gid_t wgid = sb->rec.ids.host_uid_base + an_sandbox_opts_gid(opts);
+  if (mkdir(sb->workspace, 0700) < 0 || chown(sb->workspace, wuid, wgid) < 0) {
+    r = an_error_set(err, errno, "workspace %s", sb->workspace);
+    goto fail;
+  }
+  sb->ws_fd = open(sb->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (sb->ws_fd < 0) { r = an_error_set(err, errno, "open %s", sb->workspace); goto fail; }
+
+  /* argv of pid 1: agentnest-init, or agentnest-init -- CMD... (one-shot) */
+  size_t n = 0;
+  while (oneshot_argv && oneshot_argv[n]) n++;
+  char **argv = calloc(n + 3, sizeof *argv);
+  if (!argv) { r = an_error_set(err, ENOMEM, "argv"); goto fail; }
+  argv[0] = (char *) AN_SB_INIT_DEST;
+  if (n) {
+    argv[1] = (char *) "--";
+    for (size_t i = 0; i < n; i++) argv[2 + i] = oneshot_argv[i];
+  }
+  /* The image store is 0700 (its setuid files reach no host user), so the
+   * engine's child, an unprivileged host uid by then, cannot walk to it:
+   * give it a private, read-only, nosuid, nodev bind in the sandbox dir. */
+  char rootfs[PATH_MAX + 16];
+  snprintf(rootfs, sizeof rootfs, "%s/rootfs", sb->dir);
+  if (mkdir(rootfs, 0755) < 0 || mount(img->rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) < 0) {
+    r = an_error_set(err, errno, "bind image %s on %s", image, rootfs);
+    goto fail;
+  }
+  if (mount(NULL, rootfs, NULL, MS_PRIVATE | MS_REC, NULL) < 0 ||
+      mount(NULL, rootfs, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
+    r = an_error_set(err, errno, "remount %s read-only", rootfs);
+    goto fail;
+  }
+  struct an_sandbox_image simg = {.rootfs = rootfs, .env = img->config.env,
+                                  .working_dir = img->config.working_dir};
+  r = an_sandbox_build_spec(opts, &simg, &sb->rec.ids, sb->rec.id, sb->workspace, argv, &spec, err);
+  free(argv);
+  if (r < 0) goto fail;
+  if ((r = add_init_mount(spec, init_path, err)) < 0) goto fail;
+  free(spec->linux.cgroups_path);
+  if (!(spec->linux.cgroups_path = strdup(sb->cgroup_path))) { r = an_error_set(err, ENOMEM, "spec"); goto fail; }
+  if ((r = collect_secrets(opts, spec, &sb->rec, err)) < 0) goto fail;
+
+  devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull < 0) { r = an_error_set(err, errno, "open /dev/null"); goto fail; }
+  struct an_container_opts co = {
+    .state_root = sb->containers, .id = sb->rec.id, .bundle = sb->dir,
+    .stdio = {stdio ? stdio[0] : devnull, stdio ? stdio[1] : devnull, stdio ? stdio[2] : devnull},
+  };
+  if ((r = mkdir_mode(sb->containers, 0700, false, err)) < 0) goto fail;
+  /* create + start in one step (runc run --detach): pid 1 execs at once. */
+  co.detach = true;
+  co.keep = true;
+  if ((r = an_container_run(spec, &co, err)) < 0) goto fail;
+  /* the handle keeps the spec for execs (exec_spawn.c) */
+  sb->spec = spec;
+  spec = NULL;
+  struct an_container_state *st = NULL;
+  if ((r = an_container_state(sb->containers, sb->rec.id, &st, err)) < 0) goto fail;
+  sb->rec.init_pid = st->pid;
+  sb->rec.init_start = st->start_time;
+  an_container_state_free(st);
+  if (with_monitor && (r = an_sb_monitor_start(sb, err)) < 0) goto fail;
+  if ((r = an_sb_record_write(sb->dir, &sb->rec, err)) < 0) goto fail;
+  {
+    cleanup_free char *oj = NULL;
+    char op[PATH_MAX];
+    snprintf(op, sizeof op, "%s/%s", sb->dir, AN_SB_OPTIONS_FILE);
+    if ((r = an_sandbox_opts_to_json(opts, &oj, err)) < 0) goto fail;
+    FILE *f = fopen(op, "wex");
+    if (!f || fputs(oj, f) < 0 || fclose(f) != 0) {
+      r = an_error_set(err, errno ? errno : EIO, "write %s", op);
+      goto fail;
+    }
+  }
+  an_sb_event(sb->dir, "created", ",\"image\":\"%s\",\"init_pid\":%d", image, (int) sb->rec.init_pid);
+  an_image_info_free(img);
+  *out = sb;
+  return 0;
+
+fail:;
+  an_error_t e = NULL;
+  an_sb_teardown(root, sb->rec.id, "create failed", false, 0, false, NULL, &e);
+  an_error_free(&e);
+  an_sandbox_close(sb);
+  an_spec_free(spec);
+  an_image_info_free(img);
+  return r;
+fail_rec:
+  rmdir(path);
+  an_sb_record_clear(&rec);
+  an_image_info_free(img);
+  return r;
+}
+
+int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts, bool with_monitor,
+                 struct an_sandbox **out, an_error_t *err) {
+  return an_sb_create_ex(store_root, opts, with_monitor, NULL, NULL, out, err);
+}
+
+int an_sandbox_create(const char *store_root, const struct an_sandbox_opts *opts,
+                      struct an_sandbox **out, an_error_t *err) {
+  return an_sb_create(store_root, opts, true, out, err);
+}
+
+int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sandbox **out,
+                    an_error_t *err) {
+  const char *root = an_sb_root_or_default(store_root);
+  char id[AN_SANDBOX_ID_LEN + 1];
+  int r = an_sb_resolve(root, id_or_name, id, err);
+  if (r < 0) return r;
+  if (r == 1) return an_error_set(err, ETIME, "sandbox %s expired", id);
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/%s/%s", root, AN_SB_DIR, id);
+  struct an_sb_record rec;
+  if ((r = an_sb_record_read(dir, &rec, err)) < 0) {
+    if (r == -ENOENT) {
+      /* Raced with teardown. */
+      an_error_free(err);
+      char tmp[AN_SANDBOX_ID_LEN + 1];
+      if (an_sb_resolve(root, id, tmp, NULL) == 1) return an_error_set(err, ETIME, "sandbox %s expired", id);
+      return an_error_set(err, ENOENT, "sandbox %s: no such sandbox", id_or_name);
+    }
+    return r;
+  }
+  struct an_sandbox *sb = NULL;
+  if ((r = an_sb_handle_new(root, &rec, &sb, err)) < 0) { an_sb_record_clear(&rec); return r; }
+  if (sb->rec.deadline_ms && an_sb_now_ms() >= sb->rec.deadline_ms) {
+    an_sandbox_close(sb);
+    return an_error_set(err, ETIME, "sandbox %s expired", id);
+  }
+  if (!an_sb_pid_alive(sb->rec.init_pid, sb->rec.init_start) ||
+      (sb->rec.monitor_pid && !an_sb_pid_alive(sb->rec.monitor_pid, sb->rec.monitor_start))) {
+    an_sandbox_close(sb);
+    return an_error_set(err, ESRCH, "sandbox %s is dead (monitor or init gone); run prune", id);
+  }
+  char op[PATH_MAX + 64];
+  snprintf(op, sizeof op, "%s/%s", dir, AN_SB_OPTIONS_FILE);
+  if ((r = an_sandbox_opts_new(&sb->opts, err)) < 0 ||
+      (r = an_sandbox_opts_load_profile(sb->opts, op, NULL, err)) < 0) {
+    an_sandbox_close(sb);
+    return r;
+  }
+  for (size_t i = 0; i < sb->rec.nsecrets; i++)
+    if ((r = an_sandbox_opts_add_secret(sb->opts, sb->rec.secrets[i].name, sb->rec.secrets[i].value, err)) < 0) {
+      an_sandbox_close(sb);
+      return r;
+    }
+  sb->ws_fd = open(sb->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (sb->ws_fd < 0) {
+    r = an_error_set(err, errno, "open %s", sb->workspace);
+    an_sandbox_close(sb);
+    return r;
+  }
+  *out = sb;
+  return 0;
+}
+
+int an_sandbox_destroy(struct an_sandbox *sb, uint64_t grace_ms, an_error_t *err) {
+  if (!sb) return an_error_set(err, EINVAL, "destroy: no sandbox");
+  return an_sb_teardown(sb->root, sb->rec.id, "destroy", false, grace_ms, false, NULL, err);
+}

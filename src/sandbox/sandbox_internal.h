@@ -1,0 +1,144 @@
+/* sandbox/sandbox_internal.h — the sandbox handle and helpers shared by the
+ * files of src/sandbox/ that implement agentnest/sandbox.h (internal). */
+#ifndef AN_SANDBOX_INTERNAL_H
+#define AN_SANDBOX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "agentnest/cgroup.h"
+#include "agentnest/sandbox.h"
+#include "agentnest/spec.h"
+
+#define AN_SB_DIR "sandboxes"
+#define AN_SB_NAMES_DIR "sandbox-names"
+#define AN_SB_EXPIRED_DIR "sandbox-expired"
+#define AN_SB_CONTAINERS_DIR "containers"
+#define AN_SB_STATE_FILE "sandbox.json"
+#define AN_SB_OPTIONS_FILE "options.json"
+#define AN_SB_EVENTS_FILE "events.jsonl"
+#define AN_SB_LOCK_FILE "lock"
+#define AN_SB_CGROUP_PREFIX "agentnest/sb-"
+#define AN_SB_INIT_DEST "/run/.agentnest-init"
+
+struct an_seccomp_program;
+
+/* What sandbox.json holds. */
+struct an_sb_record {
+  char id[AN_SANDBOX_ID_LEN + 1];
+  char *name, *image;
+  uint64_t created_ms, deadline_ms;
+  struct an_sandbox_ids ids;
+  pid_t init_pid; uint64_t init_start;
+  pid_t monitor_pid; uint64_t monitor_start;
+  pid_t owner_pid; uint64_t owner_start;   /* run_once: the creating process; else 0 */
+  struct an_secret *secrets; size_t nsecrets;  /* name/value heap strings */
+};
+
+struct an_sandbox {
+  char *root;                 /* store root */
+  char *dir;                  /* <root>/sandboxes/<id> */
+  char *workspace;            /* <dir>/workspace */
+  char *containers;           /* <root>/containers: the engine's state root */
+  char *cgroup_path;          /* agentnest/sb-<id> */
+  struct an_sb_record rec;
+  struct an_sandbox_opts *opts;
+  int ws_fd;
+  int init_pidfd;             /* lazily opened, checked against init_start */
+  struct an_cgroup *cg;       /* lazily opened */
+  unsigned exec_seq;
+  /* exec slot (exec.c): a reusable child cgroup exec-<n> of the sandbox
+   * cgroup, held through the flock of <dir>/exec-slots/<n>.lock */
+  struct an_cgroup *exec_cg;
+  int exec_slot_fd;
+  uint64_t exec_oom_base;
+  bool exec_oom_ok;
+  /* exec cache (exec_spawn.c) */
+  struct an_spec *spec;
+  struct an_seccomp_program *seccomp;
+};
+
+/* Paths and ids (state.c). */
+const char *an_sb_root_or_default(const char *root);
+int an_sb_new_id(char id[AN_SANDBOX_ID_LEN + 1], an_error_t *err);
+bool an_sb_valid_id(const char *s);
+uint64_t an_sb_now_ms(void);
+int an_sb_record_write(const char *dir, const struct an_sb_record *rec, an_error_t *err);
+int an_sb_record_read(const char *dir, struct an_sb_record *rec, an_error_t *err);
+void an_sb_record_clear(struct an_sb_record *rec);
+/* Whether pid is alive with the recorded start time (0 pid: false). */
+bool an_sb_pid_alive(pid_t pid, uint64_t start);
+/* Resolve id or name to an id (names dir, or a live dir, or a tombstone).
+ * Returns 0 live dir exists, 1 tombstone (expired), -ENOENT. */
+int an_sb_resolve(const char *root, const char *id_or_name, char id[AN_SANDBOX_ID_LEN + 1],
+                  an_error_t *err);
+/* flock the sandbox's lock file (LOCK_EX); returns the fd or -errno. */
+int an_sb_lock(const char *dir, an_error_t *err);
+/* Handle from a record (used by create and open).  Takes ownership of rec's
+ * strings (rec is zeroed). */
+int an_sb_handle_new(const char *root, struct an_sb_record *rec, struct an_sandbox **out,
+                     an_error_t *err);
+int an_sb_ensure_cgroup(struct an_sandbox *sb, an_error_t *err);
+int an_sb_ensure_init_pidfd(struct an_sandbox *sb, an_error_t *err);
+
+/* Events (events.c): append one event object; `fields` is a JSON fragment
+ * of extra members (",\"k\":v..." without braces) or NULL.  Best effort. */
+void an_sb_event(const char *dir, const char *type, const char *fields_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Teardown (teardown.c): remove everything of sandbox `id` (processes,
+ * container, cgroups, workspace, name, id range, state).  `reason` goes into
+ * the "destroyed" event; `tombstone` leaves an expiry tombstone; grace_ms as
+ * destroy.  `skip_monitor` when called by the monitor itself.  `rep` (may
+ * be NULL) receives what was found and removed.  Idempotent. */
+struct an_sb_teardown_report {
+  bool container;   /* an engine container was there */
+  bool cgroup;      /* the sandbox cgroup was there */
+  bool mount;       /* the image bind <dir>/rootfs was unmounted */
+  bool workspace;   /* a workspace was there */
+  bool state;       /* the state directory was removed */
+  int64_t idrange;  /* host uid base of the released range; 0 none; -1 release failed */
+};
+int an_sb_teardown(const char *root, const char *id, const char *reason, bool tombstone,
+                   uint64_t grace_ms, bool skip_monitor, struct an_sb_teardown_report *rep,
+                   an_error_t *err);
+/* "running", "expired" or "dead" (list.c). */
+const char *an_sb_status(const struct an_sb_record *rec);
+/* Freeze or thaw the sandbox cgroup (workspace_ops.c). */
+int an_sb_freeze(struct an_sandbox *sb, bool frozen, an_error_t *err);
+
+/* Monitor (monitor.c): double-fork the monitor of sandbox `sb`; fills
+ * sb->rec.monitor_pid/start. */
+int an_sb_monitor_start(struct an_sandbox *sb, an_error_t *err);
+
+/* Spawn (exec_spawn.c): clone a process into the sandbox running `argv`
+ * with stdio fds, in cgroup `cg`.  *pidfd and *pid owned by the caller. */
+struct an_sb_spawn {
+  char *const *argv;
+  char *const *env_extra;
+  const char *workdir;
+  int stdio[3];
+  struct an_cgroup *cg;
+};
+int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid, int *pidfd,
+                an_error_t *err);
+
+/* Create without a monitor (run_once) or with one (create).  oneshot_argv:
+ * pid 1 runs `agentnest-init -- argv...`; stdio: fds for pid 1 (NULL:
+ * /dev/null). */
+int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts, bool with_monitor,
+                 struct an_sandbox **out, an_error_t *err);
+int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
+                    bool with_monitor, char *const *oneshot_argv, const int stdio[3],
+                    struct an_sandbox **out, an_error_t *err);
+
+/* Wait for the process behind pidfd while capturing out_fd/err_fd per oo;
+ * at timeout_ms kill cg (or the process): SIGTERM, kill_grace_ms, SIGKILL.
+ * Fills res->output, exit_code, signal, timed_out (exec.c). */
+struct an_output_opts;
+int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
+                       uint64_t timeout_ms, uint64_t kill_grace_ms,
+                       const struct an_output_opts *oo, struct an_exec_result *res,
+                       an_error_t *err);
+
+#endif

@@ -1,0 +1,166 @@
+/* sandbox/teardown.c — remove everything a sandbox consists of: its
+ * monitor, its processes (SIGTERM with grace, then SIGKILL via the cgroup),
+ * the engine container, cgroups in every hierarchy, workspace, name, id
+ * range and state.  Shared by destroy, the monitor (expiry) and prune;
+ * serialised by the sandbox's lock file and idempotent, so a teardown
+ * interrupted by SIGKILL at any point is finished by the next one.  What
+ * does NOT live here: finding what to tear down (prune.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "agentnest/container.h"
+#include "engine/process.h"
+#include "sandbox/sandbox_internal.h"
+#include "util/cleanup.h"
+#include "util/safe_path.h"
+
+static void kill_checked(pid_t pid, uint64_t start, int sig) {
+  int fd = -1;
+  an_error_t e = NULL;
+  if (pid > 0 && an_process_pidfd_checked(pid, start, &fd, &e) == 0) {
+    an_process_signal(fd, sig, &e);
+    close(fd);
+  }
+  an_error_free(&e);
+}
+
+/* SIGTERM to pid 1 (agentnest-init forwards it to every process) and wait
+ * up to grace_ms for it to exit. */
+static void stop_with_grace(const struct an_sb_record *rec, uint64_t grace_ms) {
+  int fd = -1;
+  an_error_t e = NULL;
+  if (an_process_pidfd_checked(rec->init_pid, rec->init_start, &fd, &e) == 0) {
+    if (an_process_signal(fd, SIGTERM, &e) == 0) {
+      struct pollfd p = {.fd = fd, .events = POLLIN};
+      while (poll(&p, 1, (int) (grace_ms > INT32_MAX ? INT32_MAX : grace_ms)) < 0 && errno == EINTR) {}
+    }
+    close(fd);
+  }
+  an_error_free(&e);
+}
+
+int an_sb_teardown(const char *root, const char *id, const char *reason, bool tombstone,
+                   uint64_t grace_ms, bool skip_monitor, struct an_sb_teardown_report *rep,
+                   an_error_t *err) {
+  struct an_sb_teardown_report dummy;
+  if (!rep) rep = &dummy;
+  memset(rep, 0, sizeof *rep);
+  root = an_sb_root_or_default(root);
+  if (!an_sb_valid_id(id)) return an_error_set(err, EINVAL, "sandbox id \"%s\" is not valid", id);
+  char dir[PATH_MAX], path[PATH_MAX + 64];
+  snprintf(dir, sizeof dir, "%s/%s/%s", root, AN_SB_DIR, id);
+  struct stat st;
+  if (stat(dir, &st) < 0) return 0;   /* already gone */
+  an_error_t lerr = NULL;
+  cleanup_close int lock = an_sb_lock(dir, &lerr);
+  if (lock < 0) {
+    int e = -lock;
+    an_error_free(&lerr);
+    if (e == ENOENT) return 0;
+    return an_error_set(err, e, "lock sandbox %s", id);
+  }
+  snprintf(path, sizeof path, "%s/%s", dir, AN_SB_LOCK_FILE);
+  if (stat(dir, &st) < 0 || access(path, F_OK) < 0) return 0;   /* removed while we waited */
+
+  struct an_sb_record rec = {0};
+  an_error_t e = NULL;
+  bool have_rec = an_sb_record_read(dir, &rec, &e) == 0;
+  an_error_free(&e);
+  int first = 0;
+
+  /* 1. the monitor (it never holds the lock while we do) */
+  if (have_rec && !skip_monitor && rec.monitor_pid) kill_checked(rec.monitor_pid, rec.monitor_start, SIGKILL);
+  /* 2. processes: SIGTERM with grace, then the engine's forced delete */
+  if (have_rec && grace_ms) stop_with_grace(&rec, grace_ms);
+  char containers[PATH_MAX];
+  snprintf(containers, sizeof containers, "%s/%s", root, AN_SB_CONTAINERS_DIR);
+  snprintf(path, sizeof path, "%s/%s", containers, id);
+  bool had_container = access(path, F_OK) == 0;
+  if (had_container && an_container_delete(containers, id, true, &e) < 0 && !first) {
+    first = an_error_set(err, e->errnum, "%s", e->msg);
+  }
+  an_error_free(&e);
+  rep->container = had_container;
+  /* 3. cgroups the engine did not remove (or a create that died early) */
+  char cgpath[64];
+  snprintf(cgpath, sizeof cgpath, "%s%s", AN_SB_CGROUP_PREFIX, id);
+  struct an_cgroup *cg = NULL;
+  if (an_cgroup_open(cgpath, &cg, &e) == 0) {
+    rep->cgroup = true;
+    if (an_cgroup_destroy(cg, &e) < 0 && !first) first = an_error_set(err, e->errnum, "%s", e->msg);
+    an_cgroup_free(cg);
+  } else if (had_container) {
+    rep->cgroup = true;
+  }
+  an_error_free(&e);
+  /* 4. the host side of the init process is gone; make sure of it */
+  if (have_rec && rec.init_pid) kill_checked(rec.init_pid, rec.init_start, SIGKILL);
+
+  /* 5. workspace, name, id range */
+  cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  bool had_ws = false;
+  if (dfd >= 0) {
+    had_ws = faccessat(dfd, "workspace", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+    if (an_remove_tree_beneath(dfd, "workspace", &e) < 0 && !first)
+      first = an_error_set(err, e->errnum, "%s", e->msg);
+    an_error_free(&e);
+  }
+  rep->workspace = had_ws;
+  if (have_rec && rec.name) {
+    char target[64];
+    snprintf(path, sizeof path, "%s/%s/%s", root, AN_SB_NAMES_DIR, rec.name);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n > 0) {
+      target[n] = '\0';
+      if (!strcmp(target, id)) unlink(path);
+    }
+  }
+  if (have_rec && rec.ids.size) {
+    int r = an_idrange_free(root, &rec.ids, &e);
+    rep->idrange = r == 0 ? (int64_t) rec.ids.host_uid_base : -1;
+    an_error_free(&e);
+  }
+  /* The image bind (sandbox.c): unmounted before anything is removed; if it
+   * cannot go, the state stays (never walk into the image). */
+  bool rootfs_gone = true;
+  if (dfd >= 0) {
+    snprintf(path, sizeof path, "%s/rootfs", dir);
+    rep->mount = umount2(path, MNT_DETACH) == 0;
+    if (unlinkat(dfd, "rootfs", AT_REMOVEDIR) < 0 && errno != ENOENT) {
+      rootfs_gone = false;
+      if (!first) first = an_error_set(err, errno, "remove %s", path);
+    }
+  }
+  /* 6. tombstone and event, then the state itself */
+  if (tombstone) {
+    snprintf(path, sizeof path, "%s/%s", root, AN_SB_EXPIRED_DIR);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/%s/%s", root, AN_SB_EXPIRED_DIR, id);
+    int tfd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (tfd >= 0) {
+      if (have_rec && rec.name && write(tfd, rec.name, strlen(rec.name)) < 0) {}
+      close(tfd);
+    }
+  }
+  an_sb_event(dir, "destroyed", ",\"reason\":\"%s\"", reason);
+  bool state_removed = false;
+  snprintf(path, sizeof path, "%s/%s", root, AN_SB_DIR);
+  cleanup_close int pfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (pfd >= 0 && rootfs_gone) {
+    int r = an_remove_tree_beneath(pfd, id, &e);
+    if (r < 0 && !first) first = an_error_set(err, e->errnum, "%s", e->msg);
+    state_removed = r == 0;
+    an_error_free(&e);
+  }
+  rep->state = state_removed;
+  an_sb_record_clear(&rec);
+  return first < 0 ? an_error_prefix(err, "destroy sandbox %s", id) : 0;
+}

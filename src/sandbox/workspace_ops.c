@@ -1,0 +1,177 @@
+/* sandbox/workspace_ops.c — files in and out of a sandbox's workspace,
+ * snapshot, restore and artifacts: thin wrappers of files.h, snapshot.h and
+ * artifacts.h on the workspace fd with the sandbox's owner ids and read cap,
+ * plus the cgroup freezer so snapshots and restores are one point in time
+ * for the sandbox's processes.  What does NOT live here: the path-safety
+ * rules themselves (files.c, snapshot.c, tar_extract.c, artifacts.c), fork
+ * (fork.c). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "agentnest/files.h"
+#include "sandbox/sandbox_internal.h"
+#include "util/cleanup.h"
+#include "util/safe_path.h"
+
+int an_sb_freeze(struct an_sandbox *sb, bool frozen, an_error_t *err) {
+  int r = an_sb_ensure_cgroup(sb, err);
+  if (r < 0) return r;
+  r = an_cgroup_freeze(sb->cg, frozen, err);
+  return r < 0 ? an_error_prefix(err, "%s sandbox %s", frozen ? "freeze" : "thaw", sb->rec.id) : 0;
+}
+
+int an_sandbox_put(struct an_sandbox *sb, const char *host_path, const char *dest, an_error_t *err) {
+  if (!host_path) return an_error_set(err, EINVAL, "put: no host path");
+  struct an_file_opts fo;
+  an_sandbox_file_opts(sb, &fo);
+  cleanup_free char *copy = strdup(host_path);
+  if (!copy) return an_error_set(err, ENOMEM, "put");
+  if (!dest) dest = basename(copy);
+  struct stat st;
+  if (stat(host_path, &st) < 0) return an_error_set(err, errno, "put: %s", host_path);
+  if (S_ISDIR(st.st_mode)) return an_dir_put(sb->ws_fd, dest, host_path, &fo, err);
+  if (!S_ISREG(st.st_mode)) return an_error_set(err, EINVAL, "put: %s: not a regular file or directory", host_path);
+  cleanup_close int fd = open(host_path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return an_error_set(err, errno, "put: open %s", host_path);
+  fo.mode = st.st_mode & 0777;
+  return an_file_put_fd(sb->ws_fd, dest, fd, &fo, err);
+}
+
+int an_sandbox_put_data(struct an_sandbox *sb, const char *dest, const void *data, size_t len,
+                        mode_t mode, an_error_t *err) {
+  struct an_file_opts fo;
+  an_sandbox_file_opts(sb, &fo);
+  fo.mode = mode & 0777;
+  return an_file_put(sb->ws_fd, dest, data, len, &fo, err);
+}
+
+int an_sandbox_get_data(struct an_sandbox *sb, const char *src, void **data, size_t *len,
+                        an_error_t *err) {
+  struct an_file_opts fo;
+  an_sandbox_file_opts(sb, &fo);
+  return an_file_get(sb->ws_fd, src, &fo, data, len, err);
+}
+
+int an_sandbox_get(struct an_sandbox *sb, const char *src, const char *host_dest, an_error_t *err) {
+  if (!src || !host_dest) return an_error_set(err, EINVAL, "get: no source or destination");
+  struct an_file_opts fo;
+  an_sandbox_file_opts(sb, &fo);
+  fo.set_owner = false;   /* host files belong to the caller */
+  /* Type of src, looked up safely (no symlink followed, never opened). */
+  int pfd = an_openat_beneath(sb->ws_fd, src, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, err);
+  if (pfd < 0) return pfd;
+  struct stat st;
+  int r = fstat(pfd, &st);
+  close(pfd);
+  if (r < 0) return an_error_set(err, errno, "get: %s", src);
+  if (S_ISDIR(st.st_mode)) return an_dir_get(sb->ws_fd, src, host_dest, &fo, err);
+  /* A file: stream into a temporary next to host_dest, then rename. */
+  cleanup_free char *tmp = NULL;
+  if (asprintf(&tmp, "%s.agentnest-tmp.%d", host_dest, (int) getpid()) < 0) return an_error_set(err, ENOMEM, "get");
+  cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return an_error_set(err, errno, "get: create %s", tmp);
+  uint64_t copied = 0;
+  r = an_file_get_fd(sb->ws_fd, src, fd, &fo, &copied, err);
+  if (r >= 0 && fsync(fd) < 0) r = an_error_set(err, errno, "get: fsync %s", tmp);
+  if (r >= 0 && rename(tmp, host_dest) < 0) r = an_error_set(err, errno, "get: rename to %s", host_dest);
+  if (r < 0) unlink(tmp);
+  return r;
+}
+
+int an_sandbox_snapshot(struct an_sandbox *sb, const char *tar_path, struct an_snapshot_info *info,
+                        an_error_t *err) {
+  struct an_snapshot_opts so = {.max_bytes = 0};
+  int r = an_sb_freeze(sb, true, err);
+  if (r < 0) return r;
+  r = an_workspace_snapshot(sb->ws_fd, tar_path, &so, info, err);
+  an_error_t e = NULL;
+  int t = an_sb_freeze(sb, false, &e);
+  if (t < 0 && r >= 0) {
+    r = t;
+    *err = e;
+    e = NULL;
+  }
+  an_error_free(&e);
+  return r;
+}
+
+/* Remove every entry of the directory fd (not the directory itself). */
+static int empty_dir(int dfd, an_error_t *err) {
+  int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+  if (dup_fd < 0) return an_error_set(err, errno, "dup");
+  DIR *d = fdopendir(dup_fd);
+  if (!d) { close(dup_fd); return an_error_set(err, errno, "fdopendir"); }
+  rewinddir(d);
+  struct dirent *de;
+  int r = 0;
+  while ((de = readdir(d))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    if ((r = an_remove_tree_beneath(dfd, de->d_name, err)) < 0) break;
+  }
+  closedir(d);
+  return r;
+}
+
+/* Move every entry of `from` into `to` (same filesystem). */
+static int move_entries(int from, int to, an_error_t *err) {
+  int dup_fd = fcntl(from, F_DUPFD_CLOEXEC, 3);
+  if (dup_fd < 0) return an_error_set(err, errno, "dup");
+  DIR *d = fdopendir(dup_fd);
+  if (!d) { close(dup_fd); return an_error_set(err, errno, "fdopendir"); }
+  struct dirent *de;
+  int r = 0;
+  while ((de = readdir(d))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    if (renameat(from, de->d_name, to, de->d_name) < 0) {
+      r = an_error_set(err, errno, "move restored entry %s", de->d_name);
+      break;
+    }
+  }
+  closedir(d);
+  return r;
+}
+
+int an_sandbox_restore(struct an_sandbox *sb, const char *tar_path, const char *expected_sha256,
+                       an_error_t *err) {
+  cleanup_close int dfd = open(sb->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (dfd < 0) return an_error_set(err, errno, "open %s", sb->dir);
+  cleanup_free char *staging = an_random_name(".restore");
+  if (!staging) return an_error_set(err, ENOMEM, "restore");
+  if (mkdirat(dfd, staging, 0700) < 0) return an_error_set(err, errno, "restore: mkdir %s", staging);
+  struct an_file_opts fo;
+  an_sandbox_file_opts(sb, &fo);
+  struct an_snapshot_opts so = {.set_owner = true, .uid = fo.uid, .gid = fo.gid};
+  /* Verify and extract into the (empty) staging directory: on error the
+   * workspace is untouched. */
+  int r = an_workspace_restore_ex(dfd, staging, tar_path, expected_sha256, &so, err);
+  if (r >= 0) {
+    cleanup_close int sfd = openat(dfd, staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (sfd < 0) r = an_error_set(err, errno, "restore: open %s", staging);
+    else if ((r = an_sb_freeze(sb, true, err)) >= 0) {
+      r = empty_dir(sb->ws_fd, err);
+      if (r >= 0) r = move_entries(sfd, sb->ws_fd, err);
+      an_error_t e = NULL;
+      an_sb_freeze(sb, false, &e);
+      an_error_free(&e);
+    }
+  }
+  an_error_t e = NULL;
+  an_remove_tree_beneath(dfd, staging, &e);
+  an_error_free(&e);
+  return r < 0 ? an_error_prefix(err, "restore sandbox %s", sb->rec.id) : 0;
+}
+
+int an_sandbox_artifacts(struct an_sandbox *sb, const char *const *globs, size_t nglobs,
+                         const struct an_artifact_opts *ao, struct an_artifact_list *out,
+                         an_error_t *err) {
+  struct an_artifact_opts o = ao ? *ao : (struct an_artifact_opts){0};
+  if (!o.max_bytes && sb->opts) o.max_bytes = an_sandbox_opts_max_read(sb->opts);
+  return an_artifacts_collect(sb->ws_fd, globs, nglobs, &o, out, err);
+}

@@ -1,0 +1,513 @@
+/* tests/integration/cli_test.c — black-box tests of the `agentnest` sandbox
+ * commands through the built binary ($AN_TEST_BUILD/agentnest, else
+ * ./build/agentnest): exit statuses (0, 3, 124, 125, 126, 127, 128+9),
+ * --json and non-UTF-8 escaping, --put/--get, cp both ways and its
+ * refusals, create/exec/ls/inspect/destroy, snapshot/restore, artifacts,
+ * fork, prune, doctor, absurd values, and Ctrl-C destroying a one-shot.
+ *
+ * All tests share one state root per test run, /tmp/an-cli-<runner pid>,
+ * with the busybox and python images imported from the `make images` cache
+ * (skipped when the cache is missing); the root is pruned and removed when
+ * the run ends.  Per-test files live in /tmp/an-cli-<runner>-<test pid>. */
+#include <criterion/criterion.h>
+#include <criterion/hooks.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yajl/yajl_tree.h>
+#include "image_fixture.h"
+
+#define CACHE "/var/cache/agentnest/images"
+
+static char an_bin[4096];
+static char root[256];   /* shared state root of this run */
+static char work[256];   /* this test's scratch dir */
+static char out_path[300], err_path[300];
+static char *out_text, *err_text;
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "re");
+  if (!f) return strdup("");
+  char *buf = NULL;
+  size_t cap = 0, len = 0;
+  for (;;) {
+    if (len + 4096 + 1 > cap) {
+      cap = (cap + 4096) * 2;
+      buf = realloc(buf, cap);
+      cr_assert_not_null(buf);
+    }
+    size_t r = fread(buf + len, 1, 4096, f);
+    len += r;
+    if (r == 0) break;
+  }
+  fclose(f);
+  buf[len] = 0;
+  return buf;
+}
+
+/* Run `agentnest --root ROOT <args>` through sh in the test's scratch dir;
+ * stdout and stderr land in out_text/err_text.  Returns the exit status
+ * (128+N when killed). */
+static int an(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int an(const char *fmt, ...) {
+  char *args = NULL, *cmd = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  cr_assert_geq(vasprintf(&args, fmt, ap), 0);
+  va_end(ap);
+  cr_assert_geq(asprintf(&cmd, "cd '%s' && '%s' --root '%s' %s >'%s' 2>'%s'", work, an_bin, root,
+                         args, out_path, err_path), 0);
+  int st = system(cmd);
+  free(args);
+  free(cmd);
+  free(out_text);
+  free(err_text);
+  out_text = slurp(out_path);
+  err_text = slurp(err_path);
+  cr_assert(WIFEXITED(st), "sh did not exit");
+  return WEXITSTATUS(st);
+}
+
+static yajl_val parse_json(const char *text) {
+  char e[256] = "";
+  yajl_val v = yajl_tree_parse(text, e, sizeof e);
+  cr_assert_not_null(v, "not JSON (%s): %s", e, text);
+  return v;
+}
+
+static yajl_val jget(yajl_val v, const char *key, yajl_type t) {
+  const char *path[] = {key, NULL};
+  return yajl_tree_get(v, path, t);
+}
+
+static void chomp(char *s) {
+  size_t n = strlen(s);
+  while (n && s[n - 1] == '\n') s[--n] = 0;
+}
+
+static void import_image(const char *name) {
+  char lay[300];
+  snprintf(lay, sizeof lay, CACHE "/%s/layout", name);
+  struct stat st;
+  if (stat(lay, &st) != 0) cr_skip_test("no %s image in " CACHE " (make images)", name);
+  char stamp[400];
+  snprintf(stamp, sizeof stamp, "%s/.imported-%s", root, name);
+  if (stat(stamp, &st) == 0) return;
+  cr_assert_eq(an("image import '%s' --name %s", lay, name), 0, "import %s: %s", name, err_text);
+  tb_write_file(stamp, "", 0);
+}
+
+static void setup(void) {
+  const char *b = getenv("AN_TEST_BUILD");
+  char rel[4096];
+  snprintf(rel, sizeof rel, "%s/agentnest", b && *b ? b : "./build");
+  cr_assert_not_null(realpath(rel, an_bin), "agentnest not built at %s", rel);
+  const char *src = getenv("AN_TEST_SRC");
+  char prof[4096];
+  snprintf(prof, sizeof prof, "%s/profiles", src && *src ? src : ".");
+  char real[4096];
+  if (realpath(prof, real)) setenv("AGENTNEST_PROFILES", real, 1);
+  /* criterion runs each test in a child of the runner: share the root per runner */
+  snprintf(root, sizeof root, "/tmp/an-cli-%d", (int) getppid());
+  mkdir(root, 0700);
+  snprintf(work, sizeof work, "/tmp/an-cli-%d-%d", (int) getppid(), (int) getpid());
+  cr_assert(mkdir(work, 0700) == 0 || errno == EEXIST);
+  snprintf(out_path, sizeof out_path, "%s/.out", work);
+  snprintf(err_path, sizeof err_path, "%s/.err", work);
+  import_image("busybox");
+  import_image("python");
+}
+
+static void teardown(void) {
+  free(out_text);
+  free(err_text);
+  out_text = err_text = NULL;
+  tb_rm_rf(work);
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
+  (void) stats;
+  char r[256];
+  snprintf(r, sizeof r, "/tmp/an-cli-%d", (int) getpid());
+  struct stat st;
+  if (stat(r, &st) != 0 || !an_bin[0]) {
+    /* an_bin is only set in test children; find the binary again */
+    const char *b = getenv("AN_TEST_BUILD");
+    char rel[4096];
+    snprintf(rel, sizeof rel, "%s/agentnest", b && *b ? b : "./build");
+    if (!realpath(rel, an_bin)) an_bin[0] = 0;
+  }
+  if (stat(r, &st) == 0) {
+    if (an_bin[0]) tb_sh("'%s' --root '%s' prune --all >/dev/null 2>&1", an_bin, r);
+    tb_rm_rf(r);
+  }
+}
+
+TestSuite(cli, .init = setup, .fini = teardown, .timeout = 120);
+
+/* ---- help, options, absurd values -------------------------------------------------------- */
+
+Test(cli, every_command_has_help_and_exits_0) {
+  const char *cmds[] = {"run", "shell", "python", "create", "exec", "cp", "ls", "inspect",
+                        "destroy", "events", "prune", "snapshot", "restore", "artifacts",
+                        "fork", "doctor", "demo", NULL};
+  for (int i = 0; cmds[i]; i++) {
+    cr_expect_eq(an("%s --help", cmds[i]), 0, "%s --help", cmds[i]);
+    cr_expect(strstr(out_text, "Usage: agentnest") != NULL, "%s --help: %s", cmds[i], out_text);
+  }
+  cr_expect_eq(an("--help"), 0);
+  cr_expect(strstr(out_text, "snapshot") && strstr(out_text, "doctor"));
+}
+
+Test(cli, unknown_option_exits_125_and_names_the_flag) {
+  cr_assert_eq(an("run --bogus -- true"), 125);
+  cr_expect(strstr(err_text, "--bogus") != NULL, "%s", err_text);
+  cr_assert_eq(an("run --memory"), 125);
+  cr_expect(strstr(err_text, "--memory") != NULL, "%s", err_text);
+  cr_assert_eq(an("frobnicate"), 125);
+}
+
+Test(cli, absurd_values_are_refused_with_the_flag_named) {
+  const char *bad[][2] = {{"--memory 0", "--memory 0"}, {"--timeout -1", "--timeout -1"},
+                          {"--pids 0", "--pids 0"},     {"--memory 12q", "--memory 12q"},
+                          {"--cpus 0", "--cpus 0"},     {"--network full", "--network"},
+                          {"--workdir ../x", "--workdir"}, {"--env =x", "--env"},
+                          {"--profile nosuchprofile", "nosuchprofile"},
+                          {"--secret AN_CLI_TEST_UNSET_VAR", "--secret"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    cr_expect_eq(an("run --image busybox %s -- true", bad[i][0]), 125, "%s", bad[i][0]);
+    cr_expect(strstr(err_text, bad[i][1]) != NULL, "%s: %s", bad[i][0], err_text);
+  }
+  /* nothing was left behind */
+  cr_assert_eq(an("ls --json"), 0);
+  yajl_val v = parse_json(out_text);
+  cr_expect(YAJL_IS_ARRAY(v));
+  yajl_tree_free(v);
+}
+
+Test(cli, missing_image_exits_125) {
+  cr_assert_eq(an("run --image no-such-image-xyz -- true"), 125);
+  cr_expect(strstr(err_text, "no-such-image-xyz") != NULL, "%s", err_text);
+}
+
+/* ---- one-shot exit statuses -------------------------------------------------------------- */
+
+Test(cli, run_passes_the_commands_own_status) {
+  cr_expect_eq(an("run --image busybox -- true"), 0, "%s", err_text);
+  cr_expect_eq(an("run --image busybox -- sh -c 'exit 3'"), 3, "%s", err_text);
+  cr_expect_eq(an("shell --image busybox 'exit 3'"), 3, "%s", err_text);
+}
+
+Test(cli, stdout_and_stderr_stay_apart) {
+  cr_assert_eq(an("shell --image busybox 'echo out; echo err >&2'"), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "out\n");
+  cr_expect_str_eq(err_text, "err\n");
+}
+
+Test(cli, exec_timeout_exits_124) {
+  cr_expect_eq(an("run --image busybox --exec-timeout 1 -- sleep 60"), 124, "%s", err_text);
+}
+
+Test(cli, not_executable_exits_126_and_not_found_127) {
+  cr_expect_eq(an("run --image busybox -- /etc/passwd"), 126, "%s", err_text);
+  cr_expect_eq(an("run --image busybox -- /no/such/program"), 127, "%s", err_text);
+  cr_expect_eq(an("run --image busybox -- no-such-program-in-path"), 127, "%s", err_text);
+}
+
+Test(cli, killed_by_signal_9_exits_137) {
+  cr_expect_eq(an("shell --image busybox 'kill -9 $$'"), 137, "%s", err_text);
+}
+
+Test(cli, run_json_has_every_field_and_escapes_non_utf8) {
+  cr_assert_eq(an("run --image busybox --json -- sh -c 'printf \"\\377ab\\001\"; echo e >&2; exit 3'"), 3,
+               "%s", err_text);
+  yajl_val v = parse_json(out_text);
+  const char *keys[] = {"id", "exit_code", "signal", "timed_out", "oom_killed", "duration_ms",
+                        "stdout", "stderr", "stdout_truncated", "stderr_truncated", "artifacts",
+                        NULL};
+  for (int i = 0; keys[i]; i++) {
+    const char *path[] = {keys[i], NULL};
+    cr_expect_not_null(yajl_tree_get(v, path, yajl_t_any), "missing %s: %s", keys[i], out_text);
+  }
+  yajl_val so = jget(v, "stdout", yajl_t_string);
+  cr_assert_not_null(so);
+  /* U+FFFD for the invalid byte, the control byte kept (escaped by JSON) */
+  cr_expect_str_eq(YAJL_GET_STRING(so), "\xef\xbf\xbd" "ab\x01");
+  cr_expect_str_eq(YAJL_GET_STRING(jget(v, "stderr", yajl_t_string)), "e\n");
+  cr_expect_eq(YAJL_GET_INTEGER(jget(v, "exit_code", yajl_t_number)), 3);
+  cr_expect(YAJL_IS_FALSE(jget(v, "timed_out", yajl_t_any)));
+  cr_expect(YAJL_IS_FALSE(jget(v, "stdout_truncated", yajl_t_any)));
+  yajl_tree_free(v);
+}
+
+Test(cli, json_reports_timeout_and_truncation) {
+  cr_assert_eq(an("run --image busybox --json --max-output 1k --exec-timeout 1 -- "
+                  "sh -c 'head -c 100000 /dev/zero | tr \"\\0\" x; sleep 60'"),
+               124, "%s", err_text);
+  yajl_val v = parse_json(out_text);
+  cr_expect(YAJL_IS_TRUE(jget(v, "timed_out", yajl_t_any)), "%s", out_text);
+  cr_expect(YAJL_IS_TRUE(jget(v, "stdout_truncated", yajl_t_any)), "%s", out_text);
+  cr_expect_leq(strlen(YAJL_GET_STRING(jget(v, "stdout", yajl_t_string))), 1024);
+  yajl_tree_free(v);
+}
+
+Test(cli, put_and_get_move_files_in_and_out) {
+  tb_sh("mkdir -p '%s/src/sub' && echo hello > '%s/src/sub/a.txt' && echo top > '%s/in.txt'", work,
+        work, work);
+  cr_assert_eq(an("shell --image busybox --put in.txt --put src:tree --get 'out/*.txt:got' "
+                  "'cat in.txt tree/sub/a.txt; mkdir out; echo result > out/r.txt; echo no > out/r.bin'"),
+               0, "%s", err_text);
+  cr_expect_str_eq(out_text, "top\nhello\n");
+  char p[400];
+  snprintf(p, sizeof p, "%s/got/out/r.txt", work);
+  char *got = slurp(p);
+  cr_expect_str_eq(got, "result\n");
+  free(got);
+  snprintf(p, sizeof p, "%s/got/out/r.bin", work);
+  struct stat st;
+  cr_expect_neq(stat(p, &st), 0, "a file not matching the glob was copied");
+}
+
+Test(cli, get_with_dotdot_glob_is_refused) {
+  cr_expect_eq(an("run --image busybox --get '../*' -- true"), 125);
+  cr_expect(strstr(err_text, "--get") != NULL, "%s", err_text);
+}
+
+Test(cli, python_runs_code_and_files) {
+  cr_expect_eq(an("python 'print(6*7)'"), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "42\n");
+  tb_sh("printf 'import sys\\nprint(\"file\", sys.argv[1])\\n' > '%s/prog.py'", work);
+  cr_expect_eq(an("python prog.py arg1"), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "file arg1\n");
+  cr_expect_eq(an("python missing.py"), 125);
+}
+
+Test(cli, secret_is_redacted_from_output) {
+  cr_expect_eq(an("run --image busybox --secret AN_CLI_SECRET -- sh -c 'echo \"s=$AN_CLI_SECRET\"'"),
+               125, "unset secret must be refused");
+  setenv("AN_CLI_SECRET", "hunter2-cli-test", 1);
+  cr_assert_eq(an("run --image busybox --secret AN_CLI_SECRET -- sh -c 'echo \"s=$AN_CLI_SECRET\"'"), 0,
+               "%s", err_text);
+  cr_expect(strstr(out_text, "hunter2") == NULL, "%s", out_text);
+  cr_expect(strstr(out_text, "[REDACTED:AN_CLI_SECRET]") != NULL, "%s", out_text);
+}
+
+Test(cli, sigint_destroys_the_one_shot_sandbox, .timeout = 120) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "cd '%s' && exec '%s' --root '%s' run --image busybox --name sigint-%d -- sleep 60",
+           work, an_bin, root, (int) getpid());
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd, (char *) NULL);
+    _exit(127);
+  }
+  /* wait until the sandbox shows up in `ls`, then Ctrl-C */
+  char name[64];
+  snprintf(name, sizeof name, "sigint-%d", (int) getpid());
+  for (int i = 0; i < 600; i++) {
+    an("ls");
+    if (strstr(out_text, name)) break;
+    usleep(50000);
+  }
+  cr_assert(strstr(out_text, name) != NULL, "the one-shot sandbox never appeared: %s", out_text);
+  kill(pid, SIGINT);
+  int st;
+  cr_assert_eq(waitpid(pid, &st, 0), pid);
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGINT, "status %#x", st);
+  an("ls");
+  cr_expect(strstr(out_text, name) == NULL, "sandbox left after SIGINT: %s", out_text);
+}
+
+/* ---- persistent sandboxes ---------------------------------------------------------------- */
+
+static char *create_sandbox(const char *opts) {
+  cr_assert_eq(an("create --image busybox %s", opts), 0, "%s", err_text);
+  char *id = strdup(out_text);
+  chomp(id);
+  cr_assert_gt(strlen(id), 0);
+  return id;
+}
+
+Test(cli, create_exec_ls_inspect_destroy) {
+  char name[64];
+  snprintf(name, sizeof name, "cli-%d", (int) getpid());
+  char opts[100];
+  snprintf(opts, sizeof opts, "--name %s", name);
+  char *id = create_sandbox(opts);
+  cr_expect_eq(an("exec %s -- sh -c 'echo hi; exit 3'", id), 3, "%s", err_text);
+  cr_expect_str_eq(out_text, "hi\n");
+  cr_expect_eq(an("exec %s --env A=b -- sh -c 'echo $A'", name), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "b\n");
+  cr_expect_eq(an("exec %s --workdir /tmp -- pwd", id), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "/tmp\n");
+  cr_expect_eq(an("exec %s --json -- echo j", id), 0, "%s", err_text);
+  yajl_val v = parse_json(out_text);
+  cr_expect_str_eq(YAJL_GET_STRING(jget(v, "stdout", yajl_t_string)), "j\n");
+  yajl_tree_free(v);
+
+  cr_assert_eq(an("ls"), 0);
+  cr_expect(strstr(out_text, id) && strstr(out_text, name), "%s", out_text);
+  cr_assert_eq(an("ls --json"), 0);
+  v = parse_json(out_text);
+  cr_expect(YAJL_IS_ARRAY(v));
+  cr_expect(strstr(out_text, id) != NULL);
+  yajl_tree_free(v);
+
+  cr_assert_eq(an("inspect %s", name), 0, "%s", err_text);
+  v = parse_json(out_text);
+  cr_expect_str_eq(YAJL_GET_STRING(jget(v, "id", yajl_t_string)), id);
+  yajl_tree_free(v);
+
+  cr_assert_eq(an("events %s", id), 0, "%s", err_text);
+  cr_expect(strstr(out_text, "\"created\"") != NULL, "%s", out_text);
+
+  cr_assert_eq(an("destroy %s", id), 0, "%s", err_text);
+  cr_expect_eq(an("exec %s -- true", id), 125);
+  cr_expect(strstr(err_text, id) != NULL, "%s", err_text);
+  cr_expect_eq(an("destroy %s", id), 125, "destroying a gone sandbox is an error naming it");
+  free(id);
+}
+
+Test(cli, exec_timeout_leaves_the_sandbox_and_its_files) {
+  char *id = create_sandbox("");
+  cr_expect_eq(an("exec %s -- sh -c 'echo kept > f'", id), 0, "%s", err_text);
+  cr_expect_eq(an("exec %s --timeout 1 -- sh -c 'sleep 60 & sleep 60'", id), 124, "%s", err_text);
+  cr_expect_eq(an("exec %s -- cat f", id), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "kept\n");
+  an("destroy %s", id);
+  free(id);
+}
+
+Test(cli, cp_both_ways_and_refusals) {
+  char *id = create_sandbox("");
+  tb_sh("echo payload > '%s/h.txt'", work);
+  cr_expect_eq(an("cp h.txt %s:h.txt", id), 0, "%s", err_text);
+  cr_expect_eq(an("exec %s -- cat h.txt", id), 0);
+  cr_expect_str_eq(out_text, "payload\n");
+  cr_expect_eq(an("exec %s -- sh -c 'echo back > b.txt; ln -s /etc/passwd link; mkdir d; ln -s /etc d/up'",
+                  id), 0);
+  cr_expect_eq(an("cp %s:b.txt out.txt", id), 0, "%s", err_text);
+  char p[400];
+  snprintf(p, sizeof p, "%s/out.txt", work);
+  char *t = slurp(p);
+  cr_expect_str_eq(t, "back\n");
+  free(t);
+  /* refusals: .., a symlink as the last component, a symlink in the middle */
+  cr_expect_eq(an("cp %s:../../etc/passwd x1", id), 125);
+  cr_expect(strstr(err_text, "escapes") != NULL, "%s", err_text);
+  cr_expect_eq(an("cp %s:link x2", id), 125);
+  cr_expect(strstr(err_text, "link") != NULL, "%s", err_text);
+  cr_expect_eq(an("cp %s:d/up/passwd x3", id), 125);
+  cr_expect_eq(an("cp h.txt %s:../h.txt", id), 125);
+  struct stat st;
+  snprintf(p, sizeof p, "%s/x2", work);
+  cr_expect_neq(stat(p, &st), 0, "nothing written for a refused copy");
+  cr_expect_eq(an("cp a b"), 125);
+  an("destroy %s", id);
+  free(id);
+}
+
+Test(cli, snapshot_and_restore) {
+  char *id = create_sandbox("");
+  cr_assert_eq(an("exec %s -- sh -c 'mkdir -p d; echo one > d/f'", id), 0);
+  cr_assert_eq(an("snapshot %s snap.tar", id), 0, "%s", err_text);
+  unsigned long long size = 0;
+  char sha[80] = "";
+  cr_assert_eq(sscanf(out_text, "%llu sha256:%64s", &size, sha), 2, "%s", out_text);
+  cr_expect_gt(size, 0);
+  cr_expect_eq(strlen(sha), 64);
+  cr_assert_eq(an("exec %s -- sh -c 'echo two > d/f; echo new > g'", id), 0);
+  cr_expect_eq(an("restore %s snap.tar --sha256 %064d", id, 0), 125, "wrong digest accepted");
+  cr_expect(strstr(err_text, "sha256") != NULL, "%s", err_text);
+  cr_expect_eq(an("restore %s snap.tar --sha256 %s", id, sha), 0, "%s", err_text);
+  cr_expect_eq(an("exec %s -- sh -c 'cat d/f; ls g 2>/dev/null || echo no-g'", id), 0);
+  cr_expect_str_eq(out_text, "one\nno-g\n");
+  an("destroy %s", id);
+  free(id);
+}
+
+Test(cli, artifacts_list_size_and_host_sha256) {
+  char *id = create_sandbox("");
+  cr_assert_eq(an("exec %s -- sh -c 'mkdir -p a/b; printf abc > a/b/x.txt; echo z > y.bin; ln -s /etc/passwd a/l.txt'",
+                  id), 0);
+  cr_assert_eq(an("artifacts %s '**/*.txt' --json", id), 0, "%s", err_text);
+  yajl_val v = parse_json(out_text);
+  cr_assert(YAJL_IS_ARRAY(v));
+  bool seen = false;
+  for (size_t i = 0; i < YAJL_GET_ARRAY(v)->len; i++) {
+    yajl_val it = YAJL_GET_ARRAY(v)->values[i];
+    const char *path = YAJL_GET_STRING(jget(it, "path", yajl_t_string));
+    cr_expect(strcmp(path, "y.bin") != 0);
+    if (!strcmp(path, "a/b/x.txt")) {
+      seen = true;
+      cr_expect_str_eq(YAJL_GET_STRING(jget(it, "sha256", yajl_t_string)),
+                       "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+      cr_expect_eq(YAJL_GET_INTEGER(jget(it, "size", yajl_t_number)), 3);
+    }
+    if (!strcmp(path, "a/l.txt")) cr_expect_str_eq(YAJL_GET_STRING(jget(it, "type", yajl_t_string)), "symlink");
+  }
+  cr_expect(seen, "%s", out_text);
+  yajl_tree_free(v);
+  cr_expect_eq(an("artifacts %s 'a/**' --to outdir", id), 0, "%s", err_text);
+  char p[400];
+  snprintf(p, sizeof p, "%s/outdir/a/b/x.txt", work);
+  char *t = slurp(p);
+  cr_expect_str_eq(t, "abc");
+  free(t);
+  cr_expect_eq(an("artifacts %s '../**'", id), 125);
+  an("destroy %s", id);
+  free(id);
+}
+
+Test(cli, fork_copies_the_workspace_into_a_new_sandbox) {
+  char *id = create_sandbox("");
+  cr_assert_eq(an("exec %s -- sh -c 'echo original > f'", id), 0);
+  cr_assert_eq(an("fork %s", id), 0, "%s", err_text);
+  char *copy = strdup(out_text);
+  chomp(copy);
+  cr_expect_str_neq(copy, id);
+  cr_expect_eq(an("exec %s -- cat f", copy), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "original\n");
+  cr_expect_eq(an("exec %s -- sh -c 'echo changed > f'", copy), 0);
+  cr_expect_eq(an("exec %s -- cat f", id), 0);
+  cr_expect_str_eq(out_text, "original\n");
+  an("destroy %s %s", id, copy);
+  free(copy);
+  free(id);
+}
+
+Test(cli, prune_prints_json) {
+  cr_assert_eq(an("prune"), 0, "%s", err_text);
+  yajl_val v = parse_json(out_text);
+  cr_expect_not_null(jget(v, "removed", yajl_t_array), "%s", out_text);
+  yajl_tree_free(v);
+}
+
+Test(cli, doctor_prints_json_with_a_verdict) {
+  int rc = an("doctor");
+  yajl_val v = parse_json(out_text);
+  yajl_val ok = jget(v, "ok", yajl_t_any);
+  cr_assert(ok && (YAJL_IS_TRUE(ok) || YAJL_IS_FALSE(ok)), "%s", out_text);
+  cr_expect_eq(rc, YAJL_IS_TRUE(ok) ? 0 : 1);
+  cr_expect_not_null(jget(v, "kernel", yajl_t_object));
+  cr_expect_not_null(jget(v, "cgroup", yajl_t_object));
+  const char *lp[] = {"landlock", "abi", NULL};
+  cr_expect_not_null(yajl_tree_get(v, lp, yajl_t_number));
+  const char *ip[] = {"image_store", "images", NULL};
+  cr_expect_geq(YAJL_GET_INTEGER(yajl_tree_get(v, ip, yajl_t_number)), 2);
+  yajl_tree_free(v);
+}
+
+Test(cli, demo_runs_every_step, .timeout = 300) {
+  cr_expect_eq(an("demo"), 0, "%s\n%s", out_text, err_text);
+  cr_expect(strstr(out_text, "ENETUNREACH") != NULL, "%s", out_text);
+  cr_expect(strstr(out_text, "[REDACTED:DEMO_TOKEN]") != NULL, "%s", out_text);
+}

@@ -1,0 +1,162 @@
+/* tests/integration/oci_common.h — helpers shared by the agentnest-oci
+ * black-box and differential tests: temp bundles with a busybox rootfs, a
+ * temp state root, and running a runtime binary with captured output.
+ * Everything is named with the test's pid so concurrent runs do not clash,
+ * and removed by oci_bundle_destroy() even when a test fails. */
+#ifndef AN_TESTS_OCI_COMMON_H
+#define AN_TESTS_OCI_COMMON_H
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "agentnest/spec.h"
+
+struct oci_bundle {
+  char dir[200];           /* bundle: config.json + rootfs/ */
+  char root[256];          /* --root for agentnest-oci */
+  char out[256], err[256]; /* captured stdout/stderr of the last command */
+};
+
+/* The agentnest-oci binary under test: $AN_TEST_BUILD/agentnest-oci, else ./build. */
+static inline const char *oci_bin(void) {
+  static char *path;
+  if (path) return path;
+  const char *b = getenv("AN_TEST_BUILD");
+  char *rel = NULL;
+  cr_assert_geq(asprintf(&rel, "%s/agentnest-oci", b && *b ? b : "./build"), 0);
+  path = realpath(rel, NULL);
+  cr_assert_not_null(path, "agentnest-oci not built at %s", rel);
+  free(rel);
+  return path;
+}
+
+static inline void oci_sh(const char *fmt, ...) {
+  char *cmd = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  cr_assert_geq(vasprintf(&cmd, fmt, ap), 0);
+  va_end(ap);
+  int st = system(cmd);
+  cr_assert(st == 0, "command failed (%#x): %s", st, cmd);
+  free(cmd);
+}
+
+/* Busybox applets the tests use, as symlinks in rootfs/bin. */
+static const char *const oci_applets[] = {
+  "sh", "true", "false", "cat", "grep", "sleep", "echo", "id", "ls", "pwd", "env", "awk",
+  "sort", "head", "readlink", "stat", "wc", "mkdir", "touch", "kill", "ps", "cut", "tr", NULL};
+
+/* Write `spec` as the bundle's config.json. */
+static inline void oci_bundle_write_spec(struct oci_bundle *b, const struct an_spec *spec) {
+  an_error_t err = NULL;
+  char *json = NULL;
+  cr_assert_eq(an_spec_to_json(spec, &json, &err), 0, "to_json: %s", err ? err->msg : "");
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/config.json", b->dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f, "open %s", path);
+  fputs(json, f);
+  fclose(f);
+  free(json);
+}
+
+static inline struct an_spec *oci_bundle_read_spec(struct oci_bundle *b) {
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/config.json", b->dir);
+  an_error_t err = NULL;
+  struct an_spec *spec = NULL;
+  cr_assert_eq(an_spec_load_file(path, &spec, &err), 0, "load %s: %s", path, err ? err->msg : "");
+  return spec;
+}
+
+/* Replace process.args (NULL-terminated list). */
+static inline void oci_spec_set_args(struct an_spec *spec, const char *const *args) {
+  for (char **a = spec->process->args; a && *a; a++) free(*a);
+  free(spec->process->args);
+  size_t n = 0;
+  while (args[n]) n++;
+  spec->process->args = calloc(n + 1, sizeof(char *));
+  for (size_t i = 0; i < n; i++) spec->process->args[i] = strdup(args[i]);
+}
+
+/* A bundle under /tmp with a busybox rootfs and the default config
+ * (an_spec_new_default) running `args`; plus an empty state root. */
+static inline void oci_bundle_make(struct oci_bundle *b, const char *tag, const char *const *args) {
+  memset(b, 0, sizeof *b);
+  snprintf(b->dir, sizeof b->dir, "/tmp/an-oci-%s-%d-XXXXXX", tag, (int) getpid());
+  cr_assert_not_null(mkdtemp(b->dir), "mkdtemp: %s", strerror(errno));
+  /* the container's (mapped) root must be able to walk to its rootfs */
+  chmod(b->dir, 0755);
+  snprintf(b->root, sizeof b->root, "%s/state", b->dir);
+  snprintf(b->out, sizeof b->out, "%s/out", b->dir);
+  snprintf(b->err, sizeof b->err, "%s/err", b->dir);
+  oci_sh("mkdir -p %s/rootfs/bin %s/rootfs/proc %s/rootfs/sys %s/rootfs/dev %s/rootfs/tmp "
+         "%s/rootfs/etc %s/rootfs/root %s/state && cp /bin/busybox %s/rootfs/bin/busybox",
+         b->dir, b->dir, b->dir, b->dir, b->dir, b->dir, b->dir, b->dir, b->dir);
+  for (const char *const *a = oci_applets; *a; a++) {
+    char link[PATH_MAX + 64];
+    snprintf(link, sizeof link, "%s/rootfs/bin/%s", b->dir, *a);
+    cr_assert_eq(symlink("busybox", link), 0, "symlink %s", link);
+  }
+  oci_sh("echo 'root:x:0:0:root:/root:/bin/sh' > %s/rootfs/etc/passwd && "
+         "echo 'root:x:0:' > %s/rootfs/etc/group", b->dir, b->dir);
+  an_error_t err = NULL;
+  struct an_spec *spec = NULL;
+  cr_assert_eq(an_spec_new_default(&spec, &err), 0, "default spec: %s", err ? err->msg : "");
+  if (args) oci_spec_set_args(spec, args);
+  oci_bundle_write_spec(b, spec);
+  an_spec_free(spec);
+}
+
+/* Run `<agentnest-oci> --root <root> <args>` through sh, capturing stdout
+ * and stderr into b->out / b->err.  Returns the exit status (or 128+signal). */
+static inline int oci_cmd(struct oci_bundle *b, const char *fmt, ...) {
+  char *args = NULL, *cmd = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  cr_assert_geq(vasprintf(&args, fmt, ap), 0);
+  va_end(ap);
+  cr_assert_geq(asprintf(&cmd, "cd %s && %s --root %s %s >%s 2>%s", b->dir, oci_bin(), b->root,
+                         args, b->out, b->err), 0);
+  int st = system(cmd);
+  free(args);
+  free(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Contents of a file (heap, NUL-terminated; "" if missing). */
+static inline char *oci_slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return strdup("");
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&buf, &len);
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) fwrite(chunk, 1, n, mem);
+  fclose(mem);
+  fclose(f);
+  return buf;
+}
+
+/* Kill whatever is left of containers under the bundle's state root, then
+ * remove the bundle (tests call this from .fini or at the end). */
+static inline void oci_bundle_destroy(struct oci_bundle *b) {
+  if (!b->dir[0]) return;
+  char cmd[4 * PATH_MAX];
+  snprintf(cmd, sizeof cmd,
+           "for d in %s/*/; do [ -d \"$d\" ] && %s --root %s delete --force \"$(basename \"$d\")\"; "
+           "done >/dev/null 2>&1; rm -rf %s", b->root, oci_bin(), b->root, b->dir);
+  if (system(cmd) != 0) fprintf(stderr, "cleanup of %s failed\n", b->dir);
+  b->dir[0] = 0;
+}
+
+#endif

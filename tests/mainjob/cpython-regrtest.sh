@@ -1,0 +1,158 @@
+#!/bin/bash
+# The main job on real input (issue 4): CPython's own regression tests —
+# code nobody here wrote — run module by module on the host's Debian Python
+# (/usr/bin/python3.11 + libpython3.11-testsuite) and inside an AgentNest
+# sandbox of the `python-tests` image (the same Debian packages), then
+# compared.
+#
+# Prints a table "module | host | sandbox | note" and a summary.  Exit status:
+#   0  every module that passes on the host passes in the sandbox, or the
+#      difference is explained in tests/mainjob/expected-differences.txt
+#      (module | reason | the policy line that causes it)
+#   1  an unexplained difference (the note names the failing test cases;
+#      full logs are kept in $LOGDIR)
+#   2  set-up failed (no python3.11 / test suite on the host, image missing)
+#
+# Environment:
+#   BUILD          build directory (default build)
+#   AN_IMAGE_CACHE image cache of `make images` (default /var/cache/agentnest/images)
+#   MODULES        space-separated subset of modules to run (default: all of issue 4)
+#   MODULE_TIMEOUT seconds per module and run (default 900)
+#   JOBS           modules run at once per side (default 2)
+#   LOGDIR         where the per-module logs go (default a new dir under /tmp, kept)
+# The sandbox runs with a state root of its own (a temp dir, removed at the
+# end), so it never touches other sandboxes.  regrtest runs without -u: no
+# test resource that reaches the internet is enabled, on either side.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+SRC=$PWD
+BUILD=${BUILD:-build}
+case $BUILD in /*) AN="$BUILD/agentnest" ;; *) AN="$SRC/$BUILD/agentnest" ;; esac
+CACHE=${AN_IMAGE_CACHE:-/var/cache/agentnest/images}
+HOSTPY=/usr/bin/python3.11
+TIMEOUT=${MODULE_TIMEOUT:-900}
+JOBS=${JOBS:-2}
+EXPECTED="$SRC/tests/mainjob/expected-differences.txt"
+ALL_MODULES="test_os test_posix test_subprocess test_signal test_threading test_thread
+test_tempfile test_shutil test_mmap test_select test_selectors test_epoll test_poll test_fcntl
+test_pty test_resource test_time test_socket test_socketserver test_httpservers test_json
+test_sqlite3 test_hashlib test_zlib test_gzip test_tarfile test_zipfile test_fileio test_pathlib
+test_glob test_pwd test_grp test_platform test_faulthandler test_sys test_uuid test_logging
+test_sched test_ioctl test_tty"
+MODULES=${MODULES:-$ALL_MODULES}
+
+die() { echo "cpython-regrtest: $*" >&2; exit 2; }
+[ -x "$HOSTPY" ] || die "$HOSTPY missing: apt-get install python3.11 libpython3.11-testsuite"
+"$HOSTPY" -c 'import test.regrtest' 2>/dev/null ||
+  die "the CPython test suite is missing on the host: apt-get install libpython3.11-testsuite"
+[ -x "$AN" ] || die "$AN missing: run make"
+[ -d "$CACHE/python-tests/layout" ] || die "$CACHE/python-tests/layout missing: run make images"
+
+LOGDIR=${LOGDIR:-$(mktemp -d /tmp/agentnest-mainjob-XXXXXX)}
+mkdir -p "$LOGDIR/host" "$LOGDIR/sandbox" "$LOGDIR/hostcwd"
+ROOT=$(mktemp -d /tmp/agentnest-mainjob-root-XXXXXX)
+cleanup() {
+  "$AN" --root "$ROOT" prune --all >/dev/null 2>&1
+  rm -rf "$ROOT" "$LOGDIR/hostcwd"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$AN" --root "$ROOT" image import "$CACHE/python-tests/layout" --name python-tests >/dev/null ||
+  die "cannot import the python-tests image"
+
+# The sandbox gets what the test suite needs to run at all, nothing more:
+# the network stays off, the seccomp policy is the default one, the user is
+# 65532.  Memory, pids, /tmp and output are raised because test_subprocess,
+# test_threading and test_tarfile legitimately use more than an agent's
+# defaults.
+SANDBOX_OPTS=(--image python-tests --memory 2g --pids 1024 --tmp-size 512m --cpus 2
+  --timeout $((TIMEOUT + 60)) --exec-timeout "$TIMEOUT" --max-output 64m
+  --env LANG=C.UTF-8 --env PYTHONDONTWRITEBYTECODE=1)
+
+# Result of one log + exit status: PASS, SKIP (module skipped as a whole),
+# TIMEOUT, FAIL.
+classify() { # log rc
+  local log=$1 rc=$2
+  if [ "$rc" = 124 ]; then echo TIMEOUT
+  elif [ "$rc" = 0 ] && grep -aq 'Tests result: SUCCESS' "$log"; then
+    if grep -aqE '^[0-9]+ tests? skipped:|^test_[a-z0-9_]+ skipped --' "$log" &&
+       ! grep -aqE 'tests? OK\.|^[0-9]+ tests? OK' "$log"; then echo SKIP; else echo PASS; fi
+  else echo FAIL; fi
+}
+
+run_host() { # module
+  local m=$1 d="$LOGDIR/hostcwd/$1"
+  mkdir -p "$d"
+  (cd "$d" && timeout -k 10 "$TIMEOUT" "$HOSTPY" -m test -v "$m" >"$LOGDIR/host/$m.log" 2>&1)
+  echo $? >"$LOGDIR/host/$m.rc"
+}
+
+run_sandbox() { # module
+  local m=$1
+  "$AN" --root "$ROOT" run "${SANDBOX_OPTS[@]}" -- python3 -m test -v "$m" \
+    >"$LOGDIR/sandbox/$m.log" 2>&1
+  echo $? >"$LOGDIR/sandbox/$m.rc"
+}
+
+# Run a function over MODULES, JOBS at a time.
+parallel() { # fn
+  local fn=$1 m n=0
+  for m in $MODULES; do
+    "$fn" "$m" &
+    n=$((n + 1))
+    if [ $n -ge "$JOBS" ]; then wait -n; n=$((n - 1)); fi
+  done
+  wait
+}
+
+echo "cpython-regrtest: $(wc -w <<<"$MODULES") modules, logs in $LOGDIR" >&2
+echo "cpython-regrtest: host ($("$HOSTPY" -c 'import sys; print(sys.version.split()[0])'))..." >&2
+parallel run_host
+echo "cpython-regrtest: sandbox (image python-tests)..." >&2
+parallel run_sandbox
+
+# "module | reason | policy" lines, '#' comments.
+expected_reason() { # module
+  [ -f "$EXPECTED" ] || return 1
+  awk -F'|' -v m="$1" '!/^[ \t]*#/ { gsub(/^[ \t]+|[ \t]+$/, "", $1); if ($1 == m) { r=$2; p=$3;
+      gsub(/^[ \t]+|[ \t]+$/, "", r); gsub(/^[ \t]+|[ \t]+$/, "", p); print r " [policy: " p "]"; found=1; exit } }
+      END { exit !found }' "$EXPECTED"
+}
+
+# The failing test cases of a verbose log, as "name, name, ...".
+failed_cases() { # log
+  grep -aE '^(FAIL|ERROR): ' "$1" | sed -E 's/^(FAIL|ERROR): ([^ ]+).*/\2/' | sort -u | head -5 |
+    paste -sd, - | sed 's/,/, /g'
+}
+
+unexplained=0 same=0 explained=0 better=0
+printf '%-20s | %-7s | %-7s | %s\n' module host sandbox note
+printf '%s\n' "---------------------+---------+---------+------------------------------------------"
+for m in $MODULES; do
+  h=$(classify "$LOGDIR/host/$m.log" "$(cat "$LOGDIR/host/$m.rc")")
+  s=$(classify "$LOGDIR/sandbox/$m.log" "$(cat "$LOGDIR/sandbox/$m.rc")")
+  note=""
+  if [ "$h" = "$s" ] || { [ "$h" != PASS ] && [ "$s" = PASS ]; }; then
+    same=$((same + 1))
+    [ "$h" != "$s" ] && { note="passes only in the sandbox (host: $(failed_cases "$LOGDIR/host/$m.log"))"; better=$((better + 1)); }
+  elif [ "$h" = PASS ] || [ "$h" = SKIP ]; then
+    if reason=$(expected_reason "$m"); then
+      note="explained: $reason"
+      explained=$((explained + 1))
+    else
+      cases=$(failed_cases "$LOGDIR/sandbox/$m.log")
+      [ -z "$cases" ] && cases="status $(cat "$LOGDIR/sandbox/$m.rc"): $(grep -av '^$' "$LOGDIR/sandbox/$m.log" | tail -1 | cut -c1-80)"
+      note="UNEXPLAINED: $cases (log: $LOGDIR/sandbox/$m.log)"
+      unexplained=$((unexplained + 1))
+    fi
+  else
+    same=$((same + 1))
+  fi
+  printf '%-20s | %-7s | %-7s | %s\n' "$m" "$h" "$s" "$note"
+done
+echo
+echo "summary: $(wc -w <<<"$MODULES") modules; same result $same (of which sandbox-only passes $better);" \
+  "explained differences $explained; unexplained differences $unexplained"
+echo "logs: $LOGDIR"
+[ "$unexplained" -eq 0 ]
