@@ -125,8 +125,9 @@ JQ_STATS='def ms: . * 1000000 | round / 1000;
 
 # row GROUP METRIC UNIT TIMES_JSON [EXTRA_JSON]: append a measured row.
 row() {
-  jq -nc --arg g "$1" --arg m "$2" --arg u "$3" --argjson t "$4" --argjson x "${5:-{\}}" \
-    "$JQ_STATS"' {group: $g, metric: $m, unit: $u, status: "ok"} + ($t | stats) + $x' >>"$ROWS"
+  jq -nc --arg g "$1" --arg m "$2" --arg u "$3" --argjson t "$4" --argjson x "${5:-{\}}" --argjson cpu "${CUR_CPU:-null}" \
+    "$JQ_STATS"' {group: $g, metric: $m, unit: $u, status: "ok"} + ($t | stats) + {cpu_ms: $cpu} + $x' >>"$ROWS"
+  CUR_CPU=
 }
 # na GROUP METRIC REASON: a row that could not be measured at this stage.
 na() {
@@ -151,7 +152,8 @@ hf() {
     HF_ERR=$(grep -v '^\s*$' "$WORK/hf.log" | tail -3 | tr '\n' ' ' | cut -c1-200)
     return 1
   fi
-  HF_TIMES=$(jq -c '.results[0].times' "$j")
+  HF_TIMES=$(jq -c ".results[0].times" "$j")
+  CUR_CPU=$(jq -c ".results[0] | (.user + .system) * 1000000 | round / 1000" "$j")
 }
 # probe CMD: run once; on failure set PROBE_ERR to its last stderr line.
 probe() {
@@ -498,17 +500,18 @@ jq -s --argjson R "$REFS" --argjson quick "$QUICK" --slurpfile dens <(jq -s . "$
 # ---------------------------------------------------------------- table
 echo
 echo "AgentNest benchmark ($([ $QUICK = 1 ] && echo quick || echo full)), $(jq -r .host "$OUT"); $(jq -r .versions "$OUT")"
-echo "All times ms (wall clock, per run). OCI rows run inside: $(wrap '...')"
+echo "All times ms: wall clock per run; cpu = mean user+sys of the command and the children it waited for (hyperfine)."
+echo "OCI rows run inside: $(wrap "...")"
 jq -r '
   def f: if . == null then "-" else tostring end;
-  (["group", "metric", "runs", "median", "p95", "min", "max", "extra / ratio to reference"] | @tsv),
+  (["group", "metric", "runs", "median", "p95", "min", "max", "cpu", "extra / ratio to reference"] | @tsv),
   (.metrics[] |
     if .status == "ok" then
-      [.group, .metric, (.runs|f), (.median|f), (.p95|f), (.min|f), (.max|f),
+      [.group, .metric, (.runs|f), (.median|f), (.p95|f), (.min|f), (.max|f), (.cpu_ms|f),
        ([(if .mb_per_s then "\(.mb_per_s) MB/s" else empty end), (if .rate_per_s then "\(.rate_per_s)/s" else empty end)]
         + ((.ratios // {}) | to_entries | map("x\(.value) \(.key)")) | join(", "))]
-    elif .status == "n/a" then [.group, .metric, "n/a", "", "", "", "", "n/a (\(.reason))"]
-    else [.group, .metric, "-", (.median|f), "", "", "", .status] end | @tsv)' "$OUT" | column -t -s $'\t'
+    elif .status == "n/a" then [.group, .metric, "n/a", "", "", "", "", "", "n/a (\(.reason))"]
+    else [.group, .metric, "-", (.median|f), "", "", "", "", .status] end | @tsv)' "$OUT" | column -t -s $'\t'
 if [ "$(jq '.growth | length' "$OUT")" -gt 0 ]; then
   echo; echo "Cost growth (create: last create at that count and median of the last 10; exec: into sandbox #1)"
   jq -r '(["live", "create ms (that one)", "create ms (median last 10)", "exec median ms", "exec min-max ms"] | @tsv),
