@@ -11,7 +11,8 @@
 #   --no-density  skip cost growth and density (the long part of a full run)
 # Env: BUILD (default build), AN_IMAGES (default /var/cache/agentnest/images),
 #      IMAGE (default python, the default image), KEEP=1 keeps the work dir,
-#      BENCH_PRUNE=1 always runs `agentnest prune --all` at cleanup (see below).
+#      BENCH_PRUNE=1 always runs `agentnest prune --all` at cleanup (see below),
+#      BENCH_SIZES="1 100 1024" workspace sizes (MB), BENCH_DENSITY="100 500 1000" (full mode).
 #
 # Every sandbox lives in a private store (--root under a temp dir), so the
 # benchmark never touches the host's sandboxes.  Cleanup (also on INT/TERM):
@@ -53,7 +54,7 @@ if [ "$QUICK" = 1 ]; then
   RUNS=5; WARM=1; RUNS_SLOW=3; RUNS_IMPORT=1; SIZES="1"; DENS_NS="10"; GROWTH_AT="1 5 10"
   EXEC_AT_RUNS=3; THRU_N=5
 else
-  RUNS=100; WARM=5; RUNS_SLOW=10; RUNS_IMPORT=3; SIZES="1 100 1024"; DENS_NS="100 500 1000"
+  RUNS=100; WARM=5; RUNS_SLOW=10; RUNS_IMPORT=3; SIZES=${BENCH_SIZES:-1 100 1024}; DENS_NS=${BENCH_DENSITY:-100 500 1000}
   GROWTH_AT="1 100 500 1000"; EXEC_AT_RUNS=20; THRU_N=50
 fi
 
@@ -302,10 +303,13 @@ for mb in $SIZES; do
     continue
   fi
   r=$RUNS_SLOW; [ "$mb" -ge 1024 ] && r=3
+  : >"$WORK/cp.err"
   id=$($ANR create $SBO --timeout 2h 2>"$WORK/c.err") && echo "$id" >>"$WORK/ids.ws"
   head -c $((mb * 1048576)) /dev/urandom >"$WORK/blob"
   if [ -z "$id" ] || ! $ANR cp "$WORK/blob" "$id:blob" >/dev/null 2>"$WORK/cp.err"; then
-    for op in snapshot restore fork; do na $G "$op ${mb} MB" "workspace setup failed: $(tail -1 "$WORK/cp.err" "$WORK/c.err" 2>/dev/null | tail -1)"; done
+    why=$(cat "$WORK/cp.err" "$WORK/c.err" 2>/dev/null | grep -v "^\s*$" | tail -1)
+    for op in snapshot restore fork; do na $G "$op ${mb} MB" "workspace setup failed: ${why:-create failed}"; done
+    rm -f "$WORK/blob"
     continue
   fi
   rm -f "$WORK/blob"
