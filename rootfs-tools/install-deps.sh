@@ -17,6 +17,8 @@ PACKAGES=(
   # image tools (rootfs-tools/)
   skopeo umoci jq zstd debootstrap busybox-static wget openssl util-linux
   coreutils findutils tar gzip
+  # the main job: CPython regression tests on the host, for comparison
+  python3.11 libpython3.11-testsuite
 )
 
 missing=$(dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' "${PACKAGES[@]}" 2>&1 |
