@@ -546,6 +546,8 @@ Test(oci_cli, failed_create_leaves_no_state_or_cgroup, .fini = fini_bundle) {
   /* unknown capability */
   char *bad[] = {"CAP_FLY", NULL};
   cr_assert_eq(an_spec_new_default(&spec, &err), 0);
+  for (char **c = spec->process->capabilities->bounding; c && *c; c++) free(*c);
+  free(spec->process->capabilities->bounding);
   spec->process->capabilities->bounding = calloc(2, sizeof(char *));
   spec->process->capabilities->bounding[0] = strdup(bad[0]);
   oci_bundle_write_spec(&B, spec);

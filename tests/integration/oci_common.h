@@ -156,6 +156,20 @@ static inline char *oci_slurp(const char *path) {
   return buf;
 }
 
+/* The captured stderr of the last command, in a static buffer (for
+ * assertion messages; no allocation to leak). */
+static inline const char *oci_last_err(const struct oci_bundle *b) {
+  static char buf[4096];
+  buf[0] = 0;
+  FILE *f = fopen(b->err, "r");
+  if (f) {
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+  }
+  return buf;
+}
+
 /* Kill whatever is left of containers under the bundle's state root, then
  * remove the bundle (tests call this from .fini or at the end). */
 static inline void oci_bundle_destroy(struct oci_bundle *b) {

@@ -187,9 +187,7 @@ Test(oci_diff, container_sees_the_same_isolation_under_all_three_runtimes, .fini
     snprintf(id, sizeof id, "diff-%d", (int) getpid());
     int st = rt_cmd((enum runtime) rt, "run %s", id);
     out[rt] = oci_slurp(B.out);
-    char *e = oci_slurp(B.err);
-    cr_assert_eq(st, 0, "%s run failed (%d): %s", rt_names[rt], st, e);
-    free(e);
+    cr_assert_eq(st, 0, "%s run failed (%d): %s", rt_names[rt], st, oci_last_err(&B));
   }
   const char *sections[] = {"status", "uid_map", "gid_map", "id", "hostname",
                             "seccomp_denies_mkdir", "readonly_root", NULL};
@@ -224,7 +222,7 @@ Test(oci_diff, exit_statuses_match, .fini = fini_all) {
   make_diff_bundle("exit", args);
   for (int rt = 0; rt < RT_COUNT; rt++)
     cr_expect_eq(rt_cmd((enum runtime) rt, "run x-%d", (int) getpid()), 42, "%s: %s", rt_names[rt],
-                 oci_slurp(B.err));
+                 oci_last_err(&B));
   /* a missing executable: every runtime fails the run with status 1 */
   struct an_spec *spec = oci_bundle_read_spec(&B);
   const char *missing[] = {"/no/such/binary", NULL};
@@ -239,7 +237,7 @@ Test(oci_diff, exit_statuses_match, .fini = fini_all) {
 }
 
 static yajl_val state_json(enum runtime rt, const char *id) {
-  cr_assert_eq(rt_cmd(rt, "state %s", id), 0, "%s state: %s", rt_names[rt], oci_slurp(B.err));
+  cr_assert_eq(rt_cmd(rt, "state %s", id), 0, "%s state: %s", rt_names[rt], oci_last_err(&B));
   char *o = oci_slurp(B.out);
   char msg[128];
   yajl_val v = yajl_tree_parse(o, msg, sizeof msg);
@@ -261,7 +259,7 @@ Test(oci_diff, state_fields_match_through_the_lifecycle, .fini = fini_all) {
   snprintf(id, sizeof id, "st-%d", (int) getpid());
   for (int r = 0; r < RT_COUNT; r++) {
     enum runtime rt = (enum runtime) r;
-    cr_assert_eq(rt_cmd(rt, "create %s", id), 0, "%s create: %s", rt_names[rt], oci_slurp(B.err));
+    cr_assert_eq(rt_cmd(rt, "create %s", id), 0, "%s create: %s", rt_names[rt], oci_last_err(&B));
     yajl_val v = state_json(rt, id);
     cr_expect_str_eq(get_str(v, "id"), id, "%s", rt_names[rt]);
     cr_expect_str_eq(get_str(v, "status"), "created", "%s", rt_names[rt]);
@@ -271,11 +269,11 @@ Test(oci_diff, state_fields_match_through_the_lifecycle, .fini = fini_all) {
     cr_expect(pid && YAJL_GET_INTEGER(pid) > 0, "%s: pid", rt_names[rt]);
     cr_expect_str_neq(get_str(v, "created"), "<absent>", "%s", rt_names[rt]);
     yajl_tree_free(v);
-    cr_assert_eq(rt_cmd(rt, "start %s", id), 0, "%s start: %s", rt_names[rt], oci_slurp(B.err));
+    cr_assert_eq(rt_cmd(rt, "start %s", id), 0, "%s start: %s", rt_names[rt], oci_last_err(&B));
     v = state_json(rt, id);
     cr_expect_str_eq(get_str(v, "status"), "running", "%s", rt_names[rt]);
     yajl_tree_free(v);
-    cr_assert_eq(rt_cmd(rt, "kill %s KILL", id), 0, "%s kill: %s", rt_names[rt], oci_slurp(B.err));
+    cr_assert_eq(rt_cmd(rt, "kill %s KILL", id), 0, "%s kill: %s", rt_names[rt], oci_last_err(&B));
     bool stopped = false;
     for (int i = 0; i < 200 && !stopped; i++) {
       v = state_json(rt, id);
@@ -284,7 +282,7 @@ Test(oci_diff, state_fields_match_through_the_lifecycle, .fini = fini_all) {
       if (!stopped) usleep(20000);
     }
     cr_expect(stopped, "%s: not stopped after kill", rt_names[rt]);
-    cr_assert_eq(rt_cmd(rt, "delete %s", id), 0, "%s delete: %s", rt_names[rt], oci_slurp(B.err));
+    cr_assert_eq(rt_cmd(rt, "delete %s", id), 0, "%s delete: %s", rt_names[rt], oci_last_err(&B));
     cr_expect_eq(rt_cmd(rt, "state %s", id), 1, "%s: state after delete", rt_names[rt]);
   }
 }
@@ -313,9 +311,9 @@ Test(oci_diff, cgroup_limits_on_the_host_match, .fini = fini_all) {
   snprintf(id, sizeof id, "lim-%d", (int) getpid());
   for (int r = 0; r < RT_COUNT; r++) {
     enum runtime rt = (enum runtime) r;
-    cr_assert_eq(rt_cmd(rt, "run -d %s", id), 0, "%s run -d: %s", rt_names[rt], oci_slurp(B.err));
+    cr_assert_eq(rt_cmd(rt, "run -d %s", id), 0, "%s run -d: %s", rt_names[rt], oci_last_err(&B));
     for (int f = 0; files[f][0]; f++) seen[r][f] = host_cgroup_file(files[f][0], files[f][1]);
-    cr_assert_eq(rt_cmd(rt, "delete --force %s", id), 0, "%s delete: %s", rt_names[rt], oci_slurp(B.err));
+    cr_assert_eq(rt_cmd(rt, "delete --force %s", id), 0, "%s delete: %s", rt_names[rt], oci_last_err(&B));
   }
   cr_assert_str_eq(seen[RT_AGENTNEST][0], "256", "pids.max under agentnest-oci");
   cr_assert_str_eq(seen[RT_AGENTNEST][1], "536870912");
@@ -327,6 +325,8 @@ Test(oci_diff, cgroup_limits_on_the_host_match, .fini = fini_all) {
   char path[256];
   snprintf(path, sizeof path, "/sys/fs/cgroup/pids%s", cgroup_path);
   cr_expect(access(path, F_OK) < 0, "%s left behind", path);
+  for (int r = 0; r < RT_COUNT; r++)
+    for (int f = 0; files[f][0]; f++) free(seen[r][f]);
 }
 
 static char **strv(const char *a, const char *b) {
@@ -374,7 +374,7 @@ Test(oci_diff, capability_sets_after_execve_match, .fini = fini_all) {
     for (int rt = 0; rt < RT_COUNT; rt++) {
       int st = rt_cmd((enum runtime) rt, "run caps-%d", (int) getpid());
       out[rt] = oci_slurp(B.out);
-      cr_assert_eq(st, 0, "case %zu: %s run failed (%d): %s", c, rt_names[rt], st, oci_slurp(B.err));
+      cr_assert_eq(st, 0, "case %zu: %s run failed (%d): %s", c, rt_names[rt], st, oci_last_err(&B));
     }
     for (int rt = 0; rt < RT_COUNT; rt++)
       cr_expect_str_eq(out[rt], out[RT_RUNC], "case %zu: %s sees\n%s\nrunc sees\n%s", c,
