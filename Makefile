@@ -119,7 +119,7 @@ demo: deps
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/agentnest \
 	  $(DESTDIR)$(DATADIR)/profiles/seccomp $(DESTDIR)$(MANDIR)/man1
-	install -m 0755 $(BUILD)/agentnest $(BUILD)/agentnest-oci $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BUILD)/agentnest $(BUILD)/agentnest-oci $(BUILD)/agentnest-init $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(BUILD)/libagentnest.a $(DESTDIR)$(LIBDIR)/
 	install -m 0755 $(BUILD)/libagentnest.so $(DESTDIR)$(LIBDIR)/libagentnest.so.0
 	ln -sf libagentnest.so.0 $(DESTDIR)$(LIBDIR)/libagentnest.so

@@ -128,9 +128,11 @@ struct an_image_progress {
   int already_present;        /* DONE: 1 when the digest was already in the store */
 };
 
-/* Progress callback.  Called from the importing thread; must not call back
- * into the store.  `p` and its strings are valid only during the call.
- * LAYER_BYTES events are rate-limited (about every 1 MiB). */
+/* Progress callback.  Always called on the thread that called
+ * an_image_import() (each layer is decompressed by a short-lived helper
+ * thread, which never calls it); must not call back into the store.  `p`
+ * and its strings are valid only during the call.  LAYER_BYTES events are
+ * rate-limited (about every 1 MiB). */
 typedef void (*an_image_progress_fn)(const struct an_image_progress *p, void *userdata);
 
 /* The part of the image config a sandbox needs (OCI image-spec config.md,
@@ -182,14 +184,18 @@ struct an_image_import_opts {
  *         an_image_info_free()).
  * Every blob read is checked against its descriptor's sha256 digest and size
  * (docker-archive: the config file name and the config's rootfs.diff_ids).
+ * A given NAME replaces the source's own names (they are not applied).
  * Returns 0, or a negative errno with *err set, e.g.:
- *   -EINVAL  bad name; bad JSON; unsupported media type; an entry refused by
- *            the extraction rules above (message names layer and entry);
- *            digest or size mismatch (message has both digests);
- *            corrupt or truncated compressed data
- *   -ENOENT  SRC missing; a manifest naming a blob not present in SRC
+ *   -EINVAL  bad name; bad JSON; unsupported layout; an entry refused by the
+ *            extraction rules above (message: "layer sha256:HEX12: entry
+ *            \"NAME\": reason"); blob digest or size mismatch (message has
+ *            both values); NAME@sha256 not matching the image
+ *   -EIO     corrupt or truncated compressed data or tar stream
+ *   -ENOENT  SRC missing; a manifest naming a blob not present in SRC; a
+ *            hardlink to a missing target; a parent that is a dangling symlink
+ *   -EPERM   a hardlink to a directory
  *   -EFBIG   the unpack size cap was exceeded
- *   -ENOTSUP only sha256 digests are supported; unsupported source format
+ *   -ENOTSUP a digest algorithm other than sha256; an unsupported media type
  *   other    the failing system call's errno (disk full, EACCES, ...)
  * On error the store is unchanged (temp dirs removed). */
 int an_image_import(const char *store_root, const char *src, const char *name,

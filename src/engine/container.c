@@ -26,6 +26,7 @@
 #include "engine/container_internal.h"
 #include "engine/hooks.h"
 #include "engine/init.h"
+#include "engine/mount.h"
 #include "engine/namespaces.h"
 #include "engine/process.h"
 #include "engine/rlimits.h"
@@ -171,7 +172,7 @@ static int validate(struct launch *l, an_error_t *err) {
   if (!p->cwd || p->cwd[0] != '/')
     return an_error_set(err, EINVAL, "process.cwd \"%s\": must be an absolute path",
                         p->cwd ? p->cwd : "");
-  if (p->terminal && !l->opts->console_socket && l->opts->stdio[0] < 0)
+  if (p->terminal && !l->opts->console_socket)
     return an_error_set(err, EINVAL, "process.terminal: needs a console socket");
   return 0;
 }
@@ -247,6 +248,9 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
   const struct an_container_opts *o = l->opts;
   int r;
   int sp[2] = {-1, -1};
+  /* declared before the first goto: a cleanup variable jumped over would be
+   * closed uninitialised */
+  cleanup_close int master = -1;
 
   if ((r = validate(l, err)) < 0) return r;
   if ((r = resolve_paths(l, err)) < 0) return r;
@@ -266,9 +270,11 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
     for (size_t i = 0; i < s->n_mounts; i++) {
       const struct an_spec_mount *m = &s->mounts[i];
       if (!m->n_uid_mappings && !m->n_gid_mappings) continue;
+      cleanup_close int userns = -1;
       r = an_userns_for_idmap(m->uid_mappings, m->n_uid_mappings, m->gid_mappings,
-                              m->n_gid_mappings, &l->idmap_fds[i], err);
-      if (r < 0) { an_error_prefix(err, "mounts[%zu] idmap", i); goto fail; }
+                              m->n_gid_mappings, &userns, err);
+      if (r == 0) r = an_mount_prepare_idmapped(m, l->bundle, userns, &l->idmap_fds[i], err);
+      if (r < 0) { an_error_prefix(err, "mounts[%zu]", i); goto fail; }
     }
   }
 
@@ -309,7 +315,7 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
   struct an_init_config cfg = {
     .spec = s, .process = s->process, .rootfs = l->rootfs, .bundle = l->bundle,
     .parent_pid = getpid(), .sync_fd = sp[1], .parent_sync_fd = sp[0],
-    .start_fd = l->start_fd, .ns = &l->ns,
+    .start_fd = l->start_fd, .state_dirfd = l->dirfd, .ns = &l->ns,
     .in_userns = new_userns || l->ns.userns_fd >= 0,
     .become_root_early = new_userns && an_userns_maps_root(&s->linux),
     .idmap_fds = l->idmap_fds, .seccomp = l->seccomp, .no_pivot = o->no_pivot,
@@ -350,7 +356,6 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
   }
 
   /* [4] ready */
-  cleanup_close int master = -1;
   if ((r = an_sync_wait(l->sync_fd, AN_SYNC_READY, &master, err)) < 0) goto fail;
   if (master >= 0 && o->console_socket &&
       (r = an_terminal_send_master(o->console_socket, master, err)) < 0)

@@ -262,16 +262,11 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   if (pty_master >= 0) { close(pty_master); pty_master = -1; }
 
   /* [5] go, or detach and wait for `start` */
-  char *payload = NULL;
-  r = an_sync_wait_payload(c->sync_fd, AN_SYNC_GO, &payload, err);
-  if (r == -EPROTO) {
-    /* not GO: it must be DETACH (create) */
-    an_error_free(err);
-    r = 0;
-  }
-  free(payload);
+  enum an_sync_point got;
+  r = an_sync_wait_either(c->sync_fd, AN_SYNC_GO, AN_SYNC_DETACH, &got, err);
   if (r < 0) return r;
-  if (c->start_fd >= 0) {
+  if (got == AN_SYNC_DETACH) {
+    if (c->start_fd < 0) return an_error_set(err, EPROTO, "detach without a start socket");
     /* create: the runtime is about to exit; we are on our own now */
     if (prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) < 0) return an_error_set(err, errno, "prctl");
     close(c->sync_fd);
@@ -308,6 +303,7 @@ _Noreturn void an_init_main(const struct an_init_config *c) {
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   if (c->parent_sync_fd >= 0) close(c->parent_sync_fd);
+  if (c->state_dirfd >= 0) close(c->state_dirfd);
 
   r = init_run(c, &report_fd, exe, sizeof exe, &err);
   if (r == 0) {

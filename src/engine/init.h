@@ -36,10 +36,14 @@ struct an_init_config {
   int sync_fd;                             /* child's end of the sync socketpair */
   int parent_sync_fd;                      /* parent's end: the child closes it first */
   int start_fd;                            /* listening start socket (create), or -1 */
+  int state_dirfd;                         /* the parent's locked state dir: closed first, so
+                                              the lock is not held by init (flock(2) locks
+                                              belong to the open file description) */
   const struct an_ns_plan *ns;
   bool in_userns;                          /* runs in a (new or joined) user namespace */
   bool become_root_early;                  /* setresuid(0) after the maps are written */
-  const int *idmap_fds;                    /* per mounts[i]: user namespace fd or -1; or NULL */
+  const int *idmap_fds;                    /* per mounts[i]: idmapped detached mount made by
+                                              the parent, or -1; or NULL */
   const struct an_seccomp_program *seccomp;/* NULL: none */
   bool no_pivot, no_new_keyring;
   int preserve_fds;

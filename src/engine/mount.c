@@ -266,8 +266,35 @@ static int host_bind(const char *source, const char *bundle, bool recursive, int
   return 0;
 }
 
+int an_mount_prepare_idmapped(const struct an_spec_mount *m, const char *bundle, int userns_fd,
+                              int *mnt_fd, an_error_t *err) {
+  struct an_mount_options o;
+  int ret = an_mount_options_parse(m->options, &o, err);
+  if (ret < 0) return ret;
+  const char *type = m->type ? m->type : "bind";
+  bool bind = o.bind || is_type(type, "bind") || is_type(type, "rbind");
+  if (is_type(type, "rbind")) o.recursive = true;
+  struct stat st;
+  cleanup_close int mnt = -1;
+  if (!bind || !m->source) {
+    ret = an_error_set(err, EINVAL, "mount %s: uidMappings/gidMappings need a bind mount",
+                       m->destination ? m->destination : "");
+    goto out;
+  }
+  ret = host_bind(m->source, bundle, o.recursive, &mnt, &st, err);
+  if (ret < 0) goto out;
+  if (setattr_fd(mnt, o.recursive, o.attr_set, o.attr_clr, 0, userns_fd) < 0) {
+    ret = an_error_set(err, errno, "idmapped mount of %s", m->source);
+    goto out;
+  }
+  *mnt_fd = an_steal_fd(&mnt);
+out:
+  an_mount_options_free(&o);
+  return ret;
+}
+
 int an_mount_entry(int root_fd, const char *rootfs, const char *bundle,
-                   const struct an_spec_mount *m, int idmap_userns_fd, an_error_t *err) {
+                   const struct an_spec_mount *m, int premade_fd, an_error_t *err) {
   struct an_mount_options o;
   int ret = an_mount_options_parse(m->options, &o, err);
   if (ret < 0) return ret;
@@ -283,13 +310,26 @@ int an_mount_entry(int root_fd, const char *rootfs, const char *bundle,
                        m->destination ? m->destination : "");
     goto out;
   }
-  if (o.idmap && idmap_userns_fd < 0) {
+  if (o.idmap && premade_fd < 0) {
     ret = an_error_set(err, EINVAL, "mount %s: idmap option without uidMappings/gidMappings",
                        m->destination);
     goto out;
   }
 
-  if (bind) {
+  if (premade_fd >= 0) {
+    /* made by the parent (an_mount_prepare_idmapped): only attach it here */
+    struct stat st;
+    if (fstat(premade_fd, &st) < 0) {
+      ret = an_error_set(err, errno, "stat prepared mount");
+      goto fail;
+    }
+    target_is_file = !S_ISDIR(st.st_mode);
+    mnt = fcntl(premade_fd, F_DUPFD_CLOEXEC, 3);
+    if (mnt < 0) {
+      ret = an_error_set(err, errno, "dup prepared mount");
+      goto fail;
+    }
+  } else if (bind) {
     struct stat st;
     if (!m->source) {
       ret = an_error_set(err, EINVAL, "bind mount on %s: no source", m->destination);
@@ -298,8 +338,7 @@ int an_mount_entry(int root_fd, const char *rootfs, const char *bundle,
     ret = host_bind(m->source, bundle, o.recursive, &mnt, &st, err);
     if (ret < 0) goto fail;
     target_is_file = !S_ISDIR(st.st_mode);
-    if (setattr_fd(mnt, o.recursive, o.attr_set, o.attr_clr, 0,
-                   (o.idmap || m->n_uid_mappings) ? idmap_userns_fd : -1) < 0) {
+    if (setattr_fd(mnt, o.recursive, o.attr_set, o.attr_clr, 0, -1) < 0) {
       ret = an_error_set(err, errno, "mount_setattr %s", m->source);
       goto fail;
     }

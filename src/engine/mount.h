@@ -36,9 +36,17 @@ void an_mount_options_free(struct an_mount_options *o);
 int an_mount_resolve(int root_fd, const char *path, bool create, bool as_file, int *fd,
                      an_error_t *err);
 
+/* Parent side, for mounts[] entries with uidMappings/gidMappings: a
+ * detached bind mount of the source, idmapped with `userns_fd`
+ * (MOUNT_ATTR_IDMAP needs privilege over the source filesystem, which only
+ * the runtime in the host user namespace has).  Errors: -EINVAL not a bind
+ * mount, errno of open_tree/mount_setattr. */
+int an_mount_prepare_idmapped(const struct an_spec_mount *m, const char *bundle, int userns_fd,
+                              int *mnt_fd, an_error_t *err);
+
 /* Do one mounts[] entry below `root_fd` (the container root, before
- * pivot_root).  `bundle` resolves relative bind sources; `idmap_userns_fd`
- * (or -1) is the user namespace for an idmapped mount.  Types: bind/rbind
+ * pivot_root).  `bundle` resolves relative bind sources; `premade_fd` (or
+ * -1) is a detached mount made by an_mount_prepare_idmapped, only attached.  Types: bind/rbind
  * (any type with a "bind"/"rbind" option), tmpfs, proc, sysfs (falls back to
  * a read-only recursive bind of the host /sys where sysfs cannot be mounted,
  * as runc), devpts (retries without gid= where that gid is unmapped), mqueue,
@@ -46,7 +54,7 @@ int an_mount_resolve(int root_fd, const char *path, bool create, bool as_file, i
  * other filesystem type fsopen(2) knows.  Errors: the errno of the failing
  * call, message "mount <type> on <rootfs><destination>: <ERRNO>". */
 int an_mount_entry(int root_fd, const char *rootfs, const char *bundle,
-                   const struct an_spec_mount *m, int idmap_userns_fd, an_error_t *err);
+                   const struct an_spec_mount *m, int premade_fd, an_error_t *err);
 
 /* A detached bind mount of `fd` (a path opened O_PATH in the current mount
  * namespace), recursive with `recursive`, with mount attributes set; ready for

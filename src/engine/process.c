@@ -30,8 +30,7 @@ pid_t an_process_clone(uint64_t flags, int cgroup_fd, int *pidfd, an_error_t *er
   }
   long pid = syscall(SYS_clone3, &args, sizeof args);
   if (pid < 0) return an_error_set(err, errno, "clone3 (flags 0x%llx)", (unsigned long long) args.flags);
-  /* clone3 with CLONE_PIDFD never sets O_CLOEXEC itself: it does, see pidfd_open(2)
-   * ("close-on-exec flag is set"). */
+  /* The pidfd from CLONE_PIDFD has close-on-exec set (clone(2)). */
   return (pid_t) pid;
 }
 

@@ -119,6 +119,20 @@ int an_sync_wait(int sock, enum an_sync_point expected, int *fd_received, an_err
   return r;
 }
 
+int an_sync_wait_either(int sock, enum an_sync_point a, enum an_sync_point b,
+                        enum an_sync_point *got, an_error_t *err) {
+  struct an_sync_msg *m = malloc(sizeof *m);
+  if (!m) return an_error_set(err, ENOMEM, "sync");
+  int r = sync_wait_msg(sock, a, NULL, m, err);
+  if (r == -EPROTO && m->point == (uint32_t) b) {
+    an_error_free(err);
+    r = 0;
+  }
+  if (r == 0) *got = (enum an_sync_point) m->point;
+  free(m);
+  return r;
+}
+
 int an_sync_send_payload(int sock, enum an_sync_point p, const char *text, an_error_t *err) {
   size_t len = strlen(text);
   if (len >= AN_SYNC_PAYLOAD_MAX)

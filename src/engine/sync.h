@@ -80,6 +80,10 @@ int an_sync_send_payload(int sock, enum an_sync_point p, const char *text, an_er
  * the caller; "" when none).  Errors as an_sync_wait. */
 int an_sync_wait_payload(int sock, enum an_sync_point expected, char **text, an_error_t *err);
 
+/* Wait for one of two points; *got receives which.  Errors as an_sync_wait. */
+int an_sync_wait_either(int sock, enum an_sync_point a, enum an_sync_point b,
+                        enum an_sync_point *got, an_error_t *err);
+
 /* Wait for EOF (the peer's execve closed its end) or an AN_SYNC_ERROR.
  * Returns 0 on EOF.  Errors: the child's error as above. */
 int an_sync_wait_exec(int sock, an_error_t *err);

@@ -198,8 +198,13 @@ int an_layer_apply(int rootfd, int blobfd, const struct an_layer_desc *desc, siz
     return an_error_set(err, EINVAL, "layer %s: digest mismatch: blob has %s", desc->digest, got);
   }
   if (in->errmsg[0]) {         /* the decompressor's own error is the cause */
+    int ret;
+    if (uerr && strstr(uerr->msg, "entry \""))   /* and where the tar side was */
+      ret = an_error_set(err, EIO, "%s: decompress: %s (while reading %s)", label, in->errmsg, uerr->msg);
+    else
+      ret = an_error_set(err, EIO, "%s: decompress: %s", label, in->errmsg);
     an_error_free(&uerr);
-    return an_error_set(err, EIO, "%s: decompress: %s", label, in->errmsg);
+    return ret;
   }
   if (r < 0) {
     *err = uerr;

@@ -17,6 +17,8 @@ int an_image_ref_parse(const char *name, char **ref, char digest[AN_DIGEST_SIZE]
   if (!len || len > 255) return an_error_set(err, EINVAL, "image name \"%.255s\": empty or longer than 255 bytes", name);
   if (strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/:@-") != len)
     return an_error_set(err, EINVAL, "image name \"%s\": only [A-Za-z0-9._/:@-] allowed", name);
+  if (!strncmp(name, "sha256:", 7))
+    return an_error_set(err, EINVAL, "image name \"%s\": a digest is not a name (use NAME@sha256:HEX)", name);
   const char *at = strchr(name, '@');
   if (at) {
     if (an_digest_check(at + 1, NULL, err) < 0) return an_error_prefix(err, "image name \"%s\"", name);

@@ -26,7 +26,7 @@ int an_store_open(const char *store_root, bool create, an_error_t *err) {
     /* 0700: image roots keep their setuid bits; no host user may reach them */
     if (mkdir(images, 0700) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", images);
   }
-  int fd = open(images, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = open(images, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return an_error_set(err, errno, "open image store %s", images);
   return fd;
 }
@@ -92,6 +92,8 @@ int an_store_load_info(const char *store_root, int imagesfd, const char *hex,
   info->size = size && YAJL_IS_INTEGER(size) ? (uint64_t) YAJL_GET_INTEGER(size) : 0;
   info->source = kind_from_name(an_img_json_str(mv, "source"));
   r = 0;
+  cleanup_free char *abs_root = realpath(store_root, NULL);   /* documented as absolute */
+  if (abs_root) store_root = abs_root;
   if (asprintf(&info->digest, "sha256:%s", hex) < 0) info->digest = NULL;
   if (asprintf(&info->dir, "%s/images/%s", store_root, hex) < 0) info->dir = NULL;
   if (asprintf(&info->rootfs, "%s/images/%s/rootfs", store_root, hex) < 0) info->rootfs = NULL;

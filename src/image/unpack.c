@@ -139,7 +139,7 @@ static void apply_dir_times(struct unpack *u) {
 }
 
 static int write_data(struct unpack *u, struct archive *a, int fd, const char *path,
-                      int64_t declared, an_error_t *err) {
+                      int64_t declared, int64_t *written, an_error_t *err) {
   const void *buf;
   size_t len;
   la_int64_t off;
@@ -176,6 +176,7 @@ static int write_data(struct unpack *u, struct archive *a, int fd, const char *p
   }
   if (pos < declared && ftruncate(fd, declared) < 0)   /* sparse tail */
     return refuse(err, errno, path, "truncate");
+  *written = pos > declared ? pos : declared;
   return 0;
 }
 
@@ -280,10 +281,8 @@ static int apply_entry(struct unpack *u, struct archive *a, struct archive_entry
     }
     if (fd < 0) return refuse(err, errno, path, "create file");
     cleanup_close int cfd = fd;
-    int r = write_data(u, a, fd, path, size, err);
+    int r = write_data(u, a, fd, path, size, &size, err);
     if (r < 0) return r;
-    struct stat fst;
-    if (fstat(fd, &fst) == 0 && (uint64_t) fst.st_size > (uint64_t) size) size = fst.st_size;
     *u->o->budget_left -= (uint64_t) size <= *u->o->budget_left ? (uint64_t) size : *u->o->budget_left;
     r = set_meta_fd(u, fd, path, e, err);
     if (r < 0) return r;

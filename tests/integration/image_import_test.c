@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "agentnest/image.h"
 #include "image_fixture.h"
 
 static char canary[128], store[256], work[256];
 static char *before;
+static char *snap_outside(void);
 
 static void setup(void) {
   snprintf(canary, sizeof canary, "/tmp/an-icanary-%d", (int) getpid());
@@ -26,12 +28,7 @@ static void setup(void) {
                      canary, canary), 0);
   snprintf(store, sizeof store, "%s/store", canary);
   snprintf(work, sizeof work, "%s/work", canary);
-  char excl[300];
-  snprintf(excl, sizeof excl, "%s", canary);
-  before = tb_snapshot(canary, NULL);
-  /* only the CANARY part outside store/ and work/ is compared */
-  free(before);
-  before = NULL;
+  before = snap_outside();
 }
 
 static void teardown(void) {
@@ -55,9 +52,19 @@ static char *snap_outside(void) {
 }
 
 static void snap_begin(void) { free(before); before = snap_outside(); }
+static void assert_canary_untouched(void);
+static int count_store(int *images, int *temps);
+
+/* end of every test: CANARY (outside store/ and work/) untouched, no temp dir in the store */
+static void assert_clean_end(void) {
+  assert_canary_untouched();
+  int images, temps;
+  count_store(&images, &temps);
+  cr_assert_eq(temps, 0, "a temp dir was left in the store");
+}
 static void assert_canary_untouched(void) {
   char *now = snap_outside();
-  cr_assert_str_eq(now, before, "CANARY changed");
+  cr_assert_str_eq(now, before, "CANARY changed:\n%s\n---\n%s", before, now);
   free(now);
 }
 
@@ -170,6 +177,7 @@ Test(image_import, oci_layout_is_unpacked_with_config_and_names) {
   cr_assert_eq(an_image_resolve(store, "nope", &r, &err), -ENOENT);
   cr_assert(strstr(err->msg, "image nope: not found"), "%s", err->msg);
   an_error_free(&err);
+  assert_clean_end();
 }
 
 Test(image_import, import_twice_gives_one_store_entry_with_the_same_digest) {
@@ -194,6 +202,7 @@ Test(image_import, import_twice_gives_one_store_entry_with_the_same_digest) {
   cr_assert_eq(n, 1);
   cr_assert_str_eq(list[0]->digest, digest);
   an_image_list_free(list, n);
+  assert_clean_end();
 }
 
 Test(image_import, oci_archive_is_detected_and_imported) {
@@ -207,6 +216,7 @@ Test(image_import, oci_archive_is_detected_and_imported) {
   cr_assert_eq(info->source, AN_IMAGE_SOURCE_OCI_ARCHIVE);
   cr_assert_str_eq(file_in(info->rootfs, "work/hello"), "hi");
   an_image_info_free(info);
+  assert_clean_end();
 }
 
 Test(image_import, docker_archive_is_detected_and_verified_by_diff_ids) {
@@ -231,6 +241,7 @@ Test(image_import, docker_archive_is_detected_and_verified_by_diff_ids) {
   an_image_info_free(info);
   tb_free(&layers[0]);
   tb_free(&layers[1]);
+  assert_clean_end();
 }
 
 Test(image_import, docker_archive_layer_not_matching_diff_id_is_refused) {
@@ -248,10 +259,12 @@ Test(image_import, docker_archive_layer_not_matching_diff_id_is_refused) {
   cr_assert_eq(tb_sh("mkdir -p %s && tar -C %s -xf %s", dir, dir, tar), 0);
   snprintf(p, sizeof p, "%s/%s/layer.tar", dir, dg + 7);
   tb_write_file(p, o.data, o.len);
-  cr_assert_eq(tb_sh("rm %s && tar -C %s -cf %s .", tar, dir, tar), 0);
+  cr_assert_eq(unlink(tar), 0);
+  tb_tar_dir(dir, tar);
   import_fails(tar, NULL, "digest mismatch");
   tb_free(&layers[0]);
   tb_free(&o);
+  assert_clean_end();
 }
 
 Test(image_import, rootfs_tar_plain_gzip_and_zstd_are_imported) {
@@ -274,6 +287,7 @@ Test(image_import, rootfs_tar_plain_gzip_and_zstd_are_imported) {
   int images, temps;
   count_store(&images, &temps);
   cr_assert_eq(images, 3);
+  assert_clean_end();
 }
 
 Test(image_import, layer_blob_digest_mismatch_leaves_nothing) {
@@ -287,6 +301,7 @@ Test(image_import, layer_blob_digest_mismatch_leaves_nothing) {
   tb_write_file(p, layers[0].data, layers[0].len);
   import_fails(dir, "x", "digest mismatch");
   tb_free(&layers[0]);
+  assert_clean_end();
 }
 
 Test(image_import, manifest_naming_a_missing_blob_fails) {
@@ -303,6 +318,7 @@ Test(image_import, manifest_naming_a_missing_blob_fails) {
   import_fails(dir, "x", why);
   tb_free(&layers[0]);
   tb_free(&layers[1]);
+  assert_clean_end();
 }
 
 Test(image_import, corrupt_config_blob_is_refused) {
@@ -316,6 +332,7 @@ Test(image_import, corrupt_config_blob_is_refused) {
   tb_write_file(p, "{}", 2);
   import_fails(dir, "x", "size mismatch");
   tb_free(&layers[0]);
+  assert_clean_end();
 }
 
 Test(image_import, name_with_mismatching_digest_is_refused) {
@@ -329,6 +346,7 @@ Test(image_import, name_with_mismatching_digest_is_refused) {
   cr_assert_str_eq(info->digest, digest);
   cr_assert_str_eq(info->names[0], "pinned:latest");
   an_image_info_free(info);
+  assert_clean_end();
 }
 
 Test(image_import, corrupt_and_truncated_gzip_layers_leave_nothing) {
@@ -348,6 +366,7 @@ Test(image_import, corrupt_and_truncated_gzip_layers_leave_nothing) {
     import_fails(dir, "gz", "layer sha256:");
     tb_free(&t);
   }
+  assert_clean_end();
 }
 
 Test(image_import, bl_28_escaping_entry_fails_the_import_naming_layer_and_entry) {
@@ -364,6 +383,7 @@ Test(image_import, bl_28_escaping_entry_fails_the_import_naming_layer_and_entry)
   snprintf(p, sizeof p, "%s/evil", canary);
   cr_assert_neq(lstat(p, &st), 0);
   tb_free(&t);
+  assert_clean_end();
 }
 
 Test(image_import, bl_29_symlink_then_write_is_contained_in_the_stored_rootfs) {
@@ -386,6 +406,7 @@ Test(image_import, bl_29_symlink_then_write_is_contained_in_the_stored_rootfs) {
   an_image_info_free(info);
   tb_free(&layers[0]);
   tb_free(&layers[1]);
+  assert_clean_end();
 }
 
 Test(image_import, bl_30_outside_hardlink_fails_the_import) {
@@ -396,6 +417,7 @@ Test(image_import, bl_30_outside_hardlink_fails_the_import) {
   tb_oci_layout(dir, &t, 1, NULL, digest, NULL);
   import_fails(dir, "bl30", "entry \"x\": hardlink target: entry \"../../../../etc/passwd\": path escapes the root");
   tb_free(&t);
+  assert_clean_end();
 }
 
 Test(image_import, bl_32_bare_whiteout_fails_the_import) {
@@ -408,6 +430,7 @@ Test(image_import, bl_32_bare_whiteout_fails_the_import) {
   import_fails(dir, "bl32", "entry \"etc/.wh.\": bare whiteout");
   tb_free(&layers[0]);
   tb_free(&layers[1]);
+  assert_clean_end();
 }
 
 Test(image_import, absurd_size_fails_the_import_with_efbig) {
@@ -419,6 +442,7 @@ Test(image_import, absurd_size_fails_the_import_with_efbig) {
   tb_oci_layout(dir, &t, 1, NULL, digest, NULL);
   import_fails(dir, "big", "entry \"huge\": size 1152921504606846976 exceeds the unpack limit");
   tb_free(&t);
+  assert_clean_end();
 }
 
 Test(image_import, hostile_outer_archive_cannot_escape_either) {
@@ -434,6 +458,7 @@ Test(image_import, hostile_outer_archive_cannot_escape_either) {
   /* "../../evil-outer" is not an archive member name: detected as a rootfs tar, and refused */
   import_fails(tar, "outer", "path escapes the root");
   tb_free(&t);
+  assert_clean_end();
 }
 
 Test(image_import, stale_temp_dirs_are_swept_by_the_next_import) {
@@ -448,6 +473,7 @@ Test(image_import, stale_temp_dirs_are_swept_by_the_next_import) {
   snprintf(p, sizeof p, "%s/images/.tmp-999999-deadbeef", store);
   struct stat st;
   cr_assert_neq(lstat(p, &st), 0, "stale temp dir survived");
+  assert_clean_end();
 }
 
 Test(image_import, remove_untags_then_deletes) {
@@ -471,6 +497,7 @@ Test(image_import, remove_untags_then_deletes) {
   cr_assert_eq(an_image_remove(store, digest, &err), 0, "%s", err ? err->msg : "");
   count_store(&images, &temps);
   cr_assert_eq(images, 0);
+  assert_clean_end();
 }
 
 Test(image_import, inspect_prints_json_with_config_and_layers) {
@@ -485,6 +512,7 @@ Test(image_import, inspect_prints_json_with_config_and_layers) {
   cr_assert(strstr(json, "\"WorkingDir\": \"/work\""), "%s", json);
   cr_assert(strstr(json, "\"insp:latest\""), "%s", json);
   free(json);
+  assert_clean_end();
 }
 
 Test(image_import, umoci_built_layout_imports) {
@@ -506,6 +534,7 @@ Test(image_import, umoci_built_layout_imports) {
   cr_assert_str_eq(file_in(info->rootfs, "link"), "from-umoci\n");
   cr_assert_str_eq(info->config.working_dir, "/etc");
   an_image_info_free(info);
+  assert_clean_end();
 }
 
 Test(image_import, skopeo_copied_layout_imports) {
@@ -521,6 +550,7 @@ Test(image_import, skopeo_copied_layout_imports) {
   struct an_image_info *info = import_ok(src, "sk");
   cr_assert_str_eq(file_in(info->rootfs, "work/hello"), "hi");
   an_image_info_free(info);
+  assert_clean_end();
 }
 
 /* ---- the CLI ---- */
@@ -566,6 +596,7 @@ Test(image_import, cli_import_ls_inspect_rm_and_exit_125_on_error) {
            evil, dg[0]);
   cr_assert(strstr(msg, want), "stderr: %s\nwant: %s", msg, want);
   assert_store_empty_of_images();
+  assert_clean_end();
 }
 
 Test(image_import, skopeo_written_docker_archive_and_oci_archive_import) {
@@ -588,6 +619,7 @@ Test(image_import, skopeo_written_docker_archive_and_oci_archive_import) {
   cr_assert_str_eq(file_in(o->rootfs, "work/hello"), "hi");
   an_image_info_free(d);
   an_image_info_free(o);
+  assert_clean_end();
 }
 
 Test(image_import, cached_image_tool_layouts_import_twice_to_one_entry) {
@@ -613,4 +645,39 @@ Test(image_import, cached_image_tool_layouts_import_twice_to_one_entry) {
   int images, temps;
   count_store(&images, &temps);
   cr_assert_eq(images, done);
+  assert_clean_end();
+}
+
+Test(image_import, concurrent_imports_of_one_image_leave_one_entry) {
+  char dir[300], digest[72];
+  snprintf(dir, sizeof dir, "%s/layout", work);
+  two_layer_layout(dir, digest);
+  pid_t kids[4];
+  for (int i = 0; i < 4; i++) {
+    kids[i] = fork();
+    cr_assert_geq(kids[i], 0);
+    if (kids[i] == 0) {
+      an_error_t err = NULL;
+      struct an_image_import_opts o = {.no_sync = 1};
+      char name[32];
+      snprintf(name, sizeof name, "race:%d", i);
+      _exit(an_image_import(store, dir, name, &o, NULL, &err) == 0 ? 0 : 1);
+    }
+  }
+  for (int i = 0; i < 4; i++) {
+    int st;
+    cr_assert_eq(waitpid(kids[i], &st, 0), kids[i]);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "import %d failed", i);
+  }
+  int images, temps;
+  count_store(&images, &temps);
+  cr_assert_eq(images, 1);
+  struct an_image_info *info = NULL;
+  an_error_t err = NULL;
+  cr_assert_eq(an_image_resolve(store, "race:3", &info, &err), 0);
+  size_t n = 0;
+  while (info->names[n]) n++;
+  cr_assert_eq(n, 4, "tags lost in concurrent names.json updates");
+  an_image_info_free(info);
+  assert_clean_end();
 }

@@ -7,10 +7,10 @@
  * image from the image cache (`make images`); skips with a message when the
  * cache is absent.  Run as root from the worktree root. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,10 +38,15 @@ static void msleep(int ms) {
 static void setup(void) {
   if (access(CACHE "/busybox/layout", F_OK) != 0)
     cr_skip_test("image cache %s absent: run `make images`", CACHE "/busybox/layout");
-  char p[PATH_MAX];
-  if (!realpath("build/agentnest-init", p)) cr_skip_test("build/agentnest-init missing: run `make` from the worktree root");
+  /* tests/run-tests.sh exports AN_TEST_BUILD and AN_TEST_SRC; else run
+   * from the worktree root */
+  const char *bdir = getenv("AN_TEST_BUILD"), *sdir = getenv("AN_TEST_SRC");
+  char p[PATH_MAX], q[PATH_MAX + 32];
+  snprintf(q, sizeof q, "%s/agentnest-init", bdir && *bdir ? bdir : "build");
+  if (!realpath(q, p)) cr_skip_test("%s missing: run `make`", q);
   setenv("AGENTNEST_INIT", p, 1);
-  if (realpath("profiles", p)) setenv("AGENTNEST_PROFILES", p, 1);
+  snprintf(q, sizeof q, "%s/profiles", sdir && *sdir ? sdir : ".");
+  if (realpath(q, p)) setenv("AGENTNEST_PROFILES", p, 1);
   snprintf(g_root, sizeof g_root, "/tmp/an-sbtest-%d", (int) getppid());
   mkdir(g_root, 0711);
   char lock[PATH_MAX + 16];
@@ -139,6 +144,22 @@ static void destroy(struct an_sandbox *sb) {
   assert_gone(id);
 }
 
+/* After the run (in the runner process): remove the run's store. */
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
+  (void) stats;
+  char root[PATH_MAX], lock[PATH_MAX + 16];
+  snprintf(root, sizeof root, "/tmp/an-sbtest-%d", (int) getpid());
+  if (access(root, F_OK) != 0) return;
+  char *report = NULL;
+  an_error_t err = NULL;
+  an_sandbox_prune(root, true, &report, &err);
+  free(report);
+  an_error_free(&err);
+  tb_rm_rf(root);
+  snprintf(lock, sizeof lock, "%s.lock", root);
+  unlink(lock);
+}
+
 TestSuite(sandbox, .init = setup, .timeout = 120);
 
 Test(sandbox, create_exec_destroy_leaves_nothing) {
@@ -228,22 +249,25 @@ Test(sandbox, bl_42_timeout_kills_grandchildren) {
   an_sandbox_opts_free(o);
 }
 
-struct bg_exec {
-  struct an_sandbox *sb;
-  const char *script;
-  uint64_t timeout_ms;
-  struct an_exec_result res;
-  int rc;
-};
-
-static void *bg_exec_main(void *arg) {
-  struct bg_exec *b = arg;
-  char *argv[] = {"sh", "-c", (char *) b->script, NULL};
-  struct an_exec_opts eo = {.timeout_ms = b->timeout_ms};
+/* A command run in the sandbox from a forked process (the engine clones
+ * with a raw clone3, so callers must be single-threaded: no pthreads).
+ * The child exits with the exec's status, or 200 + errno class on error. */
+static pid_t bg_exec(const char *id, const char *script, uint64_t timeout_ms, int out_fd) {
+  pid_t pid = fork();
+  cr_assert(pid >= 0);
+  if (pid) return pid;
+  struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
-  b->rc = an_sandbox_exec(b->sb, argv, &eo, &b->res, &err);
-  an_error_free(&err);
-  return NULL;
+  if (an_sandbox_open(g_root, id, &sb, &err) < 0) _exit(201);
+  char *argv[] = {"sh", "-c", (char *) script, NULL};
+  struct an_exec_opts eo = {.timeout_ms = timeout_ms};
+  struct an_exec_result res;
+  if (an_sandbox_exec(sb, argv, &eo, &res, &err) < 0) _exit(202);
+  if (out_fd >= 0) {
+    dprintf(out_fd, "timed_out=%d signal=%d\n", res.timed_out, res.signal);
+    if (write(out_fd, res.output.stderr_buf, res.output.stderr_len) < 0) _exit(203);
+  }
+  _exit(res.status > 199 ? 199 : res.status);
 }
 
 Test(sandbox, bl_44a_stop_with_grace_ends_every_process) {
@@ -251,22 +275,16 @@ Test(sandbox, bl_44a_stop_with_grace_ends_every_process) {
   struct an_sandbox *sb = make_sb(o);
   char id[AN_SANDBOX_ID_LEN + 1];
   snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
-  struct bg_exec b = {.sb = sb, .script = "sleep 1000 & sleep 1000", .timeout_ms = 60000};
-  pthread_t th;
-  cr_assert(pthread_create(&th, NULL, bg_exec_main, &b) == 0);
-  for (int i = 0; i < 200 && sandbox_pids(sb) < 4; i++) msleep(10);
+  pid_t child = bg_exec(id, "sleep 1000 & sleep 1000", 60000, -1);
+  for (int i = 0; i < 300 && sandbox_pids(sb) < 4; i++) msleep(10);
   cr_expect_geq(sandbox_pids(sb), 3);
-  struct an_sandbox *other = NULL;
-  an_error_t err = NULL;
-  cr_assert(an_sandbox_open(g_root, id, &other, &err) == 0, "%s", err ? err->msg : "");
   /* SIGTERM through pid 1 (which forwards it), SIGKILL after 2 s */
-  cr_expect(an_sandbox_destroy(other, 2000, &err) == 0, "%s", err ? err->msg : "");
-  an_sandbox_close(other);
-  pthread_join(th, NULL);
-  if (b.rc == 0) {
-    cr_expect(b.res.signal == SIGTERM || b.res.signal == SIGKILL, "exec ended with signal %d", b.res.signal);
-    an_exec_result_release(&b.res);
-  }
+  an_error_t err = NULL;
+  cr_expect(an_sandbox_destroy(sb, 2000, &err) == 0, "%s", err ? err->msg : "");
+  int st = 0;
+  waitpid(child, &st, 0);
+  cr_expect(WIFEXITED(st) && (WEXITSTATUS(st) == 128 + SIGTERM || WEXITSTATUS(st) == 128 + SIGKILL),
+            "exec ended with %d", WEXITSTATUS(st));
   an_sandbox_close(sb);
   assert_gone(id);
   an_sandbox_opts_free(o);
@@ -326,9 +344,10 @@ Test(sandbox, bl_34_fork_bomb_is_contained) {
   cr_assert(an_sandbox_opts_set_pids(o, 256, &err) == 0);
   cr_assert(an_sandbox_opts_set_memory(o, 512ull << 20, &err) == 0);
   struct an_sandbox *sb = make_sb(o);
-  struct bg_exec b = {.sb = sb, .script = "bomb(){ bomb|bomb& };bomb; while :; do wait; done", .timeout_ms = 3000};
-  pthread_t th;
-  cr_assert(pthread_create(&th, NULL, bg_exec_main, &b) == 0);
+  int pipefd[2];
+  cr_assert(pipe(pipefd) == 0);
+  pid_t child = bg_exec(an_sandbox_id(sb), "bomb(){ bomb|bomb& };bomb; while :; do wait; done", 3000, pipefd[1]);
+  close(pipefd[1]);
   msleep(700);
   /* another sandbox works while the bomb runs */
   struct an_sandbox_opts *o2 = opts_for("busybox");
@@ -338,12 +357,19 @@ Test(sandbox, bl_34_fork_bomb_is_contained) {
   an_exec_result_release(&res);
   destroy(sb2);
   an_sandbox_opts_free(o2);
-  pthread_join(th, NULL);
-  cr_assert_eq(b.rc, 0, "bomb exec failed");
-  cr_expect(b.res.timed_out, "bomb not stopped by the timeout (status %d)", b.res.status);
-  cr_expect(strstr(b.res.output.stderr_buf, "fork") || strstr(b.res.output.stderr_buf, "Resource"),
-            "no EAGAIN seen: %.300s", b.res.output.stderr_buf);
-  an_exec_result_release(&b.res);
+  static char report[1 << 16];
+  size_t got = 0;
+  ssize_t k;
+  while ((k = read(pipefd[0], report + got, sizeof report - 1 - got)) > 0) got += (size_t) k;
+  report[got] = '\0';
+  close(pipefd[0]);
+  int st = 0;
+  waitpid(child, &st, 0);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) < 200, "bomb exec failed: %d", WEXITSTATUS(st));
+  cr_expect_eq(WEXITSTATUS(st), AN_EXEC_STATUS_TIMED_OUT, "bomb not stopped by the timeout: %.200s", report);
+  cr_expect(strstr(report, "fork") || strstr(report, "Resource"), "no EAGAIN seen: %.300s", report);
+  /* the monitor (outside the sandbox cgroup) survived */
+  cr_expect(kill(an_sandbox_monitor_pid(sb), 0) == 0, "monitor died");
   /* afterwards: back to baseline, and the same sandbox runs commands */
   cr_expect_eq(sandbox_pids(sb), 1);
   res = run(sb, "echo still here", 0);
@@ -399,6 +425,97 @@ Test(sandbox, bl_45_output_flood_is_capped_and_flagged) {
   cr_expect_eq(sandbox_pids(sb), 1);
   destroy(sb);
   an_sandbox_opts_free(o);
+}
+
+static long vm_hwm_kib(void) {
+  FILE *f = fopen("/proc/self/status", "re");
+  char line[256];
+  long v = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmHWM:", 6)) v = strtol(line + 6, NULL, 10);
+  if (f) fclose(f);
+  return v;
+}
+
+Test(sandbox, bl_45_flood_variants_keep_memory_bounded) {
+  struct an_sandbox_opts *o = opts_for("busybox");
+  struct an_sandbox *sb = make_sb(o);
+  long hwm0 = vm_hwm_kib();
+  static const char *const floods[] = {
+      "cat /dev/urandom",
+      "head -c 50000000 /dev/zero | tr '\\000' A",   /* one 50 MB line, no newline */
+      "exec >&-; while :; do echo still >&2; sleep 0.2; done",   /* closes stdout, keeps running */
+  };
+  for (size_t i = 0; i < sizeof floods / sizeof floods[0]; i++) {
+    char *argv[] = {"sh", "-c", (char *) floods[i], NULL};
+    struct an_exec_opts eo = {.timeout_ms = 1500, .max_stdout = 1 << 20, .max_stderr = 1 << 20,
+                              .max_output = 2 << 20};
+    struct an_exec_result res;
+    an_error_t err = NULL;
+    cr_assert(an_sandbox_exec(sb, argv, &eo, &res, &err) == 0, "%s: %s", floods[i], err ? err->msg : "");
+    cr_expect_leq(res.output.stdout_len, 1 << 20, "%s", floods[i]);
+    cr_expect_leq(res.output.stderr_len, 1 << 20, "%s", floods[i]);
+    if (i < 2) cr_expect(res.output.stdout_truncated, "%s: not flagged", floods[i]);
+    if (i == 2) cr_expect(res.timed_out && strstr(res.output.stderr_buf, "still"), "stdout closed: %d", res.status);
+    an_exec_result_release(&res);
+    cr_expect_eq(sandbox_pids(sb), 1, "%s: processes remain", floods[i]);
+  }
+  long grown = vm_hwm_kib() - hwm0;
+  cr_expect_lt(grown, 24 * 1024, "peak RSS grew by %ld KiB for 1 MiB caps", grown);
+  destroy(sb);
+  an_sandbox_opts_free(o);
+}
+
+static int collect_event(void *data, const char *json) {
+  char *buf = data;
+  strncat(buf, json, 4095 - strlen(buf));
+  strncat(buf, "\n", 4095 - strlen(buf));
+  return 0;
+}
+
+Test(sandbox, events_list_and_prune_all) {
+  /* prune --all takes every sandbox of a store: use a store of our own so
+   * tests running in parallel keep theirs */
+  snprintf(g_root, sizeof g_root, "/tmp/an-sbtest-all-%d", (int) getpid());
+  an_error_t err = NULL;
+  cr_assert(an_image_import(g_root, CACHE "/busybox/layout", "busybox", NULL, NULL, &err) == 0,
+            "import: %s", err ? err->msg : "");
+  struct an_sandbox_opts *o = opts_for("busybox");
+  char name[64];
+  snprintf(name, sizeof name, "ev-%d", (int) getpid());
+  cr_assert(an_sandbox_opts_set_name(o, name, &err) == 0);
+  struct an_sandbox *sb = make_sb(o);
+  char id[AN_SANDBOX_ID_LEN + 1];
+  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
+  struct an_exec_result res = run(sb, "exit 4", 0);
+  an_exec_result_release(&res);
+  /* a second sandbox of the same name is refused */
+  struct an_sandbox *dup = NULL;
+  cr_expect_eq(an_sandbox_create(g_root, o, &dup, &err), -EEXIST, "%s", err ? err->msg : "");
+  an_error_free(&err);
+  char ev[4096] = "";
+  cr_assert(an_sandbox_events(g_root, name, false, collect_event, ev, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect(strstr(ev, "\"type\":\"created\""), "%s", ev);
+  cr_expect(strstr(ev, "\"type\":\"exec\"") && strstr(ev, "\"status\":4"), "%s", ev);
+  char *json = NULL;
+  cr_assert(an_sandbox_list_json(g_root, &json, &err) == 0);
+  cr_expect(strstr(json, id) && strstr(json, name), "%s", json);
+  free(json);
+  an_sandbox_close(sb);
+  char *report = NULL;
+  cr_assert(an_sandbox_prune(g_root, true, &report, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect(strstr(report, id), "%s", report);
+  free(report);
+  assert_gone(id);
+  struct an_sandbox *again = NULL;
+  cr_expect_eq(an_sandbox_open(g_root, name, &again, &err), -ENOENT);
+  an_error_free(&err);
+  an_sandbox_opts_free(o);
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  char line[4096];
+  while (f && fgets(line, sizeof line, f)) cr_expect(!strstr(line, g_root), "mount remains: %s", line);
+  if (f) fclose(f);
+  tb_rm_rf(g_root);
 }
 
 Test(sandbox, secrets_are_redacted_even_split_across_reads) {
@@ -508,6 +625,68 @@ Test(sandbox, creator_sigkill_mid_run_then_prune_leaves_nothing) {
   cr_expect(strstr(report, id), "report: %s", report);
   free(report);
   assert_gone(id);
+}
+
+/* SIGKILL of the creating process at random points of create, then prune:
+ * only fully created sandboxes (their monitor alive) remain, and after
+ * prune --all nothing at all. */
+Test(sandbox, creator_sigkill_at_any_point_then_prune_leaves_nothing) {
+  snprintf(g_root, sizeof g_root, "/tmp/an-sbtest-kill-%d", (int) getpid());
+  an_error_t err = NULL;
+  cr_assert(an_image_import(g_root, CACHE "/busybox/layout", "busybox", NULL, NULL, &err) == 0,
+            "import: %s", err ? err->msg : "");
+  srand((unsigned) getpid());
+  for (int round = 0; round < 12; round++) {
+    pid_t child = fork();
+    cr_assert(child >= 0);
+    if (child == 0) {
+      struct an_sandbox_opts *o = opts_for("busybox");
+      struct an_sandbox *sb = NULL;
+      an_error_t e = NULL;
+      an_sandbox_create(g_root, o, &sb, &e);
+      pause();
+      _exit(0);
+    }
+    msleep(rand() % 60);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+  }
+  char *report = NULL;
+  cr_assert(an_sandbox_prune(g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
+  free(report);
+  /* what is left is alive */
+  struct an_sandbox_info *l = NULL;
+  size_t n = 0;
+  cr_assert(an_sandbox_list(g_root, &l, &n, &err) == 0);
+  for (size_t i = 0; i < n; i++) cr_expect_str_eq(l[i].status, "running", "%s is %s", l[i].id, l[i].status);
+  an_sandbox_info_list_free(l, n);
+  /* collect every id the store knows, then remove everything */
+  char ids[64][AN_SANDBOX_ID_LEN + 1];
+  size_t nid = 0;
+  char p[PATH_MAX + 32];
+  snprintf(p, sizeof p, "%s/sandboxes", g_root);
+  DIR *d = opendir(p);
+  struct dirent *de;
+  while (d && (de = readdir(d)))
+    if (strlen(de->d_name) == AN_SANDBOX_ID_LEN && nid < 64) snprintf(ids[nid++], sizeof ids[0], "%s", de->d_name);
+  if (d) closedir(d);
+  cr_assert(an_sandbox_prune(g_root, true, &report, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect(strstr(report, "\"errors\":[]"), "%s", report);
+  free(report);
+  for (size_t i = 0; i < nid; i++) assert_gone(ids[i]);
+  static const char *const dirs[] = {"sandboxes", "containers", "idranges", "sandbox-names", NULL};
+  for (size_t i = 0; dirs[i]; i++) {
+    snprintf(p, sizeof p, "%s/%s", g_root, dirs[i]);
+    d = opendir(p);
+    while (d && (de = readdir(d)))
+      cr_expect(de->d_name[0] == '.', "%s/%s remains", p, de->d_name);
+    if (d) closedir(d);
+  }
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  char line[4096];
+  while (f && fgets(line, sizeof line, f)) cr_expect(!strstr(line, g_root), "mount remains: %s", line);
+  if (f) fclose(f);
+  tb_rm_rf(g_root);
 }
 
 Test(sandbox, run_once_returns_the_result_and_leaves_nothing) {

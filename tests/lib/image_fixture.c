@@ -239,7 +239,40 @@ void tb_oci_layout(const char *dir, const struct tb_buf *layers, size_t n, const
 }
 
 void tb_tar_dir(const char *dir, const char *out) {
-  cr_assert_eq(tb_sh("tar -C '%s' -cf '%s' .", dir, out), 0);
+  /* libarchive: walk dir (names relative to it, symlinks not followed) */
+  char cwd[4096];
+  cr_assert_not_null(getcwd(cwd, sizeof cwd));
+  cr_assert_eq(chdir(dir), 0);
+  struct archive *disk = archive_read_disk_new();
+  archive_read_disk_set_standard_lookup(disk);
+  archive_read_disk_set_symlink_physical(disk);
+  struct archive *w = archive_write_new();
+  archive_write_set_format_pax_restricted(w);
+  char abs_out[4200];
+  snprintf(abs_out, sizeof abs_out, "%s%s%s", out[0] == '/' ? "" : cwd, out[0] == '/' ? "" : "/", out);
+  cr_assert_eq(archive_write_open_filename(w, abs_out), ARCHIVE_OK);
+  cr_assert_eq(archive_read_disk_open(disk, "."), ARCHIVE_OK);
+  for (;;) {
+    struct archive_entry *e = archive_entry_new();
+    int r = archive_read_next_header2(disk, e);
+    if (r == ARCHIVE_EOF) { archive_entry_free(e); break; }
+    cr_assert(r >= ARCHIVE_WARN, "read disk: %s", archive_error_string(disk));
+    archive_read_disk_descend(disk);
+    cr_assert(archive_write_header(w, e) >= ARCHIVE_WARN, "%s", archive_error_string(w));
+    if (archive_entry_filetype(e) == AE_IFREG && archive_entry_size(e) > 0) {
+      int fd = open(archive_entry_sourcepath(e), O_RDONLY);
+      cr_assert_geq(fd, 0);
+      char buf[65536];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof buf)) > 0) archive_write_data(w, buf, (size_t) n);
+      close(fd);
+    }
+    archive_entry_free(e);
+  }
+  archive_read_free(disk);
+  archive_write_close(w);
+  archive_write_free(w);
+  cr_assert_eq(chdir(cwd), 0);
 }
 
 void tb_docker_archive(const char *out, const struct tb_buf *layers, size_t n, const char *repotag) {
