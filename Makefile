@@ -32,7 +32,7 @@ TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
 HELPER_SRC:= $(sort $(wildcard tests/helpers/*.c))
 HELPER_BIN:= $(HELPER_SRC:%.c=$(BUILD)/%)
 
-.PHONY: all deps install check check-all check-asan check-cgroupv2 test-bins images demo bench clean help fuzz
+.PHONY: all deps install check check-all check-asan check-cgroupv2 test-bins images demo bench bench-quick clean help fuzz
 all: $(BUILD)/libagentnest.a $(BUILD)/libagentnest.so $(BUILD)/agentnest $(BUILD)/agentnest-oci $(BUILD)/agentnest-init $(BUILD)/agentnest.pc
 
 help:
@@ -45,6 +45,7 @@ help:
 	@echo "make check-asan    run all tests under AddressSanitizer + UBSan"
 	@echo "make check-cgroupv2 run the cgroup tests inside a pure cgroup v2 VM"
 	@echo "make bench         benchmark against crun and runc"
+	@echo "make bench-quick   the benchmark's CI smoke mode (~2 min, asserts numbers exist, not speed)"
 	@echo "make install PREFIX=/usr/local"
 
 deps:
@@ -111,6 +112,9 @@ fuzz:
 
 bench: all images
 	./tests/bench/bench.sh
+
+bench-quick: all images
+	./tests/bench/bench.sh --quick
 
 demo: deps
 	$(MAKE) all images

@@ -355,11 +355,11 @@ Test(images, busybox_layer_entries_are_normalised) {
     mode_t t = archive_entry_filetype(e);
     cr_expect(t == AE_IFREG || t == AE_IFDIR || t == AE_IFLNK, "entry %s has type %o", name, t);
     if (strcmp(name, "usr/bin/sh") == 0)
-      saw_sh = strcmp(archive_entry_symlink(e) ? archive_entry_symlink(e) : "", "/bin/busybox") == 0;
+      saw_sh = strcmp(archive_entry_symlink(e) ? archive_entry_symlink(e) : "", "busybox") == 0;
   }
   archive_read_free(a);
   cr_assert_gt(n, 100, "only %d entries", n);
-  cr_assert(saw_sh, "usr/bin/sh -> /bin/busybox missing from the busybox layer");
+  cr_assert(saw_sh, "usr/bin/sh -> busybox (relative applet link) missing from the busybox layer");
   yajl_tree_free(manifest);
   free(p), free(layout), free(dir);
 }
