@@ -12,7 +12,7 @@
  * STATE LAYOUT (store_root as for images, default /var/lib/agentnest):
  *   <root>/sandboxes/<id>/sandbox.json  what open/list/prune need (id, name,
  *                                       image, created/deadline, ids, pids,
- *                                       secrets: the directory is root-only)
+ *                                       secrets; mode 0600, root only)
  *   <root>/sandboxes/<id>/options.json  the options (an_sandbox_opts_to_json)
  *   <root>/sandboxes/<id>/workspace/    the workspace, bind-mounted rw at
  *                                       /workspace, owned by the sandbox's
