@@ -12,7 +12,7 @@
  * STATE LAYOUT (store_root as for images, default /var/lib/agentnest):
  *   <root>/sandboxes/<id>/sandbox.json  what open/list/prune need (id, name,
  *                                       image, created/deadline, ids, pids,
- *                                       secrets: the directory is root-only)
+ *                                       secrets; mode 0600, root only)
  *   <root>/sandboxes/<id>/options.json  the options (an_sandbox_opts_to_json)
  *   <root>/sandboxes/<id>/workspace/    the workspace, bind-mounted rw at
  *                                       /workspace, owned by the sandbox's
@@ -52,10 +52,15 @@
  *   128+N killed by signal N; 124 timed out (timed_out set); an OOM kill is
  *   reported with oom_killed set and status 137, never as a timeout.
  *
- * THREADS.  A struct an_sandbox handle may be used from one thread at a time;
- * different handles (also of the same sandbox) from different threads and
- * processes at once.  Nothing here prints, exits, or changes signal
- * dispositions of the caller; calls are EINTR-safe.
+ * PROCESSES AND THREADS.  The engine starts processes with a raw clone3(2)
+ * (agentnest/container.h), so create, exec, run_once and fork must be called
+ * from a single-threaded process (the CLIs are); use processes, not
+ * threads, for concurrency.  Different handles (also of the same sandbox)
+ * may be used from different processes at once; each open handle that
+ * execs holds one exec slot.  create forks the monitor (a double fork; the
+ * caller reaps the intermediate child itself).  Nothing here prints, exits,
+ * or changes signal dispositions of the caller; calls are EINTR-safe.  The
+ * caller must not have SIGCHLD set to SIG_IGN (exec reaps its child).
  */
 #ifndef AGENTNEST_SANDBOX_H
 #define AGENTNEST_SANDBOX_H

@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,22 +249,25 @@ Test(sandbox, bl_42_timeout_kills_grandchildren) {
   an_sandbox_opts_free(o);
 }
 
-struct bg_exec {
-  struct an_sandbox *sb;
-  const char *script;
-  uint64_t timeout_ms;
-  struct an_exec_result res;
-  int rc;
-};
-
-static void *bg_exec_main(void *arg) {
-  struct bg_exec *b = arg;
-  char *argv[] = {"sh", "-c", (char *) b->script, NULL};
-  struct an_exec_opts eo = {.timeout_ms = b->timeout_ms};
+/* A command run in the sandbox from a forked process (the engine clones
+ * with a raw clone3, so callers must be single-threaded: no pthreads).
+ * The child exits with the exec's status, or 200 + errno class on error. */
+static pid_t bg_exec(const char *id, const char *script, uint64_t timeout_ms, int out_fd) {
+  pid_t pid = fork();
+  cr_assert(pid >= 0);
+  if (pid) return pid;
+  struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
-  b->rc = an_sandbox_exec(b->sb, argv, &eo, &b->res, &err);
-  an_error_free(&err);
-  return NULL;
+  if (an_sandbox_open(g_root, id, &sb, &err) < 0) _exit(201);
+  char *argv[] = {"sh", "-c", (char *) script, NULL};
+  struct an_exec_opts eo = {.timeout_ms = timeout_ms};
+  struct an_exec_result res;
+  if (an_sandbox_exec(sb, argv, &eo, &res, &err) < 0) _exit(202);
+  if (out_fd >= 0) {
+    dprintf(out_fd, "timed_out=%d signal=%d\n", res.timed_out, res.signal);
+    if (write(out_fd, res.output.stderr_buf, res.output.stderr_len) < 0) _exit(203);
+  }
+  _exit(res.status > 199 ? 199 : res.status);
 }
 
 Test(sandbox, bl_44a_stop_with_grace_ends_every_process) {
@@ -273,22 +275,16 @@ Test(sandbox, bl_44a_stop_with_grace_ends_every_process) {
   struct an_sandbox *sb = make_sb(o);
   char id[AN_SANDBOX_ID_LEN + 1];
   snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
-  struct bg_exec b = {.sb = sb, .script = "sleep 1000 & sleep 1000", .timeout_ms = 60000};
-  pthread_t th;
-  cr_assert(pthread_create(&th, NULL, bg_exec_main, &b) == 0);
-  for (int i = 0; i < 200 && sandbox_pids(sb) < 4; i++) msleep(10);
+  pid_t child = bg_exec(id, "sleep 1000 & sleep 1000", 60000, -1);
+  for (int i = 0; i < 300 && sandbox_pids(sb) < 4; i++) msleep(10);
   cr_expect_geq(sandbox_pids(sb), 3);
-  struct an_sandbox *other = NULL;
-  an_error_t err = NULL;
-  cr_assert(an_sandbox_open(g_root, id, &other, &err) == 0, "%s", err ? err->msg : "");
   /* SIGTERM through pid 1 (which forwards it), SIGKILL after 2 s */
-  cr_expect(an_sandbox_destroy(other, 2000, &err) == 0, "%s", err ? err->msg : "");
-  an_sandbox_close(other);
-  pthread_join(th, NULL);
-  if (b.rc == 0) {
-    cr_expect(b.res.signal == SIGTERM || b.res.signal == SIGKILL, "exec ended with signal %d", b.res.signal);
-    an_exec_result_release(&b.res);
-  }
+  an_error_t err = NULL;
+  cr_expect(an_sandbox_destroy(sb, 2000, &err) == 0, "%s", err ? err->msg : "");
+  int st = 0;
+  waitpid(child, &st, 0);
+  cr_expect(WIFEXITED(st) && (WEXITSTATUS(st) == 128 + SIGTERM || WEXITSTATUS(st) == 128 + SIGKILL),
+            "exec ended with %d", WEXITSTATUS(st));
   an_sandbox_close(sb);
   assert_gone(id);
   an_sandbox_opts_free(o);
@@ -348,9 +344,10 @@ Test(sandbox, bl_34_fork_bomb_is_contained) {
   cr_assert(an_sandbox_opts_set_pids(o, 256, &err) == 0);
   cr_assert(an_sandbox_opts_set_memory(o, 512ull << 20, &err) == 0);
   struct an_sandbox *sb = make_sb(o);
-  struct bg_exec b = {.sb = sb, .script = "bomb(){ bomb|bomb& };bomb; while :; do wait; done", .timeout_ms = 3000};
-  pthread_t th;
-  cr_assert(pthread_create(&th, NULL, bg_exec_main, &b) == 0);
+  int pipefd[2];
+  cr_assert(pipe(pipefd) == 0);
+  pid_t child = bg_exec(an_sandbox_id(sb), "bomb(){ bomb|bomb& };bomb; while :; do wait; done", 3000, pipefd[1]);
+  close(pipefd[1]);
   msleep(700);
   /* another sandbox works while the bomb runs */
   struct an_sandbox_opts *o2 = opts_for("busybox");
@@ -360,12 +357,17 @@ Test(sandbox, bl_34_fork_bomb_is_contained) {
   an_exec_result_release(&res);
   destroy(sb2);
   an_sandbox_opts_free(o2);
-  pthread_join(th, NULL);
-  cr_assert_eq(b.rc, 0, "bomb exec failed");
-  cr_expect(b.res.timed_out, "bomb not stopped by the timeout (status %d)", b.res.status);
-  cr_expect(strstr(b.res.output.stderr_buf, "fork") || strstr(b.res.output.stderr_buf, "Resource"),
-            "no EAGAIN seen: %.300s", b.res.output.stderr_buf);
-  an_exec_result_release(&b.res);
+  static char report[1 << 16];
+  size_t got = 0;
+  ssize_t k;
+  while ((k = read(pipefd[0], report + got, sizeof report - 1 - got)) > 0) got += (size_t) k;
+  report[got] = '\0';
+  close(pipefd[0]);
+  int st = 0;
+  waitpid(child, &st, 0);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) < 200, "bomb exec failed: %d", WEXITSTATUS(st));
+  cr_expect_eq(WEXITSTATUS(st), AN_EXEC_STATUS_TIMED_OUT, "bomb not stopped by the timeout: %.200s", report);
+  cr_expect(strstr(report, "fork") || strstr(report, "Resource"), "no EAGAIN seen: %.300s", report);
   /* the monitor (outside the sandbox cgroup) survived */
   cr_expect(kill(an_sandbox_monitor_pid(sb), 0) == 0, "monitor died");
   /* afterwards: back to baseline, and the same sandbox runs commands */

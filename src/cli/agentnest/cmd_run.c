@@ -3,18 +3,21 @@
  * sandbox, put files in, run one command (output streamed live, stdout and
  * stderr kept apart, or one --json document), copy artifacts out, destroy.
  *
- * Signals: SIGINT, SIGTERM and SIGHUP are blocked in every thread and read
- * from a signalfd by the main thread while a worker thread runs the exec; on
- * one, the sandbox is destroyed (which ends the exec), and the CLI exits
- * 128+N — the sandbox is gone before the CLI is. */
+ * Signals: SIGINT, SIGTERM and SIGHUP are blocked and read from a
+ * signalfd.  The command runs in a forked child process of the CLI (the
+ * library must be called from single-threaded processes, agentnest/sandbox.h
+ * "PROCESSES AND THREADS"), which execs, copies artifacts out and prints the
+ * result; meanwhile the parent waits on the signalfd and the child's pidfd.
+ * On a signal the parent destroys the sandbox (which ends the exec) and
+ * exits 128+N: the sandbox is gone before the CLI is. */
 #include <errno.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,27 +64,6 @@ struct oneshot {
   const char *gets[CLI_MAX_FLAGS];
   size_t ngets;
 };
-
-/* The exec, run on a worker thread so that the main thread can watch for
- * signals meanwhile. */
-struct exec_job {
-  struct an_sandbox *sb;
-  char **argv;
-  struct an_exec_opts eo;
-  struct an_exec_result res;
-  an_error_t err;
-  int rc;
-  int done_fd;  /* eventfd, written when the exec returned */
-};
-
-static void *exec_thread(void *p) {
-  struct exec_job *j = p;
-  j->rc = an_sandbox_exec(j->sb, j->argv, &j->eo, &j->res, &j->err);
-  uint64_t one = 1;
-  ssize_t w = write(j->done_fd, &one, sizeof one);
-  (void) w;
-  return NULL;
-}
 
 /* Split "A[:B]": B is what follows the last ':' unless A names an existing
  * host path as a whole.  Returns a heap copy of A in *first (caller frees). */
@@ -174,6 +156,34 @@ static int pending_signal(int sfd) {
   return r == (ssize_t) sizeof si ? (int) si.ssi_signo : 0;
 }
 
+/* The child's part: open its own handle, exec, copy artifacts out, print
+ * the --json document; the exit status is the command's (125 on failure). */
+static _Noreturn void oneshot_child(struct oneshot *o, const char *id, char **argv) {
+  an_error_t err = NULL;
+  struct an_sandbox *sb = NULL;
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  /* Ctrl-C reaches the whole foreground process group: the parent handles
+   * it (destroying the sandbox ends this exec). */
+  signal(SIGINT, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  if (an_sandbox_open(o->root, id, &sb, &err) < 0) exit(cli_fail(o->cmd, &err));
+  struct an_exec_opts eo = {0};
+  struct an_exec_result res = {0};
+  struct an_artifact_list arts = {0};
+  if (!o->json) eo.on_data = cli_stream_output;
+  if (an_sandbox_exec(sb, argv, &eo, &res, &err) < 0) exit(cli_fail(o->cmd, &err));
+  if (do_gets(o, sb, &arts) != 0) exit(AN_EXIT_RUNTIME);
+  if (o->json) cli_print_result_json(id, &res, &arts);
+  fflush(stdout);
+  int status = res.status;
+  an_exec_result_release(&res);
+  an_artifact_list_free(&arts);
+  an_sandbox_close(sb);
+  exit(status);
+}
+
 static int oneshot_run(struct oneshot *o, struct an_sandbox_opts *opts, char **argv,
                        const char *put_file) {
   sigset_t mask, old;
@@ -181,11 +191,11 @@ static int oneshot_run(struct oneshot *o, struct an_sandbox_opts *opts, char **a
   sigaddset(&mask, SIGINT);
   sigaddset(&mask, SIGTERM);
   sigaddset(&mask, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &mask, &old);
+  sigprocmask(SIG_BLOCK, &mask, &old);
   cleanup_close int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  cleanup_close int efd = eventfd(0, EFD_CLOEXEC);
-  if (sfd < 0 || efd < 0) {
-    fprintf(stderr, "agentnest %s: signalfd/eventfd: %s\n", o->cmd, strerror(errno));
+  cleanup_close int pidfd = -1;
+  if (sfd < 0) {
+    fprintf(stderr, "agentnest %s: signalfd: %s\n", o->cmd, strerror(errno));
     return AN_EXIT_RUNTIME;
   }
 
@@ -194,8 +204,6 @@ static int oneshot_run(struct oneshot *o, struct an_sandbox_opts *opts, char **a
   if (an_sandbox_create(o->root, opts, &sb, &err) < 0) return cli_fail(o->cmd, &err);
   cleanup_free char *id = strdup(an_sandbox_id(sb));
   int status = AN_EXIT_RUNTIME, sig = pending_signal(sfd);
-  struct an_artifact_list arts = {0};
-  struct exec_job job = {.sb = sb, .argv = argv, .done_fd = efd};
 
   if (!sig && put_file) {
     const char *base = strrchr(put_file, '/');
@@ -206,33 +214,34 @@ static int oneshot_run(struct oneshot *o, struct an_sandbox_opts *opts, char **a
   }
   if (!sig && do_puts(o, sb) != 0) goto out;
   sig = sig ? sig : pending_signal(sfd);
-  if (sig) goto out;
+  if (sig || !id) goto out;
 
-  if (!o->json) job.eo.on_data = cli_stream_output;
-  pthread_t th;
-  if ((errno = pthread_create(&th, NULL, exec_thread, &job)) != 0) {
-    fprintf(stderr, "agentnest %s: pthread_create: %s\n", o->cmd, strerror(errno));
+  fflush(NULL);
+  pid_t child = fork();
+  if (child < 0) {
+    fprintf(stderr, "agentnest %s: fork: %s\n", o->cmd, strerror(errno));
     goto out;
   }
-  for (;;) {
-    struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = efd, .events = POLLIN}};
+  if (child == 0) oneshot_child(o, id, argv);
+  pidfd = (int) syscall(SYS_pidfd_open, child, 0);
+  /* pidfd_open (Linux 5.3) is required by doctor; without it the CLI just
+   * waits for the child. */
+  while (pidfd >= 0) {
+    struct pollfd p[2] = {{.fd = sfd, .events = POLLIN}, {.fd = pidfd, .events = POLLIN}};
     if (poll(p, 2, -1) < 0 && errno != EINTR) break;
-    if (p[1].revents) break;
     if (p[0].revents && (sig = pending_signal(sfd))) {
-      /* Ends the exec: its processes die with the sandbox. */
+      /* Stop the child first (it would only report the exec failing), then
+       * destroy the sandbox: the exec's processes die with it. */
+      kill(child, SIGKILL);
       destroy_by_id(o->cmd, o->root, id);
       break;
     }
+    if (p[1].revents) break;
   }
-  pthread_join(th, NULL);
-  if (sig) goto out;
-  if (job.rc < 0) {
-    cli_fail(o->cmd, &job.err);
-    goto out;
+  int wst = 0;
+  while (waitpid(child, &wst, 0) < 0 && errno == EINTR) {
   }
-  if (do_gets(o, sb, &arts) != 0) goto out;
-  status = job.res.status;
-  if (o->json) cli_print_result_json(id, &job.res, &arts);
+  if (!sig) status = WIFEXITED(wst) ? WEXITSTATUS(wst) : AN_EXIT_RUNTIME;
 
 out:
   if (an_sandbox_destroy(sb, 0, &err) < 0) {
@@ -240,14 +249,11 @@ out:
     if (!sig) status = AN_EXIT_RUNTIME;
   }
   an_sandbox_close(sb);
-  an_exec_result_release(&job.res);
-  an_artifact_list_free(&arts);
-  an_error_free(&job.err);
   if (sig) {
     fflush(stdout);
     return 128 + sig;
   }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  sigprocmask(SIG_SETMASK, &old, NULL);
   return status;
 }
 
