@@ -9,4 +9,5 @@
 #include "agentnest/image.h"
 #include "agentnest/sandbox_opts.h"
 #include "agentnest/sandbox.h"
+#include "agentnest/doctor.h"
 #endif

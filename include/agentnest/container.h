@@ -10,6 +10,11 @@
  * (the role of runc's exec.fifo); `start` connects, sends one byte and reads
  * EOF once init has reached execve, or init's error message.  Every
  * operation takes the directory's lock.
+ *
+ * The container's first process is made with a raw clone3(2) (no fork
+ * handlers run), so create/run/exec must be called from a single-threaded
+ * process, or at least while no other thread can hold the malloc lock; the
+ * CLIs and the per-sandbox monitor are single-threaded.
  */
 #ifndef AGENTNEST_CONTAINER_H
 #define AGENTNEST_CONTAINER_H
@@ -90,6 +95,15 @@ int an_container_run(const struct an_spec *spec, const struct an_container_opts 
 int an_container_exec(const char *state_root, const char *id, const struct an_spec_process *proc,
                       bool detach, const char *console_socket, const char *pid_file,
                       pid_t *pid, an_error_t *err);
+
+/* an_container_exec with the new process's stdin/stdout/stderr given as
+ * fds (-1 = the caller's own 0/1/2): the sandbox layer captures an exec's
+ * output through pipes without touching its own fds.  The fds are dup'ed
+ * into the child; the caller keeps ownership.  Errors as an_container_exec. */
+int an_container_exec_stdio(const char *state_root, const char *id,
+                            const struct an_spec_process *proc, const int stdio[3], bool detach,
+                            const char *console_socket, const char *pid_file, pid_t *pid,
+                            an_error_t *err);
 
 /* Read the state, refreshing status (a recorded pid whose start time differs
  * is treated as gone: PID reuse guard).  *out owned by the caller. */

@@ -41,7 +41,7 @@ extern "C" {
 
 /* Probe the host and describe it (format above).
  *   root   image store and state root (the CLI's --root); it is created
- *          (0700) if missing to test that it is writable, and a temporary
+ *          (0755) if missing to test that it is writable, and a temporary
  *          file is made in it (O_TMPFILE) and discarded.
  *   json   receives a heap NUL-terminated document (yajl_gen, beautified),
  *          owned by the caller (free()).

@@ -11,20 +11,31 @@
  *
  * STATE LAYOUT (store_root as for images, default /var/lib/agentnest):
  *   <root>/sandboxes/<id>/sandbox.json  what open/list/prune need (id, name,
- *                                       image, created/deadline, ids, pids)
+ *                                       image, created/deadline, ids, pids,
+ *                                       secrets: the directory is root-only)
+ *   <root>/sandboxes/<id>/options.json  the options (an_sandbox_opts_to_json)
  *   <root>/sandboxes/<id>/workspace/    the workspace, bind-mounted rw at
  *                                       /workspace, owned by the sandbox's
  *                                       mapped uid/gid (host_uid_base+65532)
  *   <root>/sandboxes/<id>/events.jsonl  one JSON object per line (see events)
  *   <root>/sandboxes/<id>/lock          flock(2): serialises destroy/expiry/prune
+ *   <root>/sandboxes/<id>/exec-slots/   flock files of the exec cgroups in use
  *   <root>/sandbox-names/<name>         symlink -> <id> (name uniqueness)
- *   <root>/sandbox-expired/<id>         tombstone of an expired sandbox, so
- *                                       later calls say "expired" (prune --all
- *                                       removes tombstones)
+ *   <root>/sandbox-expired/<id>         tombstone of an expired sandbox (holds
+ *                                       its name), so later calls say
+ *                                       "expired"; prune --all removes them
  *   <root>/containers/<id>/             the engine's state of its container
+ *   <root>/rootfs/<hex>                 one shared read-only, nosuid, nodev
+ *                                       bind of each image in use (the store's
+ *                                       images/ is 0700 and the engine mounts
+ *                                       the root as the sandbox's host uid);
+ *                                       kept for the next sandbox, removed by
+ *                                       prune --all
  *   <root>/idranges/<base>.lock         the host id range (an_idrange_alloc)
- *   cgroup agentnest/sb-<id>            the sandbox cgroup (limits); each exec
- *                                       runs in agentnest/sb-<id>/exec-<n>
+ *   cgroup agentnest/sb-<id>            the sandbox cgroup (limits); execs run
+ *                                       in its children agentnest/sb-<id>/exec-<n>
+ *                                       (one per concurrently open handle,
+ *                                       reused: no mkdir/rmdir per exec)
  *
  * EXEC.  an_sandbox_exec runs straight from the caller: it clones a process
  * that joins the sandbox's namespaces (setns through init's pidfd), enters a
@@ -32,7 +43,7 @@
  * capabilities (none), no_new_privs, seccomp filter and rlimits (the engine's
  * exec path), and execs argv (PATH search inside the sandbox).  No daemon is
  * involved.  When the exec ends, times out or is killed, everything left in
- * its child cgroup is killed (cgroup.kill) and the child cgroup removed: a
+ * its child cgroup is killed (cgroup.kill) and waited for: a
  * command that exits normally but leaves a detached/daemonised child has that
  * child killed too (documented policy for BL-42).
  *
@@ -167,17 +178,22 @@ void an_exec_result_release(struct an_exec_result *res);
  * or an absolute path) in the sandbox and wait for it (see EXEC above).  eo
  * may be NULL (defaults).  *res is filled on success (release it).  A
  * non-zero exit, a timeout, an OOM kill are successes with res fields set.
- * Event "exec" is recorded (argv[0], status, flags, duration).
+ * Event "exec" is recorded (pid, status, timed_out, oom_killed, duration_ms).
  * Errors: -EINVAL empty argv or bad eo field (named); -ETIME the sandbox
  * expired; -ESRCH it is not running; the errno of the failing setup step. */
 int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_exec_opts *eo,
                     struct an_exec_result *res, an_error_t *err);
 
-/* One-shot: create a sandbox from opts, run argv in it (eo as for exec),
- * destroy it.  Optimised: no monitor is started; argv runs as the child of
- * pid 1 (agentnest-init) directly.  If the caller is SIGKILLed meanwhile,
- * prune removes what is left.  *id_out (may be NULL) receives the id
- * (heap, caller frees).  Errors as create and exec. */
+/* One-shot: create a sandbox from opts, run argv in it, destroy it.
+ * Optimised: no monitor and no separate exec: pid 1 is `agentnest-init --
+ * argv...`, which runs the command as its only child with the caller's
+ * pipes, and the sandbox cgroup is the command's (timeout kill, OOM count).
+ * eo as for exec, except: eo->workdir is refused (-EINVAL; set the sandbox's
+ * workdir), eo->env is added to the sandbox env.  A command status above
+ * 128 is reported as signal status-128 (pid 1 reports a shell's status).
+ * If the caller is SIGKILLed meanwhile, prune (owner gone) removes what is
+ * left.  *id_out (may be NULL) receives the id (heap, caller frees).
+ * Errors as create and exec. */
 int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *opts,
                         char *const argv[], const struct an_exec_opts *eo,
                         struct an_exec_result *res, char **id_out, an_error_t *err);
@@ -238,6 +254,7 @@ struct an_sandbox_info {
   uint64_t created_ms;        /* CLOCK_REALTIME ms */
   uint64_t deadline_ms;
   pid_t init_pid, monitor_pid;
+  pid_t owner_pid;            /* one-shot (run_once): the creating process; else 0 */
 };
 
 /* All sandboxes under store_root, sorted by created time.  *list heap array
@@ -278,9 +295,12 @@ int an_sandbox_events(const char *store_root, const char *id_or_name, bool follo
  * agentnest/sb-* and id range locks with no sandbox.  With `all`, live
  * sandboxes are destroyed too, and expiry tombstones removed.
  * *report (heap JSON, caller frees):
- *   {"removed":[{"id":..,"reason":"monitor dead"|"expired"|"all",
- *                "cgroups":[..],"workspace":bool,"state":bool,"idrange":N}],
- *    "orphan_cgroups":[..],"idranges":[..],"errors":[..]}
+ *   {"removed":[{"id":..,"reason":R,"container":bool,"cgroup":bool,
+ *                "mount":bool,"workspace":bool,"state":bool,"idrange":N}],
+ *    "containers":[ids],"orphan_cgroups":[paths],"idranges":[bases],
+ *    "errors":[messages]}
+ *   R: "expired", "monitor dead", "creator dead" (a create or one-shot whose
+ *   process died), "init dead", "incomplete" (no record), "all".
  * Errors: only when the state directory cannot be read; per-sandbox
  * problems are listed in "errors". */
 int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t *err);

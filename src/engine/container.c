@@ -172,7 +172,7 @@ static int validate(struct launch *l, an_error_t *err) {
   if (!p->cwd || p->cwd[0] != '/')
     return an_error_set(err, EINVAL, "process.cwd \"%s\": must be an absolute path",
                         p->cwd ? p->cwd : "");
-  if (p->terminal && !l->opts->console_socket && l->opts->stdio[0] < 0)
+  if (p->terminal && !l->opts->console_socket)
     return an_error_set(err, EINVAL, "process.terminal: needs a console socket");
   return 0;
 }
@@ -248,6 +248,9 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
   const struct an_container_opts *o = l->opts;
   int r;
   int sp[2] = {-1, -1};
+  /* declared before the first goto: a cleanup variable jumped over would be
+   * closed uninitialised */
+  cleanup_close int master = -1;
 
   if ((r = validate(l, err)) < 0) return r;
   if ((r = resolve_paths(l, err)) < 0) return r;
@@ -353,7 +356,6 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
   }
 
   /* [4] ready */
-  cleanup_close int master = -1;
   if ((r = an_sync_wait(l->sync_fd, AN_SYNC_READY, &master, err)) < 0) goto fail;
   if (master >= 0 && o->console_socket &&
       (r = an_terminal_send_master(o->console_socket, master, err)) < 0)

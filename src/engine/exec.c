@@ -49,8 +49,8 @@ static void exec_release(struct exec_ctx *x) {
 }
 
 static int exec_start(struct exec_ctx *x, const char *state_root, const char *id,
-                      const struct an_spec_process *proc, const char *console_socket,
-                      an_error_t *err) {
+                      const struct an_spec_process *proc, const int stdio[3],
+                      const char *console_socket, an_error_t *err) {
   int r = an_container_load(state_root, id, &x->dirfd, &x->st, &x->init_pidfd, err);
   if (r < 0) return r;
   if (x->st->status != AN_STATUS_RUNNING && x->st->status != AN_STATUS_CREATED)
@@ -89,7 +89,8 @@ static int exec_start(struct exec_ctx *x, const char *state_root, const char *id
     .spec = x->spec, .process = proc, .rootfs = x->st->rootfs, .parent_pid = getpid(),
     .sync_fd = sp[1], .parent_sync_fd = sp[0], .start_fd = -1, .state_dirfd = x->dirfd,
     .ns = &plan,
-    .in_userns = flags & CLONE_NEWUSER, .seccomp = x->seccomp, .stdio = {-1, -1, -1},
+    .in_userns = flags & CLONE_NEWUSER, .seccomp = x->seccomp,
+    .stdio = {stdio ? stdio[0] : -1, stdio ? stdio[1] : -1, stdio ? stdio[2] : -1},
     .exec_only = true,
   };
   cleanup_close int own_pid = -1;
@@ -129,8 +130,16 @@ static int exec_start(struct exec_ctx *x, const char *state_root, const char *id
 int an_container_exec(const char *state_root, const char *id, const struct an_spec_process *proc,
                       bool detach, const char *console_socket, const char *pid_file,
                       pid_t *pid_out, an_error_t *err) {
+  return an_container_exec_stdio(state_root, id, proc, NULL, detach, console_socket, pid_file,
+                                 pid_out, err);
+}
+
+int an_container_exec_stdio(const char *state_root, const char *id,
+                            const struct an_spec_process *proc, const int stdio[3], bool detach,
+                            const char *console_socket, const char *pid_file, pid_t *pid_out,
+                            an_error_t *err) {
   struct exec_ctx x = {.dirfd = -1, .init_pidfd = -1, .sync_fd = -1, .pidfd = -1};
-  int r = exec_start(&x, state_root, id, proc, console_socket, err);
+  int r = exec_start(&x, state_root, id, proc, stdio, console_socket, err);
   if (r < 0) {
     if (x.pidfd >= 0) {
       an_error_t e = NULL;

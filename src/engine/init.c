@@ -27,6 +27,7 @@
 #include "engine/seccomp.h"
 #include "engine/sync.h"
 #include "engine/sysctl.h"
+#include "engine/loopback.h"
 #include "engine/terminal.h"
 #include "engine/user.h"
 #include "util/cleanup.h"
@@ -219,6 +220,12 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
 
   if (!c->exec_only) {
     cleanup_close int root_fd = -1;
+    /* A new network namespace starts with lo down; runc and crun bring it
+     * up, and "loopback only" (DESIGN.md) means 127.0.0.1 works. */
+    if (c->ns->clone_flags & CLONE_NEWNET) {
+      r = an_net_loopback_up(err);
+      if (r < 0) return r;
+    }
     r = setup_mounts(c, &root_fd, err);
     if (r < 0) return r;
     /* [2] mounted: the parent runs prestart and createRuntime hooks */

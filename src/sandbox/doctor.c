@@ -263,7 +263,7 @@ static void probe_image_store(yajl_gen g, const char *root) {
   an_image_list_free(list, n);
 }
 
-/* mkdir -p root (0700), then an unnamed O_TMPFILE in it proves writes. */
+/* mkdir -p root (0755: sandboxes traverse it under their own uids), then an unnamed O_TMPFILE in it proves writes. */
 static int make_dirs(const char *path) {
   cleanup_free char *p = strdup(path);
   if (!p) return -ENOMEM;
@@ -273,7 +273,7 @@ static int make_dirs(const char *path) {
     if (mkdir(p, 0755) < 0 && errno != EEXIST) return -errno;
     *s = '/';
   }
-  if (mkdir(p, 0700) < 0 && errno != EEXIST) return -errno;
+  if (mkdir(p, 0755) < 0 && errno != EEXIST) return -errno;
   return 0;
 }
 

@@ -42,6 +42,24 @@ void an_exec_result_release(struct an_exec_result *res) {
   memset(res, 0, sizeof *res);
 }
 
+/* After an exec: kill what is left in its cgroup and wait until it is empty
+ * (bounded), so the slot starts clean and timeouts reach everything. */
+static void empty_slot(struct an_cgroup *cg) {
+  an_error_t e = NULL;
+  for (int i = 0; i < 2000; i++) {
+    pid_t *pids = NULL;
+    size_t n = 0;
+    if (an_cgroup_pids(cg, &pids, &n, &e) < 0) break;
+    free(pids);
+    if (!n) break;
+    if (i == 0 || i % 100 == 0) an_cgroup_kill(cg, SIGKILL, &e);
+    an_error_free(&e);
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  an_error_free(&e);
+}
+
 /* Take a free exec slot: the first <dir>/exec-slots/<n>.lock this process
  * can flock, and its child cgroup exec-<n> (created on first use, kept for
  * the next exec: creating and removing a cgroup in every v1 hierarchy per
@@ -72,6 +90,9 @@ static int acquire_slot(struct an_sandbox *sb, an_error_t *err) {
       return r;
     }
     sb->exec_slot_fd = fd;
+    /* Processes left by an exec whose caller died (SIGKILL of a CLI): we
+     * hold the slot now, so nothing live owns them. */
+    empty_slot(sb->exec_cg);
     sb->exec_oom_ok = an_cgroup_oom_kills(sb->exec_cg, &sb->exec_oom_base, &e) == 0;
     an_error_free(&e);
     return 0;
@@ -79,23 +100,6 @@ static int acquire_slot(struct an_sandbox *sb, an_error_t *err) {
   return an_error_set(err, EBUSY, "sandbox %s: no free exec slot", sb->rec.id);
 }
 
-/* After an exec: kill what is left in its cgroup and wait until it is empty
- * (bounded), so the slot starts clean and timeouts reach everything. */
-static void empty_slot(struct an_cgroup *cg) {
-  an_error_t e = NULL;
-  for (int i = 0; i < 2000; i++) {
-    pid_t *pids = NULL;
-    size_t n = 0;
-    if (an_cgroup_pids(cg, &pids, &n, &e) < 0) break;
-    free(pids);
-    if (!n) break;
-    if (i == 0 || i % 100 == 0) an_cgroup_kill(cg, SIGKILL, &e);
-    an_error_free(&e);
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
-  }
-  an_error_free(&e);
-}
 
 /* Wait for the pidfd's process to exit; fill the result's code/signal. */
 static int reap(int pidfd, struct an_exec_result *res, an_error_t *err) {

@@ -78,6 +78,7 @@ int an_sandbox_list(const char *store_root, struct an_sandbox_info **list, size_
     s->deadline_ms = rec.deadline_ms;
     s->init_pid = rec.init_pid;
     s->monitor_pid = rec.monitor_pid;
+    s->owner_pid = rec.owner_pid;
     an_sb_record_clear(&rec);
     if (!s->id || !s->image || !s->status || (rec.name && !s->name)) {
       an_sandbox_info_list_free(v, k);

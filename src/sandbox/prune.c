@@ -1,9 +1,11 @@
 /* sandbox/prune.c — an_sandbox_prune: find what dead sandboxes left and
  * remove it.  A sandbox is pruned when its deadline passed, when its pid 1
  * or its keeper (monitor; for a one-shot, the creating process) is gone, or
- * always with `all`.  Then leftovers no sandbox owns: sandbox cgroups
- * agentnest/sb-<id> in any hierarchy, engine containers under
- * <root>/containers, id range locks whose allocating process is gone, and
+ * always with `all`.  Then leftovers no sandbox owns: empty sandbox cgroups
+ * agentnest/sb-<id> in any hierarchy (non-empty ones may belong to another
+ * store root's live sandbox and are left alone), engine containers under
+ * <root>/containers, and (with `all`) the shared image binds under <root>/rootfs,
+ * id range locks whose allocating process is gone, and
  * (with `all`) expiry tombstones.  Teardown itself is teardown.c. */
 #include <dirent.h>
 #include <errno.h>
@@ -99,6 +101,12 @@ static void prune_cgroups(yajl_gen g, const struct live_set *live, char ***errs,
       if (strncmp(de->d_name, pfx, 3) || !an_sb_valid_id(de->d_name + 3)) continue;
       const char *id = de->d_name + 3;
       if (live_has(live, id)) continue;
+      /* a cgroup made moments ago may be a create in progress elsewhere */
+      char full[PATH_MAX + 300];
+      struct stat cst;
+      snprintf(full, sizeof full, "%s/%s", bases[b], de->d_name);
+      if (stat(full, &cst) == 0 && an_sb_now_ms() - (uint64_t) cst.st_ctime * 1000 < PRUNE_CREATE_GRACE_MS)
+        continue;
       bool seen = false;
       for (size_t i = 0; i < ndone; i++) seen |= !strcmp(done[i], id);
       if (seen || ndone == 64) continue;
@@ -107,9 +115,19 @@ static void prune_cgroups(yajl_gen g, const struct live_set *live, char ***errs,
       snprintf(cgp, sizeof cgp, "%s%s", AN_SB_CGROUP_PREFIX, id);
       struct an_cgroup *cg = NULL;
       an_error_t e = NULL;
+      /* Cgroups are host-wide, stores are not: a sandbox of another store
+       * root has the same kind of name.  Only an empty one is removed. */
+      pid_t *pids = NULL;
+      size_t npids = 1;
       if (an_cgroup_open(cgp, &cg, &e) == 0) {
-        if (an_cgroup_destroy(cg, &e) == 0) GS(g, cgp);
+        if (an_cgroup_pids(cg, &pids, &npids, &e) == 0 && npids == 0 && an_cgroup_destroy(cg, &e) == 0)
+          GS(g, cgp);
+        free(pids);
         an_cgroup_free(cg);
+      } else if (e && e->errnum == ENOENT) {
+        /* in some hierarchies only: rmdir fails where processes remain */
+        an_error_free(&e);
+        if (an_sb_rmdir_cgroup_dirs(id, NULL)) GS(g, cgp);
       }
       note_error(errs, nerr, &e);
     }
@@ -150,12 +168,13 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
       if (all || age > PRUNE_CREATE_GRACE_MS) reason = "incomplete";
     } else {
       const char *status = an_sb_status(&rec);
-      bool creating = !rec.init_pid && an_sb_now_ms() - rec.created_ms < PRUNE_CREATE_GRACE_MS;
+      bool creating = !rec.init_pid && (rec.owner_pid ? an_sb_pid_alive(rec.owner_pid, rec.owner_start)
+                                                      : an_sb_now_ms() - rec.created_ms < PRUNE_CREATE_GRACE_MS);
       base = rec.ids.host_uid_base;
       if (all) reason = "all";
       else if (!strcmp(status, "expired")) { reason = "expired"; tomb = true; }
       else if (!strcmp(status, "dead") && !creating)
-        reason = rec.monitor_pid ? "monitor dead" : rec.owner_pid ? "owner dead" : "init dead";
+        reason = rec.monitor_pid ? "monitor dead" : rec.owner_pid ? "creator dead" : "init dead";
       an_sb_record_clear(&rec);
     }
     if (!reason) {
@@ -179,7 +198,24 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   if (an_container_list(cpath, &cids, &e) == 0) {
     for (char **c = cids; c && *c; c++) {
       if (an_sb_valid_id(*c) && !live_has(&live, *c)) {
+        /* the sandbox's teardown handles a half-made container (no
+         * state.json) together with its cgroup */
+        struct an_sb_teardown_report t;
         if (an_container_delete(cpath, *c, true, &e) == 0) GS(g, *c);
+        else if (e && e->errnum == ENOENT) {
+          an_error_free(&e);
+          char cgp[64];
+          snprintf(cgp, sizeof cgp, "%s%s", AN_SB_CGROUP_PREFIX, *c);
+          struct an_cgroup *cg = NULL;
+          if (an_cgroup_open(cgp, &cg, &e) == 0) {
+            an_cgroup_destroy(cg, &e);
+            an_cgroup_free(cg);
+          }
+          an_error_free(&e);
+          cleanup_close int cfd = open(cpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+          if (cfd >= 0 && an_remove_tree_beneath(cfd, *c, &e) == 0) GS(g, *c);
+        }
+        (void) t;
         note_error(&errs, &nerr, &e);
       }
       free(*c);
@@ -213,6 +249,7 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   yajl_gen_array_close(g);
 
   if (all) {
+    an_sb_image_unbind_all(root);
     char tpath[PATH_MAX];
     snprintf(tpath, sizeof tpath, "%s", root);
     cleanup_close int rfd = open(tpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

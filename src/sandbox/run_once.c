@@ -1,34 +1,112 @@
-/* sandbox/run_once.c — an_sandbox_run_once: create a sandbox without a
- * monitor (the caller is its keeper: prune removes it if the caller dies),
- * run one command in it through the normal exec path, destroy it.  What
- * does NOT live here: create (sandbox.c), exec (exec.c). */
+/* sandbox/run_once.c — an_sandbox_run_once: the one-shot path, built for
+ * speed.  No monitor (the caller keeps the sandbox: if it dies, prune finds
+ * the owner gone and removes the rest) and no separate exec: pid 1 is
+ * `agentnest-init -- CMD...`, which runs the command as its only child with
+ * the caller's pipes as stdio, reaps orphans, and exits with the command's
+ * status once it ends (killing what it left).  The whole sandbox cgroup is
+ * the command's: a timeout kills it, its oom_kill counter tells OOM.  What
+ * does NOT live here: create (sandbox.c), waiting and capture (exec.c). */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "sandbox/sandbox_internal.h"
+#include "util/cleanup.h"
+
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
 
 int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *opts,
                         char *const argv[], const struct an_exec_opts *eo,
                         struct an_exec_result *res, char **id_out, an_error_t *err) {
+  static const struct an_exec_opts no_opts;
+  if (!eo) eo = &no_opts;
+  if (!res) return an_error_set(err, EINVAL, "run: no result");
+  memset(res, 0, sizeof *res);
   if (!argv || !argv[0] || !argv[0][0]) return an_error_set(err, EINVAL, "run: empty command");
-  struct an_sandbox *sb = NULL;
-  int r = an_sb_create(store_root, opts, false, &sb, err);
-  if (r < 0) return r;
-  if (id_out && !(*id_out = strdup(sb->rec.id))) r = an_error_set(err, ENOMEM, "run");
-  if (r >= 0) r = an_sandbox_exec(sb, argv, eo, res, err);
-  an_error_t e = NULL;
-  int d = an_sandbox_destroy(sb, 0, &e);
-  if (d < 0 && r >= 0) {
-    an_exec_result_release(res);
-    *err = e;
-    e = NULL;
-    r = d;
+  if (eo->workdir) return an_error_set(err, EINVAL, "run: a per-call workdir is an exec option; set the sandbox workdir");
+  int po[2] = {-1, -1}, pe[2] = {-1, -1};
+  cleanup_close int devnull = -1;
+  cleanup_free struct an_secret *secrets = NULL;
+  if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
+    int e = errno;
+    if (po[0] >= 0) { close(po[0]); close(po[1]); }
+    return an_error_set(err, e, "pipe");
   }
+  int in = eo->has_stdin ? eo->stdin_fd : (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC));
+  int stdio[3] = {in, po[1], pe[1]};
+  struct an_sandbox *sb = NULL;
+  uint64_t t0 = mono_ms();
+  int r = in < 0 ? an_error_set(err, errno, "open /dev/null") : 0;
+  struct an_sandbox_opts *o2 = NULL;
+  if (r >= 0 && eo->env && eo->env[0]) {
+    /* extra env goes into the spec of pid 1 */
+    if ((r = an_sandbox_opts_dup(opts, &o2, err)) >= 0)
+      for (char *const *e = eo->env; *e && r >= 0; e++) r = an_sandbox_opts_add_env(o2, *e, err);
+  }
+  if (r >= 0) r = an_sb_create_ex(store_root, o2 ? o2 : opts, false, argv, stdio, &sb, err);
+  an_sandbox_opts_free(o2);
+  close(po[1]);
+  close(pe[1]);
+  if (r < 0) goto out;
+  if (id_out && !(*id_out = strdup(sb->rec.id))) { r = an_error_set(err, ENOMEM, "run"); goto out; }
+  if ((r = an_sb_ensure_init_pidfd(sb, err)) < 0 || (r = an_sb_ensure_cgroup(sb, err)) < 0) goto out;
+  uint64_t oom0 = 0, oom1 = 0;
+  an_error_t e = NULL;
+  bool oom_ok = an_cgroup_oom_kills(sb->cg, &oom0, &e) == 0;
   an_error_free(&e);
-  an_sandbox_close(sb);
-  if (r < 0 && id_out) {
-    free(*id_out);
-    *id_out = NULL;
+  uint64_t timeout = eo->timeout_ms ? eo->timeout_ms : an_sandbox_opts_exec_timeout(sb->opts);
+  if (!timeout || timeout > an_sandbox_opts_lifetime(sb->opts)) timeout = an_sandbox_opts_lifetime(sb->opts);
+  size_t nsec = sb->rec.nsecrets + eo->nsecrets;
+  secrets = nsec ? calloc(nsec, sizeof *secrets) : NULL;
+  if (nsec && !secrets) { r = an_error_set(err, ENOMEM, "run"); goto out; }
+  for (size_t i = 0; i < sb->rec.nsecrets; i++) secrets[i] = sb->rec.secrets[i];
+  for (size_t i = 0; i < eo->nsecrets; i++) secrets[sb->rec.nsecrets + i] = eo->secrets[i];
+  struct an_output_opts oo = {
+    .max_total = eo->max_output ? eo->max_output : (size_t) an_sandbox_opts_max_output(sb->opts),
+    .max_stdout = eo->max_stdout, .max_stderr = eo->max_stderr,
+    .secrets = secrets, .nsecrets = nsec, .on_data = eo->on_data, .on_data_arg = eo->on_data_arg,
+  };
+  r = an_sb_wait_capture(sb->cg, sb->init_pidfd, po[0], pe[0], timeout, eo->kill_grace_ms, &oo, res, err);
+  if (r < 0) goto out;
+  if (oom_ok && an_cgroup_oom_kills(sb->cg, &oom1, &e) == 0 && oom1 > oom0) res->oom_killed = true;
+  an_error_free(&e);
+  /* pid 1 reports the command's status as a shell does: 128+N for signal N */
+  if (!res->signal && res->exit_code > 128 && res->exit_code <= 128 + 64) {
+    res->signal = res->exit_code - 128;
+    res->exit_code = -1;
+  }
+  if (res->oom_killed) res->status = 137;
+  else if (res->timed_out) res->status = AN_EXEC_STATUS_TIMED_OUT;
+  else if (res->signal) res->status = 128 + res->signal;
+  else res->status = res->exit_code;
+out:
+  res->duration_ms = mono_ms() - t0;
+  close(po[0]);
+  close(pe[0]);
+  if (sb) {
+    an_error_t e2 = NULL;
+    int d = an_sandbox_destroy(sb, 0, &e2);
+    if (d < 0 && r >= 0) {
+      *err = e2;
+      e2 = NULL;
+      r = d;
+    }
+    an_error_free(&e2);
+    an_sandbox_close(sb);
+  }
+  if (r < 0) {
+    an_exec_result_release(res);
+    if (id_out) {
+      free(*id_out);
+      *id_out = NULL;
+    }
   }
   return r;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -44,6 +45,47 @@ int an_sandbox_init_path(char **path, an_error_t *err) {
   return an_error_set(err, ENOENT,
                       "agentnest-init not found ($AGENTNEST_INIT, next to the program, "
                       AN_LIBEXECDIR ")");
+}
+
+static int mkdir_mode(const char *path, mode_t mode, bool excl, an_error_t *err);
+
+/* The image store is 0700 (its setuid files reach no host user), so the
+ * engine's child, an unprivileged host uid by the time it mounts the root,
+ * cannot walk to an image.  Each image used by a sandbox gets one shared
+ * bind at <root>/rootfs/<hex>: private, read-only, nosuid, nodev (setuid
+ * bits mean nothing through it).  Made once per image, kept for the next
+ * sandbox (a mount and an umount per sandbox cost more than the rest of a
+ * one-shot); `prune --all` removes them. */
+int an_sb_image_bind(const char *root, const struct an_image_info *img, char *out, size_t outlen,
+                     an_error_t *err) {
+  const char *hex = strrchr(img->dir, '/');
+  if (!hex || !an_sb_valid_hex(hex + 1)) return an_error_set(err, EINVAL, "image dir %s: no digest", img->dir);
+  hex++;
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/%s", root, AN_SB_ROOTFS_DIR);
+  int r = mkdir_mode(dir, 0711, false, err);
+  if (r < 0) return r;
+  if ((size_t) snprintf(out, outlen, "%s/%s", dir, hex) >= outlen) return an_error_set(err, ENAMETOOLONG, "%s", dir);
+  struct stat a, b;
+  if (stat(img->rootfs, &b) < 0) return an_error_set(err, errno, "image rootfs %s", img->rootfs);
+  if (stat(out, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) return 0;   /* bound */
+  char lock[PATH_MAX + 16];
+  snprintf(lock, sizeof lock, "%s/.lock", dir);
+  cleanup_close int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (lfd < 0) return an_error_set(err, errno, "open %s", lock);
+  while (flock(lfd, LOCK_EX) < 0)
+    if (errno != EINTR) return an_error_set(err, errno, "lock %s", lock);
+  if (stat(out, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) return 0;   /* raced */
+  if (mkdir(out, 0755) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", out);
+  if (mount(img->rootfs, out, NULL, MS_BIND | MS_REC, NULL) < 0)
+    return an_error_set(err, errno, "bind image %s on %s", img->digest, out);
+  if (mount(NULL, out, NULL, MS_PRIVATE | MS_REC, NULL) < 0 ||
+      mount(NULL, out, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
+    r = an_error_set(err, errno, "remount %s read-only", out);
+    umount2(out, MNT_DETACH);
+    return r;
+  }
+  return 0;
 }
 
 static int mkdir_mode(const char *path, mode_t mode, bool excl, an_error_t *err) {
@@ -155,12 +197,17 @@ int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
     r = an_error_set(err, ENOMEM, "sandbox record");
     goto fail_rec;
   }
-  if (!with_monitor) {
-    rec.owner_pid = getpid();
+  /* The creating process keeps the sandbox until the monitor takes over
+   * (for a one-shot: to the end).  The record is written before anything
+   * else is made, so prune can tell a create in progress from one whose
+   * creator was killed. */
+  rec.owner_pid = getpid();
+  {
     an_error_t e = NULL;
     an_process_start_time(rec.owner_pid, &rec.owner_start, &e);
     an_error_free(&e);
   }
+  if ((r = an_sb_record_write(path, &rec, err)) < 0) goto fail_rec;
   if ((r = an_idrange_alloc(root, &rec.ids, err)) < 0) goto fail_rec;
   if ((r = an_sb_record_write(path, &rec, err)) < 0) {
     an_error_t e = NULL;
@@ -194,20 +241,8 @@ int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
     argv[1] = (char *) "--";
     for (size_t i = 0; i < n; i++) argv[2 + i] = oneshot_argv[i];
   }
-  /* The image store is 0700 (its setuid files reach no host user), so the
-   * engine's child, an unprivileged host uid by then, cannot walk to it:
-   * give it a private, read-only, nosuid, nodev bind in the sandbox dir. */
-  char rootfs[PATH_MAX + 16];
-  snprintf(rootfs, sizeof rootfs, "%s/rootfs", sb->dir);
-  if (mkdir(rootfs, 0755) < 0 || mount(img->rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) < 0) {
-    r = an_error_set(err, errno, "bind image %s on %s", image, rootfs);
-    goto fail;
-  }
-  if (mount(NULL, rootfs, NULL, MS_PRIVATE | MS_REC, NULL) < 0 ||
-      mount(NULL, rootfs, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
-    r = an_error_set(err, errno, "remount %s read-only", rootfs);
-    goto fail;
-  }
+  char rootfs[PATH_MAX];
+  if ((r = an_sb_image_bind(root, img, rootfs, sizeof rootfs, err)) < 0) goto fail;
   struct an_sandbox_image simg = {.rootfs = rootfs, .env = img->config.env,
                                   .working_dir = img->config.working_dir};
   r = an_sandbox_build_spec(opts, &simg, &sb->rec.ids, sb->rec.id, sb->workspace, argv, &spec, err);
@@ -237,7 +272,11 @@ int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
   sb->rec.init_pid = st->pid;
   sb->rec.init_start = st->start_time;
   an_container_state_free(st);
-  if (with_monitor && (r = an_sb_monitor_start(sb, err)) < 0) goto fail;
+  if (with_monitor) {
+    if ((r = an_sb_monitor_start(sb, err)) < 0) goto fail;
+    sb->rec.owner_pid = 0;
+    sb->rec.owner_start = 0;
+  }
   if ((r = an_sb_record_write(sb->dir, &sb->rec, err)) < 0) goto fail;
   {
     cleanup_free char *oj = NULL;
@@ -264,7 +303,12 @@ fail:;
   an_image_info_free(img);
   return r;
 fail_rec:
-  rmdir(path);
+  {
+    char sj[PATH_MAX + 32];
+    snprintf(sj, sizeof sj, "%s/%s", path, AN_SB_STATE_FILE);
+    unlink(sj);
+    rmdir(path);
+  }
   an_sb_record_clear(&rec);
   an_image_info_free(img);
   return r;

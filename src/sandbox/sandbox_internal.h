@@ -20,6 +20,7 @@
 #define AN_SB_LOCK_FILE "lock"
 #define AN_SB_CGROUP_PREFIX "agentnest/sb-"
 #define AN_SB_INIT_DEST "/run/.agentnest-init"
+#define AN_SB_ROOTFS_DIR "rootfs"
 
 struct an_seccomp_program;
 
@@ -57,6 +58,15 @@ struct an_sandbox {
   struct an_spec *spec;
   struct an_seccomp_program *seccomp;
 };
+
+struct an_image_info;
+/* The shared read-only bind of an image for sandboxes (sandbox.c); out
+ * receives its path. */
+int an_sb_image_bind(const char *root, const struct an_image_info *img, char *out, size_t outlen,
+                     an_error_t *err);
+/* Unmount and remove every image bind of the store (prune --all). */
+void an_sb_image_unbind_all(const char *root);
+bool an_sb_valid_hex(const char *s);
 
 /* Paths and ids (state.c). */
 const char *an_sb_root_or_default(const char *root);
@@ -102,6 +112,10 @@ struct an_sb_teardown_report {
 int an_sb_teardown(const char *root, const char *id, const char *reason, bool tombstone,
                    uint64_t grace_ms, bool skip_monitor, struct an_sb_teardown_report *rep,
                    an_error_t *err);
+/* rmdir the sandbox cgroup's directories (children first) in every
+ * hierarchy, also where it exists in only some; *found set when one
+ * existed.  True when none is left (teardown.c). */
+bool an_sb_rmdir_cgroup_dirs(const char *id, bool *found);
 /* "running", "expired" or "dead" (list.c). */
 const char *an_sb_status(const struct an_sb_record *rec);
 /* Freeze or thaw the sandbox cgroup (workspace_ops.c). */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -44,6 +45,28 @@ int an_sb_new_id(char id[AN_SANDBOX_ID_LEN + 1], an_error_t *err) {
   return 0;
 }
 
+bool an_sb_valid_hex(const char *s) {
+  if (!s || !*s) return false;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
+  return true;
+}
+
+void an_sb_image_unbind_all(const char *root) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/%s", an_sb_root_or_default(root), AN_SB_ROOTFS_DIR);
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (!an_sb_valid_hex(de->d_name)) continue;
+    char p[PATH_MAX + 300];
+    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+    umount2(p, MNT_DETACH);
+    rmdir(p);   /* only when the unmount left an empty directory */
+  }
+  if (d) closedir(d);
+}
+
 bool an_sb_valid_id(const char *s) {
   if (!s || strlen(s) != AN_SANDBOX_ID_LEN) return false;
   for (const char *p = s; *p; p++)
@@ -51,13 +74,28 @@ bool an_sb_valid_id(const char *s) {
   return true;
 }
 
+/* Alive = /proc/PID/stat exists, the state is not zombie/dead (a killed
+ * monitor may wait unreaped under a subreaper), and field 22 (starttime,
+ * proc(5)) equals `start` (PID reuse guard; 0 skips the check). */
 bool an_sb_pid_alive(pid_t pid, uint64_t start) {
   if (pid <= 0) return false;
-  uint64_t t = 0;
-  an_error_t e = NULL;
-  int r = an_process_start_time(pid, &t, &e);
-  an_error_free(&e);
-  return r >= 0 && (start == 0 || t == start);
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')');
+  if (!p || p[1] != ' ') return false;
+  char state = p[2];
+  if (state == 'Z' || state == 'X' || state == 'x') return false;
+  if (!start) return true;
+  /* fields after ")": 3 state ... 22 starttime */
+  char *save = NULL, *tok = strtok_r(p + 2, " ", &save);
+  for (int field = 3; tok && field < 22; field++) tok = strtok_r(NULL, " ", &save);
+  return tok && strtoull(tok, NULL, 10) == start;
 }
 
 void an_sb_record_clear(struct an_sb_record *rec) {

@@ -5,6 +5,7 @@
  * serialised by the sandbox's lock file and idempotent, so a teardown
  * interrupted by SIGKILL at any point is finished by the next one.  What
  * does NOT live here: finding what to tear down (prune.c). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -21,6 +22,40 @@
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "util/safe_path.h"
+
+bool an_sb_rmdir_cgroup_dirs(const char *id, bool *found) {
+  cleanup_closedir DIR *top = opendir("/sys/fs/cgroup");
+  if (!top) return true;
+  bool gone = true;
+  struct dirent *h;
+  char dir[PATH_MAX];
+  /* cgroup2-only hosts: /sys/fs/cgroup/agentnest/sb-<id>; v1 and hybrid:
+   * /sys/fs/cgroup/<hierarchy>/agentnest/sb-<id> */
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 0) snprintf(dir, sizeof dir, "/sys/fs/cgroup/agentnest/sb-%s", id);
+    while (pass == 1 && (h = readdir(top))) {
+      if (h->d_name[0] == '.') continue;
+      snprintf(dir, sizeof dir, "/sys/fs/cgroup/%s/agentnest/sb-%s", h->d_name, id);
+      break;
+    }
+    if (pass == 1 && !h) break;
+    DIR *d = opendir(dir);
+    if (d) {
+      if (found) *found = true;
+      struct dirent *c;
+      while ((c = readdir(d))) {
+        if (c->d_type != DT_DIR || c->d_name[0] == '.') continue;
+        char sub[PATH_MAX + 300];
+        snprintf(sub, sizeof sub, "%s/%s", dir, c->d_name);
+        rmdir(sub);
+      }
+      closedir(d);
+      if (rmdir(dir) < 0 && errno != ENOENT) gone = false;
+    }
+    if (pass == 1) pass = 0;   /* next hierarchy */
+  }
+  return gone;
+}
 
 static void kill_checked(pid_t pid, uint64_t start, int sig) {
   int fd = -1;
@@ -84,8 +119,13 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
   snprintf(containers, sizeof containers, "%s/%s", root, AN_SB_CONTAINERS_DIR);
   snprintf(path, sizeof path, "%s/%s", containers, id);
   bool had_container = access(path, F_OK) == 0;
-  if (had_container && an_container_delete(containers, id, true, &e) < 0 && !first) {
-    first = an_error_set(err, e->errnum, "%s", e->msg);
+  bool engine_left_state = false;
+  if (had_container && an_container_delete(containers, id, true, &e) < 0) {
+    /* A create killed before the engine wrote state.json leaves a state
+     * dir the engine cannot load: its processes are in our cgroup (removed
+     * below) and the directory goes after that. */
+    if (e && e->errnum == ENOENT) engine_left_state = true;
+    else if (!first) first = an_error_set(err, e->errnum, "%s", e->msg);
   }
   an_error_free(&e);
   rep->container = had_container;
@@ -101,6 +141,16 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
     rep->cgroup = true;
   }
   an_error_free(&e);
+  /* A cgroup made in only some hierarchies (create killed mid-way) cannot
+   * be opened as a whole: remove its directories one by one. */
+  bool cgroup_gone = an_sb_rmdir_cgroup_dirs(id, &rep->cgroup);
+  if (!cgroup_gone && !first) first = an_error_set(err, EBUSY, "cgroup %s: still has processes", cgpath);
+  if (engine_left_state) {
+    cleanup_close int cfd = open(containers, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (cfd >= 0 && an_remove_tree_beneath(cfd, id, &e) < 0 && !first)
+      first = an_error_set(err, e->errnum, "%s", e->msg);
+    an_error_free(&e);
+  }
   /* 4. the host side of the init process is gone; make sure of it */
   if (have_rec && rec.init_pid) kill_checked(rec.init_pid, rec.init_start, SIGKILL);
 
@@ -154,7 +204,7 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
   bool state_removed = false;
   snprintf(path, sizeof path, "%s/%s", root, AN_SB_DIR);
   cleanup_close int pfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (pfd >= 0 && rootfs_gone) {
+  if (pfd >= 0 && rootfs_gone && cgroup_gone) {   /* else the next prune retries */
     int r = an_remove_tree_beneath(pfd, id, &e);
     if (r < 0 && !first) first = an_error_set(err, e->errnum, "%s", e->msg);
     state_removed = r == 0;

@@ -72,13 +72,19 @@ hyperfine --style basic --runs "$RUNS" --warmup 10 --export-json "$WORK/result.j
   </dev/null >"$WORK/hyperfine.log" 2>&1 || { cat "$WORK/hyperfine.log" >&2; exit 1; }
 
 echo
+read -r load1 _ </proc/loadavg
+if awk -v l="$load1" -v n="$(nproc)" 'BEGIN { exit !(l > n) }'; then
+  echo "WARNING: load average $load1 > $(nproc) CPUs: wall-clock times are inflated by contention;"
+  echo "         compare the cpu column, or rerun on an idle machine."
+fi
 echo "agentnest-oci run vs crun run vs runc run, bundle: busybox 'true', $RUNS runs each, $(uname -r)"
 jq -r '
   def ms: . * 1000 | . * 100 | round / 100;
   (.results | map({key: .command, value: .}) | from_entries) as $r
   | ($r["wrapper"].median) as $w
-  | ["runtime", "median ms", "min–max ms", "median - wrapper ms"],
-    (.results[] | [.command, (.median|ms), "\(.min|ms)–\(.max|ms)", ((.median - $w)|ms)])
+  | ["runtime", "median ms", "min–max ms", "median - wrapper ms", "cpu ms (user+sys, mean)"],
+    (.results[] | [.command, (.median|ms), "\(.min|ms)–\(.max|ms)", ((.median - $w)|ms),
+                   ((.user + .system)|ms)])
   | @tsv' "$WORK/result.json" | column -t -s $'\t'
 echo
 jq -r '

@@ -87,6 +87,12 @@ static yajl_val jget(yajl_val v, const char *key, yajl_type t) {
   return yajl_tree_get(v, path, t);
 }
 
+/* The string of a JSON value, "" when it is not a string. */
+static const char *jstr(yajl_val v) {
+  const char *s = YAJL_IS_STRING(v) ? v->u.string : NULL;
+  return s ? s : "";
+}
+
 static void chomp(char *s) {
   size_t n = strlen(s);
   while (n && s[n - 1] == '\n') s[--n] = 0;
@@ -116,7 +122,7 @@ static void setup(void) {
   if (realpath(prof, real)) setenv("AGENTNEST_PROFILES", real, 1);
   /* criterion runs each test in a child of the runner: share the root per runner */
   snprintf(root, sizeof root, "/tmp/an-cli-%d", (int) getppid());
-  mkdir(root, 0700);
+  mkdir(root, 0755);
   snprintf(work, sizeof work, "/tmp/an-cli-%d-%d", (int) getppid(), (int) getpid());
   cr_assert(mkdir(work, 0700) == 0 || errno == EEXIST);
   snprintf(out_path, sizeof out_path, "%s/.out", work);
@@ -239,8 +245,8 @@ Test(cli, run_json_has_every_field_and_escapes_non_utf8) {
   yajl_val so = jget(v, "stdout", yajl_t_string);
   cr_assert_not_null(so);
   /* U+FFFD for the invalid byte, the control byte kept (escaped by JSON) */
-  cr_expect_str_eq(YAJL_GET_STRING(so), "\xef\xbf\xbd" "ab\x01");
-  cr_expect_str_eq(YAJL_GET_STRING(jget(v, "stderr", yajl_t_string)), "e\n");
+  cr_expect_str_eq(jstr(so), "\xef\xbf\xbd" "ab\x01");
+  cr_expect_str_eq(jstr(jget(v, "stderr", yajl_t_string)), "e\n");
   cr_expect_eq(YAJL_GET_INTEGER(jget(v, "exit_code", yajl_t_number)), 3);
   cr_expect(YAJL_IS_FALSE(jget(v, "timed_out", yajl_t_any)));
   cr_expect(YAJL_IS_FALSE(jget(v, "stdout_truncated", yajl_t_any)));
@@ -254,7 +260,9 @@ Test(cli, json_reports_timeout_and_truncation) {
   yajl_val v = parse_json(out_text);
   cr_expect(YAJL_IS_TRUE(jget(v, "timed_out", yajl_t_any)), "%s", out_text);
   cr_expect(YAJL_IS_TRUE(jget(v, "stdout_truncated", yajl_t_any)), "%s", out_text);
-  cr_expect_leq(strlen(YAJL_GET_STRING(jget(v, "stdout", yajl_t_string))), 1024);
+  yajl_val so = jget(v, "stdout", yajl_t_string);
+  cr_assert_not_null(so);
+  cr_expect_leq(strlen(jstr(so)), 1024);
   yajl_tree_free(v);
 }
 
@@ -300,7 +308,7 @@ Test(cli, secret_is_redacted_from_output) {
 }
 
 Test(cli, sigint_destroys_the_one_shot_sandbox, .timeout = 120) {
-  char cmd[1200];
+  char cmd[8192];
   snprintf(cmd, sizeof cmd, "cd '%s' && exec '%s' --root '%s' run --image busybox --name sigint-%d -- sleep 60",
            work, an_bin, root, (int) getpid());
   pid_t pid = fork();
@@ -350,7 +358,7 @@ Test(cli, create_exec_ls_inspect_destroy) {
   cr_expect_str_eq(out_text, "/tmp\n");
   cr_expect_eq(an("exec %s --json -- echo j", id), 0, "%s", err_text);
   yajl_val v = parse_json(out_text);
-  cr_expect_str_eq(YAJL_GET_STRING(jget(v, "stdout", yajl_t_string)), "j\n");
+  cr_expect_str_eq(jstr(jget(v, "stdout", yajl_t_string)), "j\n");
   yajl_tree_free(v);
 
   cr_assert_eq(an("ls"), 0);
@@ -363,7 +371,7 @@ Test(cli, create_exec_ls_inspect_destroy) {
 
   cr_assert_eq(an("inspect %s", name), 0, "%s", err_text);
   v = parse_json(out_text);
-  cr_expect_str_eq(YAJL_GET_STRING(jget(v, "id", yajl_t_string)), id);
+  cr_expect_str_eq(jstr(jget(v, "id", yajl_t_string)), id);
   yajl_tree_free(v);
 
   cr_assert_eq(an("events %s", id), 0, "%s", err_text);
@@ -444,15 +452,15 @@ Test(cli, artifacts_list_size_and_host_sha256) {
   bool seen = false;
   for (size_t i = 0; i < YAJL_GET_ARRAY(v)->len; i++) {
     yajl_val it = YAJL_GET_ARRAY(v)->values[i];
-    const char *path = YAJL_GET_STRING(jget(it, "path", yajl_t_string));
+    const char *path = jstr(jget(it, "path", yajl_t_string));
     cr_expect(strcmp(path, "y.bin") != 0);
     if (!strcmp(path, "a/b/x.txt")) {
       seen = true;
-      cr_expect_str_eq(YAJL_GET_STRING(jget(it, "sha256", yajl_t_string)),
+      cr_expect_str_eq(jstr(jget(it, "sha256", yajl_t_string)),
                        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
       cr_expect_eq(YAJL_GET_INTEGER(jget(it, "size", yajl_t_number)), 3);
     }
-    if (!strcmp(path, "a/l.txt")) cr_expect_str_eq(YAJL_GET_STRING(jget(it, "type", yajl_t_string)), "symlink");
+    if (!strcmp(path, "a/l.txt")) cr_expect_str_eq(jstr(jget(it, "type", yajl_t_string)), "symlink");
   }
   cr_expect(seen, "%s", out_text);
   yajl_tree_free(v);
@@ -510,4 +518,15 @@ Test(cli, demo_runs_every_step, .timeout = 300) {
   cr_expect_eq(an("demo"), 0, "%s\n%s", out_text, err_text);
   cr_expect(strstr(out_text, "ENETUNREACH") != NULL, "%s", out_text);
   cr_expect(strstr(out_text, "[REDACTED:DEMO_TOKEN]") != NULL, "%s", out_text);
+}
+
+Test(cli, loopback_is_up_and_everything_else_unreachable) {
+  cr_assert_eq(an("python \"import socket\n"
+                  "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+                  "c = socket.create_connection(s.getsockname()); print('lo ok')\n"
+                  "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                  "try:\n    u.connect(('10.255.255.1', 9)); print('reachable')\n"
+                  "except OSError as e:\n    print('errno', e.errno)\n\""),
+               0, "%s", err_text);
+  cr_expect_str_eq(out_text, "lo ok\nerrno 101\n");  /* ENETUNREACH: nothing is sent */
 }

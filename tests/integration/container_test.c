@@ -4,11 +4,13 @@
  * create leaves nothing behind.  Run as root on the real kernel. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -347,6 +349,20 @@ Test(container, exec_joins_the_container_with_the_same_restrictions) {
   pid_t pid = 0;
   int r = an_container_exec(B.state_root, B.id, &p, false, NULL, NULL, &pid, &err);
   cr_assert_eq(r, 7, "exec status %d: %s", r, err ? err->msg : "");
+  /* with its output captured through a pipe */
+  int pfd[2];
+  cr_assert(pipe2(pfd, O_CLOEXEC) == 0);
+  char *args2[] = {"sh", "-c", "echo from-exec; echo to-stderr >&2", NULL};
+  p.args = args2;
+  int stdio[3] = {-1, pfd[1], pfd[1]};
+  r = an_container_exec_stdio(B.state_root, B.id, &p, stdio, false, NULL, NULL, NULL, &err);
+  cr_assert_eq(r, 0, "%d %s", r, err ? err->msg : "");
+  close(pfd[1]);
+  char buf[256] = "";
+  ssize_t n = read(pfd[0], buf, sizeof buf - 1);
+  cr_assert(n > 0);
+  close(pfd[0]);
+  cr_assert_str_eq(buf, "from-exec\nto-stderr\n");
   cr_assert_eq(an_container_delete(B.state_root, B.id, true, &err), 0, "%s", err ? err->msg : "");
   cr_assert(!an_test_cgroup_exists(B.id));
   an_spec_free(spec);
@@ -397,4 +413,69 @@ Test(container, no_pivot_moves_the_root_and_chroots) {
   cr_assert(!strstr(buf, "WRITABLE"), "%s", buf);
   an_spec_free(spec);
   assert_nothing_left();
+}
+
+Test(container, bl_20_mount_destination_swapped_with_symlink_race_stays_inside, .timeout = 120) {
+  /* The image's /work/data flips between a directory and a symlink to "/"
+   * (renameat2 RENAME_EXCHANGE in a loop) while containers start with a
+   * tmpfs mounted at /work/data.  Each start must either mount on the real
+   * in-root directory or fail; never anywhere else. */
+  char work[400], data[450], d[450], l[450];
+  snprintf(work, sizeof work, "%s/work", B.rootfs);
+  snprintf(data, sizeof data, "%s/data", work);
+  snprintf(d, sizeof d, "%s/d", work);
+  snprintf(l, sizeof l, "%s/l", work);
+  cr_assert(mkdir(work, 0755) == 0 && mkdir(data, 0755) == 0 && mkdir(d, 0755) == 0);
+  cr_assert(symlink("/", l) == 0);
+  pid_t racer = fork();
+  cr_assert(racer >= 0);
+  if (racer == 0) {
+    for (;;) {
+      renameat2(AT_FDCWD, d, AT_FDCWD, data, RENAME_EXCHANGE);
+      renameat2(AT_FDCWD, l, AT_FDCWD, data, RENAME_EXCHANGE);
+      renameat2(AT_FDCWD, l, AT_FDCWD, data, RENAME_EXCHANGE);
+      renameat2(AT_FDCWD, d, AT_FDCWD, data, RENAME_EXCHANGE);
+    }
+  }
+  int mounted = 0, refused = 0;
+  for (int i = 0; i < 30; i++) {
+    struct an_spec *spec = an_test_bundle_spec(&B, "cat", "/proc/self/mountinfo", NULL);
+    struct an_spec_mount *m = realloc(spec->mounts, (spec->n_mounts + 1) * sizeof *m);
+    spec->mounts = m;
+    m = &spec->mounts[spec->n_mounts++];
+    memset(m, 0, sizeof *m);
+    m->destination = strdup("/work/data");
+    m->type = strdup("tmpfs");
+    m->source = strdup("tmpfs");
+    snprintf(B.id, sizeof B.id, "t-race-%d-%d", getpid(), i);
+    char *out = NULL;
+    an_error_t err = NULL;
+    int r = an_test_run_capture(spec, &B, &out, &err);
+    if (r < 0) {
+      refused++;
+      cr_assert(strstr(err->msg, "/work/data"), "unexpected failure: %s", err->msg);
+      an_error_free(&err);
+    } else {
+      mounted++;
+      /* on the directory that was resolved (its name may have moved on),
+       * never over the root */
+      int under_work = 0, root_tmpfs = 0;
+      char *save = NULL;
+      for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char mp[256] = "", *dash = strstr(line, " - ");
+        if (!dash || sscanf(line, "%*s %*s %*s %*s %255s", mp) != 1) continue;
+        bool tmpfs = strncmp(dash + 3, "tmpfs ", 6) == 0;
+        if (tmpfs && strncmp(mp, "/work/", 6) == 0) under_work++;
+        if (tmpfs && strcmp(mp, "/") == 0) root_tmpfs++;
+      }
+      cr_assert_eq(under_work, 1, "iteration %d: %d tmpfs mounts under /work (output %zu bytes)", i, under_work, strlen(out));
+      cr_assert_eq(root_tmpfs, 0, "iteration %d: root covered", i);
+    }
+    free(out);
+    an_spec_free(spec);
+    cr_assert(!an_test_cgroup_exists(B.id), "cgroup left after attempt %d", i);
+  }
+  kill(racer, SIGKILL);
+  waitpid(racer, NULL, 0);
+  cr_assert_eq(mounted + refused, 30);
 }

@@ -61,6 +61,19 @@ static bool wait_status(const char *id, const char *status) {
   return false;
 }
 
+/* Running (not a zombie: this host's pid 1 does not reap orphans). */
+static bool alive(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *rp = strrchr(buf, ')');
+  return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
 /* --- global options, help, version ----------------------------------------- */
 
 Test(oci_cli, version_prints_runtime_spec_and_feature_lines, .fini = fini_bundle) {
@@ -223,12 +236,12 @@ Test(oci_cli, features_prints_the_runtime_spec_features_document, .fini = fini_b
 Test(oci_cli, run_prints_output_and_exits_with_the_container_status, .fini = fini_bundle) {
   const char *args[] = {"sh", "-c", "echo hello from $(cat /proc/self/comm); exit 7", NULL};
   oci_bundle_make(&B, "run", args);
-  cr_assert_eq(oci_cmd(&B, "run r1"), 7, "stderr: %s", err_of());
+  cr_assert_eq(oci_cmd(&B, "run @r1"), 7, "stderr: %s", err_of());
   char *o = out_of();
   cr_assert(strstr(o, "hello from cat"), "%s", o);
   free(o);
   /* run deletes the container afterwards */
-  cr_assert_eq(oci_cmd(&B, "state r1"), 1);
+  cr_assert_eq(oci_cmd(&B, "state @r1"), 1);
 }
 
 /* A pid-namespace init ignores signals it has no handler for when they come
@@ -236,43 +249,45 @@ Test(oci_cli, run_prints_output_and_exits_with_the_container_status, .fini = fin
 Test(oci_cli, run_reports_death_by_signal_as_128_plus_n, .fini = fini_bundle) {
   oci_bundle_make(&B, "runsig", SLEEPER);
   const char *bin = oci_bin();
-  cr_assert_eq(oci_cmd(&B, "run r2 & n=0; until %s --root %s state r2 2>/dev/null | grep -q running; "
+  cr_assert_eq(oci_cmd(&B, "run @r2 & n=0; until %s --root %s state @r2 2>/dev/null | grep -q running; "
                        "do n=$((n+1)); [ $n -gt 200 ] && break; sleep 0.05; done; "
-                       "%s --root %s kill r2 KILL; wait $!", bin, B.root, bin, B.root),
+                       "%s --root %s kill @r2 KILL; wait $!", bin, B.root, bin, B.root),
                128 + SIGKILL);
 }
 
 Test(oci_cli, run_keep_leaves_a_stopped_container_and_detach_returns_at_once,
      .fini = fini_bundle) {
   oci_bundle_make(&B, "keep", NULL);   /* default args: sh, which exits at EOF on stdin */
-  cr_assert_eq(oci_cmd(&B, "run --keep k1 </dev/null"), 0, "%s", err_of());
-  char *s = status_of("k1");
+  cr_assert_eq(oci_cmd(&B, "run --keep @k1 </dev/null"), 0, "%s", err_of());
+  char *s = status_of("@k1");
   cr_assert_str_eq(s, "stopped");
   free(s);
-  cr_assert_eq(oci_cmd(&B, "delete k1"), 0, "%s", err_of());
-  cr_assert_eq(oci_cmd(&B, "state k1"), 1);
+  cr_assert_eq(oci_cmd(&B, "delete @k1"), 0, "%s", err_of());
+  cr_assert_eq(oci_cmd(&B, "state @k1"), 1);
 
   struct an_spec *spec = oci_bundle_read_spec(&B);
   oci_spec_set_args(spec, SLEEPER);
   oci_bundle_write_spec(&B, spec);
   an_spec_free(spec);
-  cr_assert_eq(oci_cmd(&B, "run -d d1"), 0, "%s", err_of());
-  cr_assert(wait_status("d1", "running"));
-  cr_assert_eq(oci_cmd(&B, "kill d1 KILL"), 0, "%s", err_of());
-  cr_assert(wait_status("d1", "stopped"));
-  cr_assert_eq(oci_cmd(&B, "delete d1"), 0);
+  cr_assert_eq(oci_cmd(&B, "run -d @d1"), 0, "%s", err_of());
+  cr_assert(wait_status("@d1", "running"));
+  cr_assert_eq(oci_cmd(&B, "kill @d1 KILL"), 0, "%s", err_of());
+  cr_assert(wait_status("@d1", "stopped"));
+  cr_assert_eq(oci_cmd(&B, "delete @d1"), 0);
 }
 
 Test(oci_cli, create_start_state_list_ps_pause_resume_kill_delete, .fini = fini_bundle) {
   oci_bundle_make(&B, "life", SLEEPER);
   char pidfile[PATH_MAX + 8];
   snprintf(pidfile, sizeof pidfile, "%s/pid", B.dir);
-  cr_assert_eq(oci_cmd(&B, "create --bundle %s --pid-file %s c1", B.dir, pidfile), 0, "%s", err_of());
+  cr_assert_eq(oci_cmd(&B, "create --bundle %s --pid-file %s @c1", B.dir, pidfile), 0, "%s", err_of());
 
   /* state: runtime-spec fields, "created" */
-  cr_assert_eq(oci_cmd(&B, "state c1"), 0);
+  cr_assert_eq(oci_cmd(&B, "state @c1"), 0);
   yajl_val v = parse_out();
-  cr_assert_str_eq(json_str(v, "id", NULL), "c1");
+  char *c1 = oci_expand_ids("@c1");
+  cr_assert_str_eq(json_str(v, "id", NULL), c1);
+  free(c1);
   cr_assert_str_eq(json_str(v, "status", NULL), "created");
   cr_assert_str_eq(json_str(v, "bundle", NULL), B.dir);
   cr_assert_not_null(json_str(v, "ociVersion", NULL));
@@ -290,32 +305,36 @@ Test(oci_cli, create_start_state_list_ps_pause_resume_kill_delete, .fini = fini_
   char *o = out_of();
   cr_assert(strncmp(o, "ID          PID         STATUS      BUNDLE", 42) == 0, "%s", o);
   cr_assert(strstr(o, "c1") && strstr(o, "created") && strstr(o, B.dir), "%s", o);
+  cr_assert(strstr(o, " root\n"), "OWNER column: %s", o);
   free(o);
   cr_assert_eq(oci_cmd(&B, "list -q"), 0);
   o = out_of();
-  cr_assert_str_eq(o, "c1\n");
+  char *want = oci_expand_ids("@c1\n");
+  cr_assert_str_eq(o, want);
+  free(want);
   free(o);
   cr_assert_eq(oci_cmd(&B, "list --format json"), 0);
   v = parse_out();
   cr_assert(YAJL_IS_ARRAY(v) && v->u.array.len == 1);
   cr_assert_str_eq(json_str(v->u.array.values[0], "status", NULL), "created");
   cr_assert_eq(json_int(v->u.array.values[0], "pid"), pid);
+  cr_assert_str_eq(json_str(v->u.array.values[0], "owner", NULL), "root");
   yajl_tree_free(v);
 
   /* start: running; a second start fails */
-  cr_assert_eq(oci_cmd(&B, "start c1"), 0, "%s", err_of());
-  cr_assert(wait_status("c1", "running"));
-  cr_assert_eq(oci_cmd(&B, "start c1"), 1);
+  cr_assert_eq(oci_cmd(&B, "start @c1"), 0, "%s", err_of());
+  cr_assert(wait_status("@c1", "running"));
+  cr_assert_eq(oci_cmd(&B, "start @c1"), 1);
 
   /* ps: json pids include init; table has the header and init's line */
-  cr_assert_eq(oci_cmd(&B, "ps --format json c1"), 0, "%s", err_of());
+  cr_assert_eq(oci_cmd(&B, "ps --format json @c1"), 0, "%s", err_of());
   v = parse_out();
   bool found = false;
   for (size_t i = 0; YAJL_IS_ARRAY(v) && i < v->u.array.len; i++)
     if (YAJL_GET_INTEGER(v->u.array.values[i]) == pid) found = true;
   cr_assert(found, "ps json lacks init pid %lld", pid);
   yajl_tree_free(v);
-  cr_assert_eq(oci_cmd(&B, "ps c1"), 0, "%s", err_of());
+  cr_assert_eq(oci_cmd(&B, "ps @c1"), 0, "%s", err_of());
   o = out_of();
   char pidcol[32];
   snprintf(pidcol, sizeof pidcol, " %lld ", pid);
@@ -323,18 +342,18 @@ Test(oci_cli, create_start_state_list_ps_pause_resume_kill_delete, .fini = fini_
   free(o);
 
   /* pause / resume */
-  cr_assert_eq(oci_cmd(&B, "pause c1"), 0, "%s", err_of());
-  cr_assert(wait_status("c1", "paused"));
-  cr_assert_eq(oci_cmd(&B, "resume c1"), 0, "%s", err_of());
-  cr_assert(wait_status("c1", "running"));
+  cr_assert_eq(oci_cmd(&B, "pause @c1"), 0, "%s", err_of());
+  cr_assert(wait_status("@c1", "paused"));
+  cr_assert_eq(oci_cmd(&B, "resume @c1"), 0, "%s", err_of());
+  cr_assert(wait_status("@c1", "running"));
 
   /* delete refuses a running container without --force */
-  cr_assert_eq(oci_cmd(&B, "delete c1"), 1);
+  cr_assert_eq(oci_cmd(&B, "delete @c1"), 1);
   /* kill (default SIGTERM, trapped by the sleeper) stops it */
-  cr_assert_eq(oci_cmd(&B, "kill c1"), 0, "%s", err_of());
-  cr_assert(wait_status("c1", "stopped"));
-  cr_assert_eq(oci_cmd(&B, "delete c1"), 0, "%s", err_of());
-  cr_assert_eq(oci_cmd(&B, "state c1"), 1);
+  cr_assert_eq(oci_cmd(&B, "kill @c1"), 0, "%s", err_of());
+  cr_assert(wait_status("@c1", "stopped"));
+  cr_assert_eq(oci_cmd(&B, "delete @c1"), 0, "%s", err_of());
+  cr_assert_eq(oci_cmd(&B, "state @c1"), 1);
   cr_assert_eq(oci_cmd(&B, "list -q"), 0);
   o = out_of();
   cr_assert_str_eq(o, "");
@@ -345,74 +364,74 @@ Test(oci_cli, kill_takes_signal_names_with_or_without_sig_and_numbers, .fini = f
   oci_bundle_make(&B, "kill", SLEEPER);
   const char *forms[] = {"KILL", "SIGKILL", "sigkill", "9", NULL};
   for (const char **f = forms; *f; f++) {
-    cr_assert_eq(oci_cmd(&B, "run -d k"), 0, "%s", err_of());
-    cr_assert(wait_status("k", "running"));
-    cr_assert_eq(oci_cmd(&B, "kill k %s", *f), 0, "kill k %s: %s", *f, err_of());
-    cr_assert(wait_status("k", "stopped"), "signal %s did not stop the container", *f);
-    cr_assert_eq(oci_cmd(&B, "delete k"), 0);
+    cr_assert_eq(oci_cmd(&B, "run -d @k"), 0, "%s", err_of());
+    cr_assert(wait_status("@k", "running"));
+    cr_assert_eq(oci_cmd(&B, "kill @k %s", *f), 0, "kill @k %s: %s", *f, err_of());
+    cr_assert(wait_status("@k", "stopped"), "signal %s did not stop the container", *f);
+    cr_assert_eq(oci_cmd(&B, "delete @k"), 0);
   }
-  cr_assert_eq(oci_cmd(&B, "run -d k"), 0);
-  cr_assert_eq(oci_cmd(&B, "kill k NOSUCHSIG"), 1);
+  cr_assert_eq(oci_cmd(&B, "run -d @k"), 0);
+  cr_assert_eq(oci_cmd(&B, "kill @k NOSUCHSIG"), 1);
   char *e = err_of();
   cr_assert(strstr(e, "unknown signal \"NOSUCHSIG\""), "%s", e);
   free(e);
   /* --all reaches every process: a child that ignores nothing dies too */
-  cr_assert_eq(oci_cmd(&B, "exec -d k sleep 1000"), 0, "%s", err_of());
-  cr_assert_eq(oci_cmd(&B, "kill --all k KILL"), 0, "%s", err_of());
-  cr_assert(wait_status("k", "stopped"));
-  cr_assert_eq(oci_cmd(&B, "delete k"), 0);
+  cr_assert_eq(oci_cmd(&B, "exec -d @k sleep 1000"), 0, "%s", err_of());
+  cr_assert_eq(oci_cmd(&B, "kill --all @k KILL"), 0, "%s", err_of());
+  cr_assert(wait_status("@k", "stopped"));
+  cr_assert_eq(oci_cmd(&B, "delete @k"), 0);
 }
 
 Test(oci_cli, delete_force_removes_a_running_container, .fini = fini_bundle) {
   oci_bundle_make(&B, "delf", SLEEPER);
-  cr_assert_eq(oci_cmd(&B, "run -d f1"), 0, "%s", err_of());
-  cr_assert(wait_status("f1", "running"));
-  cr_assert_eq(oci_cmd(&B, "state f1"), 0);
+  cr_assert_eq(oci_cmd(&B, "run -d @f1"), 0, "%s", err_of());
+  cr_assert(wait_status("@f1", "running"));
+  cr_assert_eq(oci_cmd(&B, "state @f1"), 0);
   yajl_val v = parse_out();
   pid_t pid = (pid_t) json_int(v, "pid");
   yajl_tree_free(v);
-  cr_assert_eq(oci_cmd(&B, "delete --force f1"), 0, "%s", err_of());
-  cr_assert_eq(oci_cmd(&B, "state f1"), 1);
-  for (int i = 0; i < 100 && kill(pid, 0) == 0; i++) usleep(10000);
-  cr_assert(kill(pid, 0) < 0, "init %d survived delete --force", pid);
+  cr_assert_eq(oci_cmd(&B, "delete --force @f1"), 0, "%s", err_of());
+  cr_assert_eq(oci_cmd(&B, "state @f1"), 1);
+  for (int i = 0; i < 100 && alive(pid); i++) usleep(10000);
+  cr_assert(!alive(pid), "init %d survived delete --force", pid);
 }
 
 /* --- exec ------------------------------------------------------------------------ */
 
 Test(oci_cli, exec_runs_with_env_cwd_user_and_returns_its_status, .fini = fini_bundle) {
   oci_bundle_make(&B, "exec", SLEEPER);
-  cr_assert_eq(oci_cmd(&B, "run -d e1"), 0, "%s", err_of());
-  cr_assert(wait_status("e1", "running"));
-  cr_assert_eq(oci_cmd(&B, "exec e1 echo hi"), 0, "%s", err_of());
+  cr_assert_eq(oci_cmd(&B, "run -d @e1"), 0, "%s", err_of());
+  cr_assert(wait_status("@e1", "running"));
+  cr_assert_eq(oci_cmd(&B, "exec @e1 echo hi"), 0, "%s", err_of());
   char *o = out_of();
   cr_assert_str_eq(o, "hi\n");
   free(o);
-  cr_assert_eq(oci_cmd(&B, "exec e1 sh -c 'exit 3'"), 3);
-  cr_assert_eq(oci_cmd(&B, "exec --env FOO=bar -e BAZ=qux --cwd /tmp --user 1000:1001 e1 "
+  cr_assert_eq(oci_cmd(&B, "exec @e1 sh -c 'exit 3'"), 3);
+  cr_assert_eq(oci_cmd(&B, "exec --env FOO=bar -e BAZ=qux --cwd /tmp --user 1000:1001 @e1 "
                        "sh -c 'echo $FOO $BAZ; pwd; id -u; id -g'"), 0, "%s", err_of());
   o = out_of();
   cr_assert_str_eq(o, "bar qux\n/tmp\n1000\n1001\n");
   free(o);
-  cr_assert_eq(oci_cmd(&B, "exec e1"), 1, "exec without a command is a usage error");
-  cr_assert_eq(oci_cmd(&B, "exec --user x e1 true"), 1);
+  cr_assert_eq(oci_cmd(&B, "exec @e1"), 1, "exec without a command is a usage error");
+  cr_assert_eq(oci_cmd(&B, "exec --user x @e1 true"), 1);
 }
 
 Test(oci_cli, exec_process_file_and_cap_and_no_new_privs, .fini = fini_bundle) {
   oci_bundle_make(&B, "execp", SLEEPER);
-  cr_assert_eq(oci_cmd(&B, "run -d p1"), 0, "%s", err_of());
-  cr_assert(wait_status("p1", "running"));
+  cr_assert_eq(oci_cmd(&B, "run -d @p1"), 0, "%s", err_of());
+  cr_assert(wait_status("@p1", "running"));
   char path[PATH_MAX + 16];
   snprintf(path, sizeof path, "%s/process.json", B.dir);
   FILE *f = fopen(path, "w");
   fputs("{\"user\":{\"uid\":0,\"gid\":0},\"cwd\":\"/\",\"env\":[\"X=from-process-json\"],"
         "\"args\":[\"sh\",\"-c\",\"echo $X\"]}", f);
   fclose(f);
-  cr_assert_eq(oci_cmd(&B, "exec --process %s p1", path), 0, "%s", err_of());
+  cr_assert_eq(oci_cmd(&B, "exec --process %s @p1", path), 0, "%s", err_of());
   char *o = out_of();
   cr_assert_str_eq(o, "from-process-json\n");
   free(o);
   /* --cap adds to bounding/effective/permitted; never inheritable/ambient (BL-04) */
-  cr_assert_eq(oci_cmd(&B, "exec --cap CAP_CHOWN --no-new-privs p1 "
+  cr_assert_eq(oci_cmd(&B, "exec --cap CAP_CHOWN --no-new-privs @p1 "
                        "grep -E '^(CapEff|CapInh|CapAmb|NoNewPrivs)' /proc/self/status"), 0,
                "%s", err_of());
   o = out_of();
@@ -421,7 +440,7 @@ Test(oci_cli, exec_process_file_and_cap_and_no_new_privs, .fini = fini_bundle) {
   cr_assert(strstr(o, "CapAmb:\t0000000000000000"), "%s", o);
   cr_assert(strstr(o, "NoNewPrivs:\t1"), "%s", o);
   free(o);
-  cr_assert_eq(oci_cmd(&B, "exec --cap CAP_FLY p1 true"), 1);
+  cr_assert_eq(oci_cmd(&B, "exec --cap CAP_FLY @p1 true"), 1);
 }
 
 /* --- create options ---------------------------------------------------------------- */
@@ -430,18 +449,18 @@ Test(oci_cli, preserve_fds_passes_fd_3_to_the_container, .fini = fini_bundle) {
   const char *args[] = {"cat", "/proc/self/fd/3", NULL};
   oci_bundle_make(&B, "fds", args);
   oci_sh("echo preserved-data > %s/data", B.dir);
-  cr_assert_eq(oci_cmd(&B, "run --preserve-fds 1 pf 3<%s/data", B.dir), 0, "%s", err_of());
+  cr_assert_eq(oci_cmd(&B, "run --preserve-fds 1 @pf 3<%s/data", B.dir), 0, "%s", err_of());
   char *o = out_of();
   cr_assert_str_eq(o, "preserved-data\n");
   free(o);
   /* without it, fd 3 does not reach the container */
-  cr_assert_neq(oci_cmd(&B, "run pf2 3<%s/data", B.dir), 0);
+  cr_assert_neq(oci_cmd(&B, "run @pf2 3<%s/data", B.dir), 0);
 }
 
 Test(oci_cli, no_pivot_and_no_new_keyring_still_run, .fini = fini_bundle) {
   const char *args[] = {"sh", "-c", "ls / >/dev/null && echo ok", NULL};
   oci_bundle_make(&B, "nopivot", args);
-  cr_assert_eq(oci_cmd(&B, "run --no-pivot --no-new-keyring np"), 0, "%s", err_of());
+  cr_assert_eq(oci_cmd(&B, "run --no-pivot --no-new-keyring @np"), 0, "%s", err_of());
   char *o = out_of();
   cr_assert_str_eq(o, "ok\n");
   free(o);
@@ -459,7 +478,7 @@ Test(oci_cli, console_socket_receives_a_pty_master, .fini = fini_bundle) {
   int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   cr_assert_eq(bind(ls, (struct sockaddr *) &addr, sizeof addr), 0);
   cr_assert_eq(listen(ls, 1), 0);
-  cr_assert_eq(oci_cmd(&B, "create --console-socket %s t1", addr.sun_path), 0, "%s", err_of());
+  cr_assert_eq(oci_cmd(&B, "create --console-socket %s @t1", addr.sun_path), 0, "%s", err_of());
   int c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
   cr_assert_geq(c, 0);
   char data[64];
@@ -478,7 +497,7 @@ Test(oci_cli, console_socket_receives_a_pty_master, .fini = fini_bundle) {
   close(fd);
   close(c);
   close(ls);
-  cr_assert_eq(oci_cmd(&B, "delete --force t1"), 0);
+  cr_assert_eq(oci_cmd(&B, "delete --force @t1"), 0);
 }
 
 /* --- failures leave nothing behind ------------------------------------------------- */
@@ -543,7 +562,7 @@ Test(oci_cli, failed_create_leaves_no_state_or_cgroup, .fini = fini_bundle) {
 
 Test(oci_cli, duplicate_id_is_refused, .fini = fini_bundle) {
   oci_bundle_make(&B, "dup", SLEEPER);
-  cr_assert_eq(oci_cmd(&B, "create d"), 0, "%s", err_of());
-  cr_assert_eq(oci_cmd(&B, "create d"), 1);
-  cr_assert_eq(oci_cmd(&B, "delete --force d"), 0);
+  cr_assert_eq(oci_cmd(&B, "create @d"), 0, "%s", err_of());
+  cr_assert_eq(oci_cmd(&B, "create @d"), 1);
+  cr_assert_eq(oci_cmd(&B, "delete --force @d"), 0);
 }

@@ -18,11 +18,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "agentnest/spec.h"
+#include "bundle.h"
 
 struct oci_bundle {
-  char dir[200];           /* bundle: config.json + rootfs/ */
-  char root[256];          /* --root for agentnest-oci */
-  char out[256], err[256]; /* captured stdout/stderr of the last command */
+  struct an_test_bundle tb;  /* tests/lib/bundle.h: rootfs, state root, cleanup */
+  char dir[256];           /* bundle: config.json + rootfs/ (= tb.dir) */
+  char root[300];          /* --root for agentnest-oci (= tb.state_root) */
+  char out[300], err[300]; /* captured stdout/stderr of the last command */
 };
 
 /* The agentnest-oci binary under test: $AN_TEST_BUILD/agentnest-oci, else ./build. */
@@ -48,11 +50,6 @@ static inline void oci_sh(const char *fmt, ...) {
   cr_assert(st == 0, "command failed (%#x): %s", st, cmd);
   free(cmd);
 }
-
-/* Busybox applets the tests use, as symlinks in rootfs/bin. */
-static const char *const oci_applets[] = {
-  "sh", "true", "false", "cat", "grep", "sleep", "echo", "id", "ls", "pwd", "env", "awk",
-  "sort", "head", "readlink", "stat", "wc", "mkdir", "touch", "kill", "ps", "cut", "tr", NULL};
 
 /* Write `spec` as the bundle's config.json. */
 static inline void oci_bundle_write_spec(struct oci_bundle *b, const struct an_spec *spec) {
@@ -87,33 +84,43 @@ static inline void oci_spec_set_args(struct an_spec *spec, const char *const *ar
   for (size_t i = 0; i < n; i++) spec->process->args[i] = strdup(args[i]);
 }
 
-/* A bundle under /tmp with a busybox rootfs and the default config
- * (an_spec_new_default) running `args`; plus an empty state root. */
+/* A bundle from tests/lib/bundle.h (busybox rootfs, private state root)
+ * whose config.json is the default spec (an_spec_new_default) with
+ * root.path "rootfs" (relative, as `spec` writes it) running `args`. */
 static inline void oci_bundle_make(struct oci_bundle *b, const char *tag, const char *const *args) {
   memset(b, 0, sizeof *b);
-  snprintf(b->dir, sizeof b->dir, "/tmp/an-oci-%s-%d-XXXXXX", tag, (int) getpid());
-  cr_assert_not_null(mkdtemp(b->dir), "mkdtemp: %s", strerror(errno));
-  /* the container's (mapped) root must be able to walk to its rootfs */
-  chmod(b->dir, 0755);
-  snprintf(b->root, sizeof b->root, "%s/state", b->dir);
+  an_test_bundle_make(&b->tb, tag);
+  snprintf(b->dir, sizeof b->dir, "%s", b->tb.dir);
+  snprintf(b->root, sizeof b->root, "%s", b->tb.state_root);
   snprintf(b->out, sizeof b->out, "%s/out", b->dir);
   snprintf(b->err, sizeof b->err, "%s/err", b->dir);
-  oci_sh("mkdir -p %s/rootfs/bin %s/rootfs/proc %s/rootfs/sys %s/rootfs/dev %s/rootfs/tmp "
-         "%s/rootfs/etc %s/rootfs/root %s/state && cp /bin/busybox %s/rootfs/bin/busybox",
-         b->dir, b->dir, b->dir, b->dir, b->dir, b->dir, b->dir, b->dir, b->dir);
-  for (const char *const *a = oci_applets; *a; a++) {
-    char link[PATH_MAX + 64];
-    snprintf(link, sizeof link, "%s/rootfs/bin/%s", b->dir, *a);
-    cr_assert_eq(symlink("busybox", link), 0, "symlink %s", link);
-  }
-  oci_sh("echo 'root:x:0:0:root:/root:/bin/sh' > %s/rootfs/etc/passwd && "
-         "echo 'root:x:0:' > %s/rootfs/etc/group", b->dir, b->dir);
   an_error_t err = NULL;
   struct an_spec *spec = NULL;
   cr_assert_eq(an_spec_new_default(&spec, &err), 0, "default spec: %s", err ? err->msg : "");
   if (args) oci_spec_set_args(spec, args);
   oci_bundle_write_spec(b, spec);
   an_spec_free(spec);
+}
+
+/* Container ids must be unique on the machine (cgroups "agentnest/<id>" are
+ * global and other test binaries run at the same time): in oci_cmd's
+ * arguments "@name" stands for "name-<pid of this test process>". */
+static inline char *oci_expand_ids(const char *s) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  for (const char *p = s; *p; p++) {
+    if (*p == '@' && (p[1] >= 'a' && p[1] <= 'z')) {
+      p++;
+      while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9')) fputc(*p++, f);
+      fprintf(f, "-%d", (int) getpid());
+      p--;
+      continue;
+    }
+    fputc(*p, f);
+  }
+  fclose(f);
+  return buf;
 }
 
 /* Run `<agentnest-oci> --root <root> <args>` through sh, capturing stdout
@@ -124,8 +131,10 @@ static inline int oci_cmd(struct oci_bundle *b, const char *fmt, ...) {
   va_start(ap, fmt);
   cr_assert_geq(vasprintf(&args, fmt, ap), 0);
   va_end(ap);
+  char *expanded = oci_expand_ids(args);
   cr_assert_geq(asprintf(&cmd, "cd %s && %s --root %s %s >%s 2>%s", b->dir, oci_bin(), b->root,
-                         args, b->out, b->err), 0);
+                         expanded, b->out, b->err), 0);
+  free(expanded);
   int st = system(cmd);
   free(args);
   free(cmd);
@@ -154,8 +163,9 @@ static inline void oci_bundle_destroy(struct oci_bundle *b) {
   char cmd[4 * PATH_MAX];
   snprintf(cmd, sizeof cmd,
            "for d in %s/*/; do [ -d \"$d\" ] && %s --root %s delete --force \"$(basename \"$d\")\"; "
-           "done >/dev/null 2>&1; rm -rf %s", b->root, oci_bin(), b->root, b->dir);
+           "done >/dev/null 2>&1; true", b->root, oci_bin(), b->root);
   if (system(cmd) != 0) fprintf(stderr, "cleanup of %s failed\n", b->dir);
+  an_test_bundle_remove(&b->tb);
   b->dir[0] = 0;
 }
 

@@ -15,6 +15,13 @@
  *    /sys/fs/cgroup/unified on this hybrid host, or it refuses to run; this
  *    changes nothing the container sees (its cgroup mounts are its own).
  *  - mount points: see mount_differences[] below.
+ *  - cgroup files inside the container: on this hybrid host runc and crun
+ *    mount the v1 hierarchies (tmpfs + one bind per controller) at
+ *    /sys/fs/cgroup, so limits are readable inside; AgentNest mounts the
+ *    container's cgroup2 (cgroup namespace root) read-only there instead, so
+ *    v1 limit files are not visible inside.  The limits themselves are
+ *    compared where the kernel enforces them, in the host's hierarchies
+ *    (cgroup_limits_on_the_host_match).
  */
 #include <criterion/criterion.h>
 #include <seccomp.h>
@@ -113,19 +120,29 @@ static const char PROBE[] =
   "echo '== hostname'; cat /proc/sys/kernel/hostname;"
   "echo '== seccomp_denies_mkdir'; mkdir /tmp/x 2>&1; echo \"status $?\";"
   "echo '== readonly_root'; touch /rootfile 2>&1; echo \"status $?\";"
-  "echo '== cgroup_limits'; cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/memory/memory.limit_in_bytes "
-  "/sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>&1;"
   "echo '== mounts'; awk '{print $5}' /proc/self/mountinfo | sort -u";
 
 /* Mount points allowed to differ, with why.  Each entry: the mount point,
  * and which runtimes lack it (a bit per runtime). */
 static const struct { const char *point; unsigned missing_in; const char *why; } mount_differences[] = {
-  /* runc and crun mount the v1 "name=systemd" hierarchy when the host has it;
-   * AgentNest does not expose systemd's tracking hierarchy (no systemd assumed). */
-  {"/sys/fs/cgroup/systemd", 1u << RT_AGENTNEST, "no systemd hierarchy in the container"},
-  /* On a hybrid host AgentNest may show the (empty) unified hierarchy read-only;
-   * runc/crun (v1 mode) do not mount it. */
-  {"/sys/fs/cgroup/unified", (1u << RT_RUNC) | (1u << RT_CRUN), "hybrid host: unified mount"},
+  /* runc and crun mount each v1 hierarchy (and "name=systemd") below a
+   * tmpfs at /sys/fs/cgroup; AgentNest mounts the cgroup2 namespace root
+   * read-only at /sys/fs/cgroup itself (see the header comment). */
+  {"/sys/fs/cgroup/blkio", 1u << RT_AGENTNEST, "v1 hierarchy not mounted inside"},
+  {"/sys/fs/cgroup/cpu", 1u << RT_AGENTNEST, "v1 hierarchy not mounted inside"},
+  {"/sys/fs/cgroup/cpuacct", 1u << RT_AGENTNEST, "v1 hierarchy not mounted inside"},
+  {"/sys/fs/cgroup/cpuset", 1u << RT_AGENTNEST, "v1 hierarchy not mounted inside"},
+  {"/sys/fs/cgroup/devices", 1u << RT_AGENTNEST, "v1 hierarchy not mounted inside"},
+  {"/sys/fs/cgroup/freezer", 1u << RT_AGENTNEST, "v1 hierarchy not mounted inside"},
+  {"/sys/fs/cgroup/memory", 1u << RT_AGENTNEST, "v1 hierarchy not mounted inside"},
+  {"/sys/fs/cgroup/pids", 1u << RT_AGENTNEST, "v1 hierarchy not mounted inside"},
+  {"/sys/fs/cgroup/net_cls", 1u << RT_AGENTNEST, "v1 hierarchy not mounted inside"},
+  {"/sys/fs/cgroup/net_prio", 1u << RT_AGENTNEST, "v1 hierarchy not mounted inside"},
+  {"/sys/fs/cgroup/perf_event", 1u << RT_AGENTNEST, "v1 hierarchy not mounted inside"},
+  {"/sys/fs/cgroup/hugetlb", 1u << RT_AGENTNEST, "v1 hierarchy not mounted inside"},
+  {"/sys/fs/cgroup/rdma", 1u << RT_AGENTNEST, "v1 hierarchy not mounted inside"},
+  {"/sys/fs/cgroup/misc", 1u << RT_AGENTNEST, "v1 hierarchy not mounted inside"},
+  {"/sys/fs/cgroup/systemd", 1u << RT_AGENTNEST, "no systemd hierarchy inside (no systemd assumed)"},
 };
 
 static char *section(const char *out, const char *name) {
@@ -175,7 +192,7 @@ Test(oci_diff, container_sees_the_same_isolation_under_all_three_runtimes, .fini
     free(e);
   }
   const char *sections[] = {"status", "uid_map", "gid_map", "id", "hostname",
-                            "seccomp_denies_mkdir", "readonly_root", "cgroup_limits", NULL};
+                            "seccomp_denies_mkdir", "readonly_root", NULL};
   for (const char **s = sections; *s; s++) {
     char *want = section(out[RT_RUNC], *s);
     for (int rt = 0; rt < RT_COUNT; rt++) {
@@ -190,9 +207,9 @@ Test(oci_diff, container_sees_the_same_isolation_under_all_three_runtimes, .fini
   cr_assert(strstr(st, "Seccomp:\t2") && strstr(st, "NoNewPrivs:\t1") && strstr(st, "CapEff:\t0000000000000000"),
             "%s", st);
   free(st);
-  char *lim = section(out[RT_AGENTNEST], "cgroup_limits");
-  cr_assert(strstr(lim, "256\n") && strstr(lim, "536870912\n"), "%s", lim);
-  free(lim);
+  char *mk = section(out[RT_AGENTNEST], "seccomp_denies_mkdir");
+  cr_assert(strstr(mk, "Operation not permitted"), "%s", mk);
+  free(mk);
   char *m[RT_COUNT];
   for (int rt = 0; rt < RT_COUNT; rt++) m[rt] = section(out[rt], "mounts");
   compare_mounts(m[RT_RUNC], RT_RUNC, m[RT_AGENTNEST], RT_AGENTNEST);
@@ -269,5 +286,102 @@ Test(oci_diff, state_fields_match_through_the_lifecycle, .fini = fini_all) {
     cr_expect(stopped, "%s: not stopped after kill", rt_names[rt]);
     cr_assert_eq(rt_cmd(rt, "delete %s", id), 0, "%s delete: %s", rt_names[rt], oci_slurp(B.err));
     cr_expect_eq(rt_cmd(rt, "state %s", id), 1, "%s: state after delete", rt_names[rt]);
+  }
+}
+
+/* A host-side cgroup v1 file of the container (hybrid host), "" if absent. */
+static char *host_cgroup_file(const char *ctrl, const char *file) {
+  char path[256];
+  snprintf(path, sizeof path, "/sys/fs/cgroup/%s%s/%s", ctrl, cgroup_path, file);
+  char *v = oci_slurp(path);
+  v[strcspn(v, "\n")] = 0;
+  return v;
+}
+
+/* The limits of the default spec (pids 256, memory 512 MiB + no swap, cpu
+ * 1.0) land in the same host cgroup files under all three runtimes. */
+Test(oci_diff, cgroup_limits_on_the_host_match, .fini = fini_all) {
+  const char *args[] = {"sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.05; done", NULL};
+  make_diff_bundle("limits", args);
+  if (access("/sys/fs/cgroup/pids/cgroup.procs", F_OK) < 0)
+    cr_skip_test("not a v1/hybrid host: the v1 files compared here do not exist");
+  const char *files[][2] = {{"pids", "pids.max"}, {"memory", "memory.limit_in_bytes"},
+                            {"memory", "memory.memsw.limit_in_bytes"}, {"cpu", "cpu.cfs_quota_us"},
+                            {"cpu", "cpu.cfs_period_us"}, {NULL, NULL}};
+  char *seen[RT_COUNT][8] = {{0}};
+  char id[64];
+  snprintf(id, sizeof id, "lim-%d", (int) getpid());
+  for (int r = 0; r < RT_COUNT; r++) {
+    enum runtime rt = (enum runtime) r;
+    cr_assert_eq(rt_cmd(rt, "run -d %s", id), 0, "%s run -d: %s", rt_names[rt], oci_slurp(B.err));
+    for (int f = 0; files[f][0]; f++) seen[r][f] = host_cgroup_file(files[f][0], files[f][1]);
+    cr_assert_eq(rt_cmd(rt, "delete --force %s", id), 0, "%s delete: %s", rt_names[rt], oci_slurp(B.err));
+  }
+  cr_assert_str_eq(seen[RT_AGENTNEST][0], "256", "pids.max under agentnest-oci");
+  cr_assert_str_eq(seen[RT_AGENTNEST][1], "536870912");
+  for (int f = 0; files[f][0]; f++)
+    for (int r = 0; r < RT_COUNT; r++)
+      cr_expect_str_eq(seen[r][f], seen[RT_RUNC][f], "%s/%s: %s has \"%s\", runc \"%s\"", files[f][0],
+                       files[f][1], rt_names[r], seen[r][f], seen[RT_RUNC][f]);
+  /* and the cgroup is gone after delete, under every runtime */
+  char path[256];
+  snprintf(path, sizeof path, "/sys/fs/cgroup/pids%s", cgroup_path);
+  cr_expect(access(path, F_OK) < 0, "%s left behind", path);
+}
+
+static char **strv(const char *a, const char *b) {
+  char **v = calloc(3, sizeof(char *));
+  v[0] = a ? strdup(a) : NULL;
+  v[1] = a && b ? strdup(b) : NULL;
+  return v;
+}
+
+static void set_caps(struct an_spec *spec, char **bnd, char **eff, char **prm, char **inh, char **amb) {
+  struct an_spec_capabilities *c = spec->process->capabilities;
+  char **old[] = {c->bounding, c->effective, c->permitted, c->inheritable, c->ambient};
+  for (size_t i = 0; i < 5; i++) {
+    for (char **p = old[i]; p && *p; p++) free(*p);
+    free(old[i]);
+  }
+  c->bounding = bnd; c->effective = eff; c->permitted = prm; c->inheritable = inh; c->ambient = amb;
+}
+
+/* Capability sets after execve, as root and as a non-root user with an
+ * ambient capability: the kernel's rules (capabilities(7), "Transformation
+ * of capabilities during execve") make these easy to get subtly wrong. */
+Test(oci_diff, capability_sets_after_execve_match, .fini = fini_all) {
+  const char *args[] = {"sh", "-c", "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb):' /proc/self/status; id -u", NULL};
+  make_diff_bundle("caps", args);
+  struct {
+    uid_t uid;
+    const char *bnd[2], *eff[2], *inh[2], *amb[2];
+  } cases[] = {
+    {0, {"CAP_CHOWN", "CAP_NET_BIND_SERVICE"}, {"CAP_CHOWN", NULL}, {NULL, NULL}, {NULL, NULL}},
+    {1000, {"CAP_CHOWN", "CAP_NET_BIND_SERVICE"}, {"CAP_NET_BIND_SERVICE", NULL},
+     {"CAP_NET_BIND_SERVICE", NULL}, {"CAP_NET_BIND_SERVICE", NULL}},
+    {1000, {"CAP_CHOWN", NULL}, {"CAP_CHOWN", NULL}, {NULL, NULL}, {NULL, NULL}},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    struct an_spec *spec = oci_bundle_read_spec(&B);
+    spec->process->user.uid = cases[c].uid;
+    spec->process->user.gid = cases[c].uid;
+    set_caps(spec, strv(cases[c].bnd[0], cases[c].bnd[1]), strv(cases[c].eff[0], cases[c].eff[1]),
+             strv(cases[c].eff[0], cases[c].eff[1]), strv(cases[c].inh[0], cases[c].inh[1]),
+             strv(cases[c].amb[0], cases[c].amb[1]));
+    oci_bundle_write_spec(&B, spec);
+    an_spec_free(spec);
+    char *out[RT_COUNT];
+    for (int rt = 0; rt < RT_COUNT; rt++) {
+      int st = rt_cmd((enum runtime) rt, "run caps-%d", (int) getpid());
+      out[rt] = oci_slurp(B.out);
+      cr_assert_eq(st, 0, "case %zu: %s run failed (%d): %s", c, rt_names[rt], st, oci_slurp(B.err));
+    }
+    for (int rt = 0; rt < RT_COUNT; rt++)
+      cr_expect_str_eq(out[rt], out[RT_RUNC], "case %zu: %s sees\n%s\nrunc sees\n%s", c,
+                       rt_names[rt], out[rt], out[RT_RUNC]);
+    /* not vacuous: the configured sets really show */
+    const char *want[] = {"CapEff:\t0000000000000001", "CapAmb:\t0000000000000400", "CapBnd:\t0000000000000001"};
+    cr_assert(strstr(out[RT_AGENTNEST], want[c]), "case %zu: %s", c, out[RT_AGENTNEST]);
+    for (int rt = 0; rt < RT_COUNT; rt++) free(out[rt]);
   }
 }

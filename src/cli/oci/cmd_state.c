@@ -2,6 +2,9 @@
  * runc) and `list` (runc's table, `--format json`, `-q`). */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +26,10 @@ int oci_cmd_state(struct oci_ctx *ctx, int argc, char **argv) {
   return 0;
 }
 
+static void owner_of(const char *root, const char *id, char *buf, size_t len);
+
 /* One row of `list`, in runc's containerState field order. */
-static void list_json_item(yajl_gen g, const struct an_container_state *st) {
+static void list_json_item(yajl_gen g, const struct an_container_state *st, const char *owner) {
   yajl_gen_map_open(g);
   oci_json_kv_str(g, "ociVersion", st->oci_version);
   oci_json_kv_str(g, "id", st->id);
@@ -40,8 +45,23 @@ static void list_json_item(yajl_gen g, const struct an_container_state *st) {
       oci_json_kv_str(g, st->annotations[i].key, st->annotations[i].value);
     yajl_gen_map_close(g);
   }
-  oci_json_kv_str(g, "owner", st->owner ? st->owner : "");
+  oci_json_kv_str(g, "owner", owner);
   yajl_gen_map_close(g);
+}
+
+/* runc's OWNER column: the user owning the container's state directory. */
+static void owner_of(const char *root, const char *id, char *buf, size_t len) {
+  char path[PATH_MAX];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/%s", root, id);
+  buf[0] = 0;
+  if (stat(path, &st) < 0) return;
+  struct passwd pw, *res = NULL;
+  char pwbuf[1024];
+  if (getpwuid_r(st.st_uid, &pw, pwbuf, sizeof pwbuf, &res) == 0 && res)
+    snprintf(buf, len, "%s", res->pw_name);
+  else
+    snprintf(buf, len, "#%u", (unsigned) st.st_uid);
 }
 
 /* Go's text/tabwriter as runc configures it for `list`: minwidth 12,
@@ -109,13 +129,23 @@ int oci_cmd_list(struct oci_ctx *ctx, int argc, char **argv) {
     /* runc prints `null` for no containers (a nil Go slice); we print []. */
     yajl_gen g = oci_json_gen(false);
     yajl_gen_array_open(g);
-    for (size_t i = 0; i < m; i++) list_json_item(g, states[i]);
+    for (size_t i = 0; i < m; i++) {
+      char owner[64];
+      if (states[i]->owner && states[i]->owner[0]) snprintf(owner, sizeof owner, "%s", states[i]->owner);
+      else owner_of(ctx->root, states[i]->id, owner, sizeof owner);
+      list_json_item(g, states[i], owner);
+    }
     yajl_gen_array_close(g);
     if (oci_json_print(g) < 0) ret = oci_fail(ctx, "write JSON");
   } else {
     char *(*rows)[LIST_COLS] = calloc(m + 1, sizeof *rows);
     char (*pids)[16] = calloc(m + 1, sizeof *pids);
-    if (!rows || !pids) { free(rows); free(pids); ret = oci_fail(ctx, "out of memory"); goto out; }
+    char (*owners)[64] = calloc(m + 1, sizeof *owners);
+    if (!rows || !pids || !owners) {
+      free(rows); free(pids); free(owners);
+      ret = oci_fail(ctx, "out of memory");
+      goto out;
+    }
     static char *header[LIST_COLS] = {"ID", "PID", "STATUS", "BUNDLE", "CREATED", "OWNER"};
     memcpy(rows[0], header, sizeof header);
     for (size_t i = 0; i < m; i++) {
@@ -125,11 +155,16 @@ int oci_cmd_list(struct oci_ctx *ctx, int argc, char **argv) {
       rows[i + 1][2] = (char *) an_container_status_name(states[i]->status);
       rows[i + 1][3] = states[i]->bundle ? states[i]->bundle : (char *) "";
       rows[i + 1][4] = states[i]->created ? states[i]->created : (char *) "";
-      rows[i + 1][5] = states[i]->owner ? states[i]->owner : (char *) "";
+      if (states[i]->owner && states[i]->owner[0])
+        snprintf(owners[i], sizeof owners[i], "%s", states[i]->owner);
+      else
+        owner_of(ctx->root, states[i]->id, owners[i], sizeof owners[i]);
+      rows[i + 1][5] = owners[i];
     }
     print_table(rows, m + 1);
     free(rows);
     free(pids);
+    free(owners);
   }
 out:
   for (size_t i = 0; i < m; i++) an_container_state_free(states[i]);

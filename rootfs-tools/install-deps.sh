@@ -1,0 +1,33 @@
+#!/bin/bash
+# install-deps.sh: install every Debian 12 package that AgentNest's build,
+# tests, benchmarks and image tools need (`make deps`). Run as root.
+# Non-interactive; a no-op in well under a second when everything is present;
+# waits (up to 15 min) for a dpkg lock held by another apt run.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive LC_ALL=C
+
+PACKAGES=(
+  # build
+  build-essential pkg-config dpkg-dev git ca-certificates
+  libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev libarchive-dev libyajl-dev
+  libnftables-dev libssl-dev
+  # tests, sanitizers, benchmarks
+  libcriterion-dev clang libclang-rt-14-dev strace hyperfine runc crun
+  nftables iproute2 qemu-system-x86 linux-image-amd64
+  # image tools (rootfs-tools/)
+  skopeo umoci jq zstd debootstrap busybox-static wget openssl util-linux
+  coreutils findutils tar gzip
+  # the main job: CPython regression tests on the host, for comparison
+  python3.11 libpython3.11-testsuite
+)
+
+missing=$(dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' "${PACKAGES[@]}" 2>&1 |
+  awk '$1 != "ii" { print $NF }' || true)
+if [ -z "$missing" ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+[ "$(id -u)" = 0 ] || { echo "install-deps: run as root to install: $missing" >&2; exit 1; }
+echo "install-deps: installing:" $missing
+apt-get -o DPkg::Lock::Timeout=900 update -q
+apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends "${PACKAGES[@]}"

@@ -1,0 +1,288 @@
+/* tests/escapes/sandbox_api_test.c — the escape basics again, through the
+ * product path: an_sandbox_create (agentnest-init as pid 1, the monitor, a
+ * workspace, an id range from the store) and an_sandbox_exec (setns into
+ * the live sandbox, its own child cgroup).  The other escape files run the
+ * sandbox's spec with the engine directly; this one checks that what
+ * agents actually get — execs into a live sandbox — is confined the same:
+ * identity, capabilities, no_new_privs, seccomp (BL-12..16 probes), no
+ * leaked fds in an exec (BL-02), the runtime binary unreachable while 50
+ * execs enter (BL-01), read-only root, noexec /tmp, no network, masked
+ * /proc, invisible host processes, two live sandboxes on distinct host uids.
+ *
+ * Store: /tmp/an-esc-store-<runner pid>, images imported from the image
+ * cache once per run (under a lock), removed by the POST_ALL hook. */
+#include <criterion/criterion.h>
+#include <criterion/hooks.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "agentnest.h"
+#include "agentnest/sandbox.h"
+#include "escape_fixture.h"
+#include "image_fixture.h"
+#include "ws_fixture.h"
+
+#define CACHE "/var/cache/agentnest/images"
+#define PROBE "/workspace/probe"
+
+static char g_store[PATH_MAX];
+static struct an_sandbox *SB, *SB2;
+static struct an_sandbox_opts *OPTS;
+static struct esc_host_evidence E;
+
+static void import_image(const char *name) {
+  an_error_t err = NULL;
+  struct an_image_info *info = NULL;
+  if (an_image_resolve(g_store, name, &info, &err) == 0) {
+    an_image_info_free(info);
+    return;
+  }
+  an_error_free(&err);
+  char layout[PATH_MAX];
+  snprintf(layout, sizeof layout, CACHE "/%s/layout", name);
+  cr_assert(an_image_import(g_store, layout, name, NULL, NULL, &err) == 0, "import %s: %s", name,
+            err ? err->msg : "");
+}
+
+static struct an_sandbox *create_sandbox(void) {
+  struct an_sandbox *sb = NULL;
+  an_error_t err = NULL;
+  cr_assert(an_sandbox_create(g_store, OPTS, &sb, &err) == 0, "create: %s", err ? err->msg : "");
+  char probe[PATH_MAX];
+  esc_helper_path("probe", probe, sizeof probe);
+  cr_assert(an_sandbox_put(sb, probe, "probe", &err) == 0, "put probe: %s", err ? err->msg : "");
+  return sb;
+}
+
+static void setup(void) {
+  if (access(CACHE "/busybox/layout", F_OK) != 0) cr_skip_test("image cache absent: make images");
+  char p[PATH_MAX];
+  if (!realpath("build/agentnest-init", p)) cr_skip_test("build/agentnest-init missing (make)");
+  setenv("AGENTNEST_INIT", p, 1);
+  if (realpath("profiles", p)) setenv("AGENTNEST_PROFILES", p, 1);
+  snprintf(g_store, sizeof g_store, "/tmp/an-esc-store-%d", (int) getppid());
+  mkdir(g_store, 0711);
+  char lock[PATH_MAX + 16];
+  snprintf(lock, sizeof lock, "%s.lock", g_store);
+  int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  cr_assert(fd >= 0);
+  flock(fd, LOCK_EX);
+  import_image("busybox");
+  flock(fd, LOCK_UN);
+  close(fd);
+  an_error_t err = NULL;
+  cr_assert(an_sandbox_opts_new(&OPTS, &err) == 0);
+  cr_assert(an_sandbox_opts_set_image(OPTS, "busybox", &err) == 0);
+  esc_evidence_record(&E);
+  SB = create_sandbox();
+}
+
+static void destroy(struct an_sandbox **sb) {
+  if (!*sb) return;
+  an_error_t err = NULL;
+  an_sandbox_destroy(*sb, 0, &err);
+  an_error_free(&err);
+  an_sandbox_close(*sb);
+  *sb = NULL;
+}
+
+static void teardown(void) {
+  destroy(&SB);
+  destroy(&SB2);
+  an_sandbox_opts_free(OPTS);
+  OPTS = NULL;
+  esc_evidence_fini(&E);
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
+  (void) stats;
+  char root[PATH_MAX], lock[PATH_MAX + 16];
+  snprintf(root, sizeof root, "/tmp/an-esc-store-%d", (int) getpid());
+  if (access(root, F_OK) != 0) return;
+  char *report = NULL;
+  an_error_t err = NULL;
+  an_sandbox_prune(root, true, &report, &err);
+  free(report);
+  an_error_free(&err);
+  tb_rm_rf(root);
+  snprintf(lock, sizeof lock, "%s.lock", root);
+  unlink(lock);
+}
+
+TestSuite(sandbox_api, .init = setup, .fini = teardown, .timeout = 180);
+
+/* exec `sh -c script`; returns stdout (heap); status in *st. */
+static char *sh(struct an_sandbox *sb, const char *script, int *st) {
+  char *argv[] = {"sh", "-c", (char *) script, NULL};
+  struct an_exec_opts eo = {.timeout_ms = 60000};
+  struct an_exec_result res;
+  an_error_t err = NULL;
+  cr_assert(an_sandbox_exec(sb, argv, &eo, &res, &err) == 0, "exec %s: %s", script, err ? err->msg : "");
+  if (st) *st = res.status;
+  char *out = strdup(res.output.stdout_buf ? res.output.stdout_buf : "");
+  an_exec_result_release(&res);
+  return out;
+}
+
+static void assert_all(const char *out, const char *actions, const char *allowed) {
+  char *copy = strdup(actions), *save = NULL;
+  for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+    char *colon = strchr(t, ':');
+    if (colon) *colon = '\0';
+    esc_assert_probe(out, t, allowed);
+  }
+  free(copy);
+}
+
+Test(sandbox_api, exec_identity_caps_nnp_seccomp) {
+  char *out = sh(SB, "id -u; id -g; id -G; grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp|Groups):' "
+                     "/proc/self/status", NULL);
+  cr_assert_str_eq(out, "65532\n65532\n65532\nGroups:\t \nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\n"
+                        "CapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\n"
+                        "NoNewPrivs:\t1\nSeccomp:\t2\n", "%s", out);
+  free(out);
+}
+
+Test(sandbox_api, exec_denied_syscalls_bl_12_to_16) {
+  static const char *acts = "unshare_user clone_newuser_newns setns mount_tmpfs:/tmp umount2:/tmp "
+                            "pivot_root:/tmp fsopen fsconfig fsmount keyctl add_key request_key "
+                            "userfaultfd perf_event_open bpf_prog_load kexec_load finit_module "
+                            "open_by_handle_at swapon reboot process_vm_writev:1 ptrace_attach:1 "
+                            "io_uring_setup x32_unshare_user i386_unshare_user i386_keyctl "
+                            "tiocsti:0 tiocsti_own_pty tiocsti_own_pty_high_bits";
+  char script[1024];
+  snprintf(script, sizeof script, PROBE " %s", acts);
+  char *out = sh(SB, script, NULL);
+  assert_all(out, acts, "EPERM ENOSYS SIGSYS ENOTTY");
+  esc_assert_probe(out, "tiocsti_own_pty", "EPERM");
+  free(out);
+  out = sh(SB, PROBE " clone3 clone3_newuser_newns open_dev_userfaultfd", NULL);
+  esc_assert_probe(out, "clone3", "ENOSYS");
+  esc_assert_probe(out, "clone3_newuser_newns", "ENOSYS");
+  esc_assert_probe(out, "open_dev_userfaultfd", "ENOENT");
+  free(out);
+  esc_evidence_assert_unchanged(&E);
+}
+
+Test(sandbox_api, exec_has_no_leaked_fds_and_pid1_is_init) {
+  char *out = sh(SB, PROBE " fds fds:1; cat /proc/1/cmdline | tr '\\0' ' '", NULL);
+  char buf[256];
+  cr_assert_str_eq(esc_probe_result(out, "fds", buf, sizeof buf), "none", "exec leaked fds: %s", out);
+  /* pid 1 (agentnest-init) holds nothing that leads to the host */
+  const char *p1 = strstr(out, "\nfds ");
+  cr_assert(p1, "%s", out);
+  cr_assert(!strstr(p1, "->/tmp") && !strstr(p1, "->/var") && !strstr(p1, "->/work") &&
+                !strstr(p1, "->/home") && !strstr(p1, "->/root"),
+            "pid 1 holds host paths: %s", out);
+  cr_assert(strstr(out, "agentnest-init"), "%s", out);
+  free(out);
+}
+
+static void *watcher(void *arg) {
+  char *argv[] = {PROBE, "exe_watch:4", NULL};
+  struct an_exec_opts eo = {.timeout_ms = 60000};
+  struct an_exec_result res;
+  an_error_t err = NULL;
+  if (an_sandbox_exec(arg, argv, &eo, &res, &err) != 0) {
+    an_error_free(&err);
+    return NULL;
+  }
+  char *out = strdup(res.output.stdout_buf ? res.output.stdout_buf : "");
+  an_exec_result_release(&res);
+  return out;
+}
+
+Test(sandbox_api, bl_01_runtime_unreachable_while_execs_enter) {
+  char self_before[65], self_after[65];
+  cr_assert(ws_file_sha256("/proc/self/exe", self_before));
+  an_error_t err = NULL;
+  cr_assert(an_sandbox_put_data(SB, "selfexe.sh", "#!/proc/self/exe\n", 17, 0755, &err) == 0);
+  /* the watcher is an exec of its own (a second handle, another thread);
+   * an exec's leftovers are killed when it ends, so it cannot be detached */
+  struct an_sandbox *watch_sb = NULL;
+  cr_assert(an_sandbox_open(g_store, an_sandbox_id(SB), &watch_sb, &err) == 0, "%s", err ? err->msg : "");
+  pthread_t th;
+  cr_assert(pthread_create(&th, NULL, watcher, watch_sb) == 0);
+  usleep(200000);
+  for (int i = 0; i < 50; i++) {
+    char *argv[] = {"/bin/true", NULL};
+    struct an_exec_result res;
+    cr_assert(an_sandbox_exec(SB, argv, NULL, &res, &err) == 0, "%s", err ? err->msg : "");
+    an_exec_result_release(&res);
+  }
+  char *argv[] = {"/workspace/selfexe.sh", NULL};
+  struct an_exec_result res;
+  if (an_sandbox_exec(SB, argv, NULL, &res, &err) == 0) {
+    cr_assert(res.status != 0, "#!/proc/self/exe ran successfully: %s", res.output.stdout_buf);
+    cr_assert_null(strstr(res.output.stdout_buf, "Synthesis"), "the runtime re-ran inside");
+    an_exec_result_release(&res);
+  }
+  an_error_free(&err);
+  char *out = NULL;
+  cr_assert(pthread_join(th, (void **) &out) == 0);
+  an_sandbox_close(watch_sb);
+  cr_assert(out, "the watcher exec failed");
+  cr_assert(strncmp(out, "exe_watch NONE:", 15) == 0, "an exe was writable from inside: %s", out);
+  cr_assert(atol(out + 15) > 0, "watcher saw nothing: %s", out);
+  free(out);
+  cr_assert(ws_file_sha256("/proc/self/exe", self_after));
+  cr_assert_str_eq(self_before, self_after);
+  esc_evidence_assert_unchanged(&E);
+}
+
+Test(sandbox_api, exec_filesystem_and_network_confined) {
+  char *out = sh(SB, PROBE " create:/x create:/usr/x connect:10.255.255.1,80 read:/proc/kcore "
+                     "read:/proc/timer_list write:/proc/sys/kernel/core_pattern,x; "
+                     "cp " PROBE " /tmp/p; chmod 755 /tmp/p; " PROBE " exec:/tmp/p; "
+                     "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
+                 NULL);
+  cr_assert_eq(esc_count_lines(out, "create EROFS"), 2, "%s", out);
+  esc_assert_probe(out, "connect", "ENETUNREACH");
+  cr_assert_eq(esc_count_lines(out, "read OK"), 0, "masked path readable: %s", out);
+  esc_assert_probe(out, "write", "EROFS EACCES");
+  esc_assert_probe(out, "exec", "EACCES");
+  cr_assert(strstr(out, "\nlo\n"), "interfaces: %s", out);
+  cr_assert_eq(esc_count_lines(out, ""), 8, "more than lo: %s", out);
+  free(out);
+  esc_evidence_assert_unchanged(&E);
+}
+
+Test(sandbox_api, host_processes_invisible_and_live_sandboxes_on_distinct_uids) {
+  pid_t victim = fork();
+  cr_assert(victim >= 0);
+  if (victim == 0) {
+    for (;;) pause();
+  }
+  char script[256];
+  snprintf(script, sizeof script, PROBE " kill9:%d; ls /proc | grep -cE '^[0-9]+$'", (int) victim);
+  char *out = sh(SB, script, NULL);
+  esc_assert_probe(out, "kill9", "ESRCH");
+  cr_assert(atoi(strchr(out, '\n') + 1) < 20, "many pids visible: %s", out);
+  free(out);
+  int st;
+  cr_assert_eq(waitpid(victim, &st, WNOHANG), 0, "host process died");
+  kill(victim, SIGKILL);
+  waitpid(victim, &st, 0);
+
+  SB2 = create_sandbox();
+  pid_t a = an_sandbox_init_pid(SB), b = an_sandbox_init_pid(SB2);
+  char pa[64], pb[64], sa[4096], sb2[4096];
+  snprintf(pa, sizeof pa, "/proc/%d/status", a);
+  snprintf(pb, sizeof pb, "/proc/%d/status", b);
+  cr_assert(esc_read_file(pa, sa, sizeof sa) && esc_read_file(pb, sb2, sizeof sb2));
+  uid_t ua = (uid_t) strtoul(strstr(sa, "\nUid:") + 5, NULL, 10);
+  uid_t ub = (uid_t) strtoul(strstr(sb2, "\nUid:") + 5, NULL, 10);
+  /* pid 1 is agentnest-init; it runs as the sandbox's mapped ids too */
+  cr_assert_neq(ua, 0, "sandbox init runs as host root");
+  cr_assert_neq(ub, 0);
+  cr_assert_neq(ua, ub, "two live sandboxes share host uid %u", ua);
+}
