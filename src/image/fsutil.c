@@ -43,8 +43,12 @@ int an_remove_tree_at(int dirfd, const char *name, an_error_t *err) {
   if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT) return 0;
   if (errno != EISDIR && errno != EPERM)
     return an_error_set(err, errno, "remove \"%s\"", name);
-  cleanup_close int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return an_error_set(err, errno, "open directory \"%s\"", name);
+  /* never across a mount point: a bind mount (of the same file system too)
+   * left under an image directory is refused, not emptied */
+  int fd0 = an_openat2(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0,
+                       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
+  if (fd0 < 0) return an_error_set(err, -fd0, "open directory \"%s\"", name);
+  cleanup_close int fd = fd0;
   int r = an_empty_dir_fd(fd, NULL, NULL, err);
   if (r < 0) return an_error_prefix(err, "remove \"%s\"", name);
   if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)

@@ -198,6 +198,22 @@ int an_open_regular_beneath(int dirfd, const char *relpath, struct stat *st, an_
   return an_steal_fd(&fdc);
 }
 
+/* Opens a directory to empty it: as sys_openat2, and never across a mount
+ * point (RESOLVE_NO_XDEV), so a bind mount left in a tree -- even of the
+ * same file system, which st_dev cannot tell -- is refused (EXDEV), not
+ * emptied. */
+static int open_for_removal(int dirfd, const char *path) {
+  struct open_how how = {
+      .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW,
+      .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+  };
+  int fd;
+  do
+    fd = (int) syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+  while (fd < 0 && (errno == EAGAIN || errno == EINTR));
+  return fd;
+}
+
 /* Depth at which remove_rec stops descending and moves the subdirectory up
  * into the top of the tree instead, so any depth is removed with at most
  * this many fds open. */
@@ -217,7 +233,7 @@ static int remove_rec(int top, int parent, const char *name, int depth, bool *mo
     *moved = true;
     return 0;
   }
-  int fd = sys_openat2(parent, name, O_RDONLY | O_DIRECTORY, 0);
+  int fd = open_for_removal(parent, name);
   if (fd < 0) return errno == ENOENT ? 0 : an_error_set(err, errno, "open %s for removal", name);
   int r = empty_dir(top, fd, name, depth, moved, err);
   if (r < 0) return r;
@@ -246,7 +262,7 @@ static int empty_dir(int top, int fd, const char *name, int depth, bool *moved, 
 int an_remove_tree_beneath(int dirfd, const char *name, an_error_t *err) {
   if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT) return 0;
   if (errno != EISDIR && errno != EPERM) return an_error_set(err, errno, "remove %s", name);
-  cleanup_close int top = sys_openat2(dirfd, name, O_RDONLY | O_DIRECTORY, 0);
+  cleanup_close int top = open_for_removal(dirfd, name);
   if (top < 0) return errno == ENOENT ? 0 : an_error_set(err, errno, "open %s for removal", name);
   /* Each pass removes up to REMOVE_FD_DEPTH levels everywhere and moves
    * deeper subtrees into `top`; repeat until nothing was moved. */
@@ -254,7 +270,7 @@ int an_remove_tree_beneath(int dirfd, const char *name, an_error_t *err) {
     bool moved = false;
     /* a fresh open file description: a dup would share the end offset of
      * the previous pass's readdir */
-    int pass_fd = sys_openat2(top, ".", O_RDONLY | O_DIRECTORY, 0);
+    int pass_fd = open_for_removal(top, ".");
     if (pass_fd < 0) return an_error_set(err, errno, "open %s for removal", name);
     int r = empty_dir(top, pass_fd, name, 0, &moved, err);
     if (r < 0) return r;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -19,9 +20,19 @@
 #include "bundle.h"
 
 static struct an_test_bundle B;
+/* A test's background helper (the BL-20 racer): killed by teardown before
+ * the bundle is removed, also when an assertion ended the test early. */
+static pid_t helper_pid;
 
 static void setup(void) { an_test_bundle_make(&B, "ctr"); }
-static void teardown(void) { an_test_bundle_remove(&B); }
+static void teardown(void) {
+  if (helper_pid > 0) {
+    kill(helper_pid, SIGKILL);
+    waitpid(helper_pid, NULL, 0);
+    helper_pid = 0;
+  }
+  an_test_bundle_remove(&B);
+}
 
 TestSuite(container, .init = setup, .fini = teardown, .timeout = 60);
 
@@ -416,20 +427,26 @@ Test(container, no_pivot_moves_the_root_and_chroots) {
 }
 
 Test(container, bl_20_mount_destination_swapped_with_symlink_race_stays_inside, .timeout = 120) {
-  /* The image's /work/data flips between a directory and a symlink to "/"
-   * (renameat2 RENAME_EXCHANGE in a loop) while containers start with a
-   * tmpfs mounted at /work/data.  Each start must either mount on the real
-   * in-root directory or fail; never anywhere else. */
+  /* The image's /work/data flips between a directory and a symlink to the
+   * root (renameat2 RENAME_EXCHANGE in a loop) while containers start with
+   * a tmpfs mounted at /work/data.  Each start must either mount on the
+   * real in-root directory or fail; never anywhere else.  The link is
+   * "..": from /work that is "/" in the container, as in the case, but on
+   * the host it stays inside the bundle's rootfs, so no host-side walk of
+   * the bundle can reach the host's "/" through it. */
   char work[400], data[450], d[450], l[450];
   snprintf(work, sizeof work, "%s/work", B.rootfs);
   snprintf(data, sizeof data, "%s/data", work);
   snprintf(d, sizeof d, "%s/d", work);
   snprintf(l, sizeof l, "%s/l", work);
   cr_assert(mkdir(work, 0755) == 0 && mkdir(data, 0755) == 0 && mkdir(d, 0755) == 0);
-  cr_assert(symlink("/", l) == 0);
+  cr_assert(symlink("..", l) == 0);
+  pid_t parent = getpid();
   pid_t racer = fork();
   cr_assert(racer >= 0);
   if (racer == 0) {
+    /* dies with the test process, whatever ends it (assertion, timeout) */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent) _exit(1);
     for (;;) {
       renameat2(AT_FDCWD, d, AT_FDCWD, data, RENAME_EXCHANGE);
       renameat2(AT_FDCWD, l, AT_FDCWD, data, RENAME_EXCHANGE);
@@ -437,6 +454,7 @@ Test(container, bl_20_mount_destination_swapped_with_symlink_race_stays_inside, 
       renameat2(AT_FDCWD, d, AT_FDCWD, data, RENAME_EXCHANGE);
     }
   }
+  helper_pid = racer;
   int mounted = 0, refused = 0;
   for (int i = 0; i < 30; i++) {
     struct an_spec *spec = an_test_bundle_spec(&B, "cat", "/proc/self/mountinfo", NULL);
@@ -477,5 +495,6 @@ Test(container, bl_20_mount_destination_swapped_with_symlink_race_stays_inside, 
   }
   kill(racer, SIGKILL);
   waitpid(racer, NULL, 0);
+  helper_pid = 0;
   cr_assert_eq(mounted + refused, 30);
 }

@@ -3,7 +3,6 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include <sys/sendfile.h>
 #include <unistd.h>
 #include "bundle.h"
+#include "rm_tree.h"
 
 static int counter;
 
@@ -186,18 +186,13 @@ bool an_test_state_exists(const struct an_test_bundle *b) {
   return stat(path, &st) == 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void) st; (void) ftw;
-  if (flag == FTW_DP) rmdir(path);
-  else unlink(path);
-  return 0;
-}
-
 void an_test_bundle_remove(struct an_test_bundle *b) {
   if (!b->dir[0]) return;
   an_error_t err = NULL;
   if (an_test_state_exists(b)) an_container_delete(b->state_root, b->id, true, &err);
   an_error_free(&err);
-  nftw(b->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  /* fd-relative, never through a symlink or mount point: a test may leave
+   * a racer swapping a rootfs directory with a symlink to "/" */
+  an_test_rm_tree(b->dir);
   b->dir[0] = '\0';
 }

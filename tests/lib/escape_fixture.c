@@ -3,7 +3,6 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include "agentnest/container.h"
 #include "escape_fixture.h"
 #include "ws_fixture.h"
+#include "rm_tree.h"
 
 static const char *image_cache(void) {
   const char *c = getenv("AN_IMAGE_CACHE");
@@ -133,14 +133,6 @@ void esc_sandbox_init(struct esc_sandbox *s, const char *image) {
   cr_assert(an_sandbox_opts_set_image(s->opts, image, &err) == 0);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void) st;
-  (void) ftw;
-  if (flag == FTW_DP) rmdir(path);
-  else unlink(path);
-  return 0;
-}
-
 void esc_stop(struct esc_sandbox *s) {
   if (!s->detached) return;
   an_error_t err = NULL;
@@ -159,7 +151,7 @@ void esc_sandbox_fini(struct esc_sandbox *s) {
   s->have_ids = false;
   an_sandbox_opts_free(s->opts);
   s->opts = NULL;
-  nftw(s->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  an_test_rm_tree(s->dir);
   s->dir[0] = '\0';
 }
 
@@ -385,7 +377,7 @@ void esc_evidence_assert_unchanged(const struct esc_host_evidence *e) {
 }
 
 void esc_evidence_fini(struct esc_host_evidence *e) {
-  if (e->canary[0]) nftw(e->canary, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  if (e->canary[0]) an_test_rm_tree(e->canary);
   e->canary[0] = '\0';
 }
 

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "image_fixture.h"
+#include "rm_tree.h"
 
 void tb_free(struct tb_buf *b) { free(b->data); b->data = NULL; b->len = 0; }
 
@@ -350,14 +351,7 @@ char *tb_snapshot(const char *dir, const char *exclude) {
   return r;
 }
 
-static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *f) {
-  (void) st; (void) f;
-  if (flag == FTW_DP) rmdir(path);
-  else unlink(path);
-  return 0;
-}
-
-void tb_rm_rf(const char *path) { nftw(path, rm_cb, 32, FTW_PHYS | FTW_DEPTH); }
+void tb_rm_rf(const char *path) { an_test_rm_tree(path); }
 
 int tb_sh(const char *fmt, ...) {
   char *cmd;

@@ -2,7 +2,6 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ws_fixture.h"
+#include "rm_tree.h"
 
 static void hex(const unsigned char *d, unsigned n, char *out) {
   for (unsigned i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", d[i]);
@@ -163,14 +163,8 @@ void ws_fixture_setup(struct ws_fixture *f) {
   cr_assert_geq(f->wsfd, 0);
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-  (void) st; (void) ftw;
-  if (flag == FTW_DP) rmdir(p); else unlink(p);
-  return 0;
-}
-
 void ws_fixture_teardown(struct ws_fixture *f) {
   if (f->wsfd > 0) close(f->wsfd);
   f->wsfd = -1;
-  if (f->root[0]) nftw(f->root, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  if (f->root[0]) an_test_rm_tree(f->root);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -21,8 +22,19 @@
 #include "ws_fixture.h"
 
 static struct ws_fixture fx;
+/* The BL-21 race swapper: killed before the workspace is removed, also
+ * when an assertion ended the test early. */
+static pid_t swapper_pid;
+
 static void setup(void) { ws_fixture_setup(&fx); }
-static void teardown(void) { ws_fixture_teardown(&fx); }
+static void teardown(void) {
+  if (swapper_pid > 0) {
+    kill(swapper_pid, SIGKILL);
+    waitpid(swapper_pid, NULL, 0);
+    swapper_pid = 0;
+  }
+  ws_fixture_teardown(&fx);
+}
 TestSuite(files, .init = setup, .fini = teardown);
 
 static void wsln(const char *target, const char *name) {
@@ -108,7 +120,8 @@ Test(files, bl_21_final_symlink_is_replaced_never_written_through) {
   assert_no_host_escape();
 }
 
-static void race_swapper(const char *ws) {
+static void race_swapper(const char *ws, pid_t parent) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent) _exit(1);
   int wfd = open(ws, O_RDONLY | O_DIRECTORY);
   for (;;) {
     /* d: dir -> link to / -> link to CANARY -> dir ...; the short pauses
@@ -130,9 +143,11 @@ Test(files, bl_21_race_swapping_dir_and_symlink_to_root_never_escapes) {
   ws_write(p, "inside\n");
   wsln("/", "x1");
   wsln(fx.canary, "x2"); /* host dir whose "f" holds the canary secret */
+  pid_t parent = getpid();
   pid_t child = fork();
   cr_assert_geq(child, 0);
-  if (child == 0) race_swapper(fx.ws);
+  if (child == 0) race_swapper(fx.ws, parent);
+  swapper_pid = child;
   int ok_get = 0, refused = 0, ok_put = 0, escapes_refused = 0;
   for (int i = 0; i < 1000; i++) {
     an_error_t err = NULL;
@@ -163,6 +178,7 @@ Test(files, bl_21_race_swapping_dir_and_symlink_to_root_never_escapes) {
   }
   kill(child, SIGKILL);
   waitpid(child, NULL, 0);
+  swapper_pid = 0;
   cr_log_info("race: %d puts ok, %d gets ok, %d refused (%d as escapes)", ok_put, ok_get, refused,
               escapes_refused);
   assert_no_host_escape();
@@ -389,9 +405,11 @@ Test(files, bl_21_race_tree_copies_snapshots_and_artifacts_never_escape) {
   ws_write(p, "inside\n");
   wsln("/", "x1");
   wsln(fx.canary, "x2");
+  pid_t parent = getpid();
   pid_t child = fork();
   cr_assert_geq(child, 0);
-  if (child == 0) race_swapper(fx.ws);
+  if (child == 0) race_swapper(fx.ws, parent);
+  swapper_pid = child;
   int ok = 0;
   for (int i = 0; i < 100; i++) {
     an_error_t err = NULL;
@@ -418,6 +436,7 @@ Test(files, bl_21_race_tree_copies_snapshots_and_artifacts_never_escape) {
   }
   kill(child, SIGKILL);
   waitpid(child, NULL, 0);
+  swapper_pid = 0;
   cr_log_info("tree race: %d copies completed", ok);
   for (int i = 0; i < 4; i++) {
     ws_path(out, "%s/out%d", fx.root, i);
