@@ -668,7 +668,7 @@ Test(sandbox, creator_sigkill_at_any_point_then_prune_leaves_nothing) {
   DIR *d = opendir(p);
   struct dirent *de;
   while (d && (de = readdir(d)))
-    if (strlen(de->d_name) == AN_SANDBOX_ID_LEN && nid < 64) snprintf(ids[nid++], sizeof ids[0], "%s", de->d_name);
+    if (strlen(de->d_name) == AN_SANDBOX_ID_LEN && nid < 64) memcpy(ids[nid++], de->d_name, AN_SANDBOX_ID_LEN + 1);
   if (d) closedir(d);
   cr_assert(an_sandbox_prune(g_root, true, &report, &err) == 0, "%s", err ? err->msg : "");
   cr_expect(strstr(report, "\"errors\":[]"), "%s", report);
