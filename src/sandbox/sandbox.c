@@ -97,6 +97,19 @@ static int mkdir_mode(const char *path, mode_t mode, bool excl, an_error_t *err)
   return 0;
 }
 
+/* The sandbox's processes run as its own host ids and must traverse the store
+ * root to reach <root>/rootfs/<digest> and their workspace.  A store root made
+ * 0700 (by hand or an older version) would make every create fail with EACCES
+ * deep inside the engine; add search permission for others (never read). */
+static int ensure_traversable(const char *root, an_error_t *err) {
+  struct stat st;
+  if (stat(root, &st) < 0) return an_error_set(err, errno, "stat store root %s", root);
+  if ((st.st_mode & 0011) == 0011) return 0;
+  if (chmod(root, (st.st_mode & 07777) | 0011) < 0)
+    return an_error_set(err, errno, "store root %s: add search permission for sandbox ids", root);
+  return 0;
+}
+
 /* Add the read-only bind of agentnest-init to the spec. */
 static int add_init_mount(struct an_spec *spec, const char *init_path, an_error_t *err) {
   struct an_spec_mount *m = realloc(spec->mounts, (spec->n_mounts + 1) * sizeof *m);
@@ -179,7 +192,8 @@ int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
   if ((r = an_sb_new_id(rec.id, err)) < 0) { an_image_info_free(img); return r; }
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/%s", root, AN_SB_DIR);
-  if ((r = mkdir_mode(root, 0711, false, err)) < 0 || (r = mkdir_mode(path, 0711, false, err)) < 0) {
+  if ((r = mkdir_mode(root, 0711, false, err)) < 0 || (r = ensure_traversable(root, err)) < 0 ||
+      (r = mkdir_mode(path, 0711, false, err)) < 0) {
     an_image_info_free(img);
     return r;
   }
