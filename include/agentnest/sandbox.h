@@ -25,12 +25,10 @@
  *                                       its name), so later calls say
  *                                       "expired"; prune --all removes them
  *   <root>/containers/<id>/             the engine's state of its container
- *   <root>/rootfs/<hex>                 one shared read-only, nosuid, nodev
- *                                       bind of each image in use (the store's
- *                                       images/ is 0700 and the engine mounts
- *                                       the root as the sandbox's host uid);
- *                                       kept for the next sandbox, removed by
- *                                       prune --all
+ *   (root)                              the image's own read-only rootfs in
+ *                                       the store, shared by every sandbox of
+ *                                       that image; the engine clones it with
+ *                                       open_tree(2), so no host mount is made
  *   <root>/idranges/<base>.lock         the host id range (an_idrange_alloc)
  *   cgroup agentnest/sb-<id>            the sandbox cgroup (limits); execs run
  *                                       in its children agentnest/sb-<id>/exec-<n>

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/signalfd.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -84,6 +85,7 @@ struct launch {
   struct an_ns_plan ns;
   struct an_seccomp_program *seccomp;
   int *idmap_fds;
+  int root_mnt_fd;   /* detached clone of the root (open_tree), attached by init */
   int sync_fd;
   int start_fd;
   pid_t pid;
@@ -93,7 +95,7 @@ struct launch {
 
 static void launch_init(struct launch *l) {
   memset(l, 0, sizeof *l);
-  l->dirfd = l->sync_fd = l->start_fd = l->pidfd = -1;
+  l->dirfd = l->sync_fd = l->start_fd = l->pidfd = l->root_mnt_fd = -1;
   l->ns.userns_fd = l->ns.pidns_fd = l->ns.timens_fd = -1;
 }
 
@@ -105,6 +107,8 @@ static void launch_release(struct launch *l) {
     free(l->idmap_fds);
     l->idmap_fds = NULL;
   }
+  if (l->root_mnt_fd >= 0) close(l->root_mnt_fd);
+  l->root_mnt_fd = -1;
   an_ns_plan_close(&l->ns);
   an_seccomp_program_free(l->seccomp);
   l->seccomp = NULL;
@@ -254,6 +258,12 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
 
   if ((r = validate(l, err)) < 0) return r;
   if ((r = resolve_paths(l, err)) < 0) return r;
+  /* The root is cloned here, by the runtime, and only attached by init: init
+   * runs as the container's ids by then and may not be able to search the
+   * path (an image store is 0700), and nothing is ever mounted in the host's
+   * namespace. */
+  l->root_mnt_fd = open_tree(AT_FDCWD, l->rootfs, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+  if (l->root_mnt_fd < 0) return an_error_set(err, errno, "root.path %s: open_tree", l->rootfs);
   if ((r = an_ns_plan_make(&s->linux, &l->ns, err)) < 0) return r;
   if ((r = validate_namespaces(l, err)) < 0) goto fail;
   if (s->process->capabilities && (r = an_caps_check(s->process->capabilities, NULL, err)) < 0)
@@ -318,7 +328,7 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
     .start_fd = l->start_fd, .state_dirfd = l->dirfd, .ns = &l->ns,
     .in_userns = new_userns || l->ns.userns_fd >= 0,
     .become_root_early = new_userns && an_userns_maps_root(&s->linux),
-    .idmap_fds = l->idmap_fds, .seccomp = l->seccomp, .no_pivot = o->no_pivot,
+    .idmap_fds = l->idmap_fds, .root_mnt_fd = l->root_mnt_fd, .seccomp = l->seccomp, .no_pivot = o->no_pivot,
     .no_new_keyring = o->no_new_keyring, .preserve_fds = o->preserve_fds,
     .stdio = {o->stdio[0], o->stdio[1], o->stdio[2]},
     .needs_hook_state = spec_has_child_hooks(s),

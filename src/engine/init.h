@@ -30,7 +30,10 @@ struct an_seccomp_program;
 struct an_init_config {
   const struct an_spec *spec;
   const struct an_spec_process *process;  /* spec->process, or the exec'd process */
-  const char *rootfs;                      /* absolute host path of the root */
+  const char *rootfs;                      /* absolute host path of the root (messages) */
+  int root_mnt_fd;                         /* create/run: a detached recursive clone of the
+                                              root made by the parent (open_tree), which init
+                                              attaches; unused when exec_only */
   const char *bundle;                      /* for relative bind sources; may be NULL */
   pid_t parent_pid;                        /* the runtime, for PR_SET_PDEATHSIG */
   int sync_fd;                             /* child's end of the sync socketpair */

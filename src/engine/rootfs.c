@@ -15,13 +15,13 @@
 #include "engine/rootfs.h"
 #include "util/cleanup.h"
 
-int an_rootfs_prepare(const char *rootfs, int *root_fd, an_error_t *err) {
+int an_rootfs_prepare(const char *rootfs, int root_mnt_fd, int *root_fd, an_error_t *err) {
   if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
     return an_error_set(err, errno, "make / rslave");
-  if (mount(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
-    return an_error_set(err, errno, "bind rootfs %s", rootfs);
-  int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return an_error_set(err, errno, "open rootfs %s", rootfs);
+  if (move_mount(root_mnt_fd, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    return an_error_set(err, errno, "attach rootfs %s over /", rootfs);
+  int fd = fcntl(root_mnt_fd, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0) return an_error_set(err, errno, "dup rootfs %s", rootfs);
   *root_fd = fd;
   return 0;
 }
@@ -29,7 +29,6 @@ int an_rootfs_prepare(const char *rootfs, int *root_fd, an_error_t *err) {
 int an_rootfs_pivot(int root_fd, bool no_pivot, an_error_t *err) {
   if (fchdir(root_fd) < 0) return an_error_set(err, errno, "chdir to rootfs");
   if (no_pivot) {
-    if (mount(".", "/", NULL, MS_MOVE, NULL) < 0) return an_error_set(err, errno, "move rootfs to /");
     if (chroot(".") < 0) return an_error_set(err, errno, "chroot");
   } else {
     /* pivot_root(".", ".") stacks the old root on top of the new one at "/";

@@ -12,14 +12,19 @@
 #include "agentnest/spec.h"
 
 /* In a fresh mount namespace: make every mount a slave (events from the host
- * still arrive, nothing leaks back), bind `rootfs` onto itself so it is a
- * mount point, and open it (O_PATH) in *root_fd.  Errors: errno of mount/open
- * naming the rootfs. */
-int an_rootfs_prepare(const char *rootfs, int *root_fd, an_error_t *err);
+ * still arrive, nothing leaks back) and attach `root_mnt_fd` — a detached
+ * clone of the root that the runtime made with open_tree(2) while it could
+ * still reach the root's path as itself — on top of "/" (move_mount(2)).
+ * Nothing is looked up by path, so a root under a directory the container's
+ * ids cannot search (the 0700 image store) works, and no mount is ever made
+ * in the host's namespace.  *root_fd gets an fd of the attached root.
+ * Errors: errno of mount/move_mount naming `rootfs`. */
+int an_rootfs_prepare(const char *rootfs, int root_mnt_fd, int *root_fd, an_error_t *err);
 
 /* Make root_fd the process's root: pivot_root(".", ".") and detach the old
- * root (runc/lxc), or with `no_pivot` move the mount onto / and chroot.
- * Afterwards cwd is "/".  Errors: errno of the failing call. */
+ * root (runc/lxc), or with `no_pivot` chroot into it (it is already mounted
+ * over "/", as runc's MS_MOVE would leave it).  Afterwards cwd is "/".
+ * Errors: errno of the failing call. */
 int an_rootfs_pivot(int root_fd, bool no_pivot, an_error_t *err);
 
 /* After pivot_root: apply linux.rootfsPropagation, make / read-only when

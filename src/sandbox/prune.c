@@ -4,8 +4,7 @@
  * always with `all`.  Then leftovers no sandbox owns: empty sandbox cgroups
  * agentnest/sb-<id> in any hierarchy (non-empty ones may belong to another
  * store root's live sandbox and are left alone), engine containers under
- * <root>/containers, and (with `all`) the shared image binds under <root>/rootfs,
- * id range locks whose allocating process is gone, and
+ * <root>/containers, id range locks whose allocating process is gone, and
  * (with `all`) expiry tombstones.  Teardown itself is teardown.c. */
 #include <dirent.h>
 #include <errno.h>
@@ -66,7 +65,6 @@ static void gen_teardown(yajl_gen g, const char *id, const char *reason,
   GS(g, "reason"); GS(g, reason);
   GS(g, "container"); yajl_gen_bool(g, t->container);
   GS(g, "cgroup"); yajl_gen_bool(g, t->cgroup);
-  GS(g, "mount"); yajl_gen_bool(g, t->mount);
   GS(g, "workspace"); yajl_gen_bool(g, t->workspace);
   GS(g, "state"); yajl_gen_bool(g, t->state);
   GS(g, "idrange"); yajl_gen_integer(g, t->idrange);
@@ -249,7 +247,6 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   yajl_gen_array_close(g);
 
   if (all) {
-    an_sb_image_unbind_all(root);
     char tpath[PATH_MAX];
     snprintf(tpath, sizeof tpath, "%s", root);
     cleanup_close int rfd = open(tpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

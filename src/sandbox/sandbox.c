@@ -49,45 +49,6 @@ int an_sandbox_init_path(char **path, an_error_t *err) {
 
 static int mkdir_mode(const char *path, mode_t mode, bool excl, an_error_t *err);
 
-/* The image store is 0700 (its setuid files reach no host user), so the
- * engine's child, an unprivileged host uid by the time it mounts the root,
- * cannot walk to an image.  Each image used by a sandbox gets one shared
- * bind at <root>/rootfs/<hex>: private, read-only, nosuid, nodev (setuid
- * bits mean nothing through it).  Made once per image, kept for the next
- * sandbox (a mount and an umount per sandbox cost more than the rest of a
- * one-shot); `prune --all` removes them. */
-int an_sb_image_bind(const char *root, const struct an_image_info *img, char *out, size_t outlen,
-                     an_error_t *err) {
-  const char *hex = strrchr(img->dir, '/');
-  if (!hex || !an_sb_valid_hex(hex + 1)) return an_error_set(err, EINVAL, "image dir %s: no digest", img->dir);
-  hex++;
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/%s", root, AN_SB_ROOTFS_DIR);
-  int r = mkdir_mode(dir, 0711, false, err);
-  if (r < 0) return r;
-  if ((size_t) snprintf(out, outlen, "%s/%s", dir, hex) >= outlen) return an_error_set(err, ENAMETOOLONG, "%s", dir);
-  struct stat a, b;
-  if (stat(img->rootfs, &b) < 0) return an_error_set(err, errno, "image rootfs %s", img->rootfs);
-  if (stat(out, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) return 0;   /* bound */
-  char lock[PATH_MAX + 16];
-  snprintf(lock, sizeof lock, "%s/.lock", dir);
-  cleanup_close int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (lfd < 0) return an_error_set(err, errno, "open %s", lock);
-  while (flock(lfd, LOCK_EX) < 0)
-    if (errno != EINTR) return an_error_set(err, errno, "lock %s", lock);
-  if (stat(out, &a) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) return 0;   /* raced */
-  if (mkdir(out, 0755) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", out);
-  if (mount(img->rootfs, out, NULL, MS_BIND | MS_REC, NULL) < 0)
-    return an_error_set(err, errno, "bind image %s on %s", img->digest, out);
-  if (mount(NULL, out, NULL, MS_PRIVATE | MS_REC, NULL) < 0 ||
-      mount(NULL, out, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0) {
-    r = an_error_set(err, errno, "remount %s read-only", out);
-    umount2(out, MNT_DETACH);
-    return r;
-  }
-  return 0;
-}
-
 static int mkdir_mode(const char *path, mode_t mode, bool excl, an_error_t *err) {
   if (mkdir(path, mode) < 0) {
     if (errno != EEXIST || excl) return an_error_set(err, errno, "mkdir %s", path);
@@ -97,8 +58,9 @@ static int mkdir_mode(const char *path, mode_t mode, bool excl, an_error_t *err)
   return 0;
 }
 
-/* The sandbox's processes run as its own host ids and must traverse the store
- * root to reach <root>/rootfs/<digest> and their workspace.  A store root made
+/* The engine mounts the workspace (and binds agentnest-init) as the sandbox's
+ * own host ids, which must be able to search the store root on the way to
+ * <root>/sandboxes/<id>/workspace.  A store root made
  * 0700 (by hand or an older version) would make every create fail with EACCES
  * deep inside the engine; add search permission for others (never read). */
 static int ensure_traversable(const char *root, an_error_t *err) {
@@ -255,9 +217,10 @@ int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
     argv[1] = (char *) "--";
     for (size_t i = 0; i < n; i++) argv[2 + i] = oneshot_argv[i];
   }
-  char rootfs[PATH_MAX];
-  if ((r = an_sb_image_bind(root, img, rootfs, sizeof rootfs, err)) < 0) goto fail;
-  struct an_sandbox_image simg = {.rootfs = rootfs, .env = img->config.env,
+  /* The engine clones the root with open_tree as host root, so the image's
+   * own read-only rootfs in the 0700 store is used directly (no copy, no
+   * mount in the host's namespace). */
+  struct an_sandbox_image simg = {.rootfs = img->rootfs, .env = img->config.env,
                                   .working_dir = img->config.working_dir};
   r = an_sandbox_build_spec(opts, &simg, &sb->rec.ids, sb->rec.id, sb->workspace, argv, &spec, err);
   free(argv);

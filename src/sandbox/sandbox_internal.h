@@ -20,7 +20,6 @@
 #define AN_SB_LOCK_FILE "lock"
 #define AN_SB_CGROUP_PREFIX "agentnest/sb-"
 #define AN_SB_INIT_DEST "/run/.agentnest-init"
-#define AN_SB_ROOTFS_DIR "rootfs"
 
 struct an_seccomp_program;
 
@@ -59,14 +58,6 @@ struct an_sandbox {
   struct an_seccomp_program *seccomp;
 };
 
-struct an_image_info;
-/* The shared read-only bind of an image for sandboxes (sandbox.c); out
- * receives its path. */
-int an_sb_image_bind(const char *root, const struct an_image_info *img, char *out, size_t outlen,
-                     an_error_t *err);
-/* Unmount and remove every image bind of the store (prune --all). */
-void an_sb_image_unbind_all(const char *root);
-bool an_sb_valid_hex(const char *s);
 
 /* Paths and ids (state.c). */
 const char *an_sb_root_or_default(const char *root);
@@ -104,7 +95,6 @@ void an_sb_event(const char *dir, const char *type, const char *fields_fmt, ...)
 struct an_sb_teardown_report {
   bool container;   /* an engine container was there */
   bool cgroup;      /* the sandbox cgroup was there */
-  bool mount;       /* the image bind <dir>/rootfs was unmounted */
   bool workspace;   /* a workspace was there */
   bool state;       /* the state directory was removed */
   int64_t idrange;  /* host uid base of the released range; 0 none; -1 release failed */

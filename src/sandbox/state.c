@@ -45,28 +45,6 @@ int an_sb_new_id(char id[AN_SANDBOX_ID_LEN + 1], an_error_t *err) {
   return 0;
 }
 
-bool an_sb_valid_hex(const char *s) {
-  if (!s || !*s) return false;
-  for (const char *p = s; *p; p++)
-    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
-  return true;
-}
-
-void an_sb_image_unbind_all(const char *root) {
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/%s", an_sb_root_or_default(root), AN_SB_ROOTFS_DIR);
-  DIR *d = opendir(dir);
-  struct dirent *de;
-  while (d && (de = readdir(d))) {
-    if (!an_sb_valid_hex(de->d_name)) continue;
-    char p[PATH_MAX + 300];
-    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-    umount2(p, MNT_DETACH);
-    rmdir(p);   /* only when the unmount left an empty directory */
-  }
-  if (d) closedir(d);
-}
-
 bool an_sb_valid_id(const char *s) {
   if (!s || strlen(s) != AN_SANDBOX_ID_LEN) return false;
   for (const char *p = s; *p; p++)

@@ -178,17 +178,6 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
     rep->idrange = r == 0 ? (int64_t) rec.ids.host_uid_base : -1;
     an_error_free(&e);
   }
-  /* The image bind (sandbox.c): unmounted before anything is removed; if it
-   * cannot go, the state stays (never walk into the image). */
-  bool rootfs_gone = true;
-  if (dfd >= 0) {
-    snprintf(path, sizeof path, "%s/rootfs", dir);
-    rep->mount = umount2(path, MNT_DETACH) == 0;
-    if (unlinkat(dfd, "rootfs", AT_REMOVEDIR) < 0 && errno != ENOENT) {
-      rootfs_gone = false;
-      if (!first) first = an_error_set(err, errno, "remove %s", path);
-    }
-  }
   /* 6. tombstone and event, then the state itself */
   if (tombstone) {
     snprintf(path, sizeof path, "%s/%s", root, AN_SB_EXPIRED_DIR);
@@ -204,7 +193,7 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
   bool state_removed = false;
   snprintf(path, sizeof path, "%s/%s", root, AN_SB_DIR);
   cleanup_close int pfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (pfd >= 0 && rootfs_gone && cgroup_gone) {   /* else the next prune retries */
+  if (pfd >= 0 && cgroup_gone) {   /* else the next prune retries */
     int r = an_remove_tree_beneath(pfd, id, &e);
     if (r < 0 && !first) first = an_error_set(err, e->errnum, "%s", e->msg);
     state_removed = r == 0;
