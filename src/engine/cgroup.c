@@ -597,6 +597,24 @@ static int wait_empty(struct an_cgroup *cg, an_error_t *err) {
   }
 }
 
+/* The "agentnest" subtree is the runtime's own (DESIGN.md, "Host
+ * realities"): once a cgroup below it is gone, its ancestors up to and
+ * including "agentnest" are removed when empty, so an idle host keeps no
+ * trace.  rmdir fails harmlessly (ENOTEMPTY/EBUSY) while siblings live; a
+ * concurrent create that loses its parent this way retries (mkdir_path).
+ * Ancestors of any other cgroupsPath may be someone else's and stay. */
+static void rmdir_owned_ancestors(const char *mount, const char *path) {
+  static const char owned[] = "agentnest/";
+  if (strncmp(path, owned, sizeof owned - 1) != 0) return;
+  cleanup_free char *p = NULL;
+  if (asprintf(&p, "%s/%s", mount, path) < 0) return;
+  size_t stop = strlen(mount) + 1 + sizeof owned - 2;   /* p[stop] ends ".../agentnest" */
+  for (char *slash; (slash = strrchr(p, '/')) && (size_t) (slash - p) >= stop;) {
+    *slash = '\0';
+    if (rmdir(p) < 0) return;
+  }
+}
+
 int an_cgroup_destroy(struct an_cgroup *cg, an_error_t *err) {
   struct stat st;
   if (stat(cg->dir[cg->tracking], &st) == 0) {
@@ -608,6 +626,7 @@ int an_cgroup_destroy(struct an_cgroup *cg, an_error_t *err) {
   for (size_t i = 0; i < cg->l.n; i++) {
     int r = an_cg_rmdir_tree(cg->dir[i], err);
     if (r < 0 && ret == 0) ret = r;
+    if (r == 0) rmdir_owned_ancestors(cg->l.h[i].mount, cg->path);
   }
   return ret;
 }

@@ -86,6 +86,7 @@ struct launch {
   struct an_seccomp_program *seccomp;
   int *idmap_fds;
   int root_mnt_fd;   /* detached clone of the root (open_tree), attached by init */
+  char cg_path[512];  /* linux.cgroupsPath, or agentnest/<id> */
   int sync_fd;
   int start_fd;
   pid_t pid;
@@ -290,14 +291,25 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
 
   /* From here on, everything made is removed on failure. */
   if ((r = an_state_dir_create(l->state_root, o->id, &l->dirfd, err)) < 0) goto fail;
-  {
-    char cg_path[512];
-    if (s->linux.cgroups_path && *s->linux.cgroups_path)
-      snprintf(cg_path, sizeof cg_path, "%s", s->linux.cgroups_path);
-    else
-      snprintf(cg_path, sizeof cg_path, "agentnest/%s", o->id);
-    if ((r = an_cgroup_create(cg_path, s->linux.resources, &l->cg, err)) < 0) goto fail;
-  }
+  if (s->linux.cgroups_path && *s->linux.cgroups_path)
+    snprintf(l->cg_path, sizeof l->cg_path, "%s", s->linux.cgroups_path);
+  else
+    snprintf(l->cg_path, sizeof l->cg_path, "agentnest/%s", o->id);
+  l->st.oci_version = s->oci_version;
+  l->st.id = (char *) o->id;
+  l->st.bundle = l->bundle;
+  l->st.rootfs = l->rootfs;
+  l->st.created = an_state_now_rfc3339();
+  l->st.owner = strdup("");
+  l->st.cgroup_path = l->cg_path;
+  l->st.annotations = s->annotations;
+  l->st.n_annotations = s->n_annotations;
+  /* runtime.md "creating": recorded before anything else is made, so that if
+   * this process is killed from here on, `delete` finds the cgroup to remove
+   * (a pid of 0 reads back as stopped). */
+  l->st.status = AN_STATUS_CREATING;
+  if ((r = an_state_write(l->dirfd, &l->st, err)) < 0) goto fail;
+  if ((r = an_cgroup_create(l->cg_path, s->linux.resources, &l->cg, err)) < 0) goto fail;
   {
     cleanup_free char *config = NULL;
     if ((r = an_spec_to_json(s, &config, err)) < 0) goto fail;
@@ -310,16 +322,6 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
     goto fail;
   }
   l->sync_fd = sp[0];
-
-  l->st.oci_version = s->oci_version;
-  l->st.id = (char *) o->id;
-  l->st.bundle = l->bundle;
-  l->st.rootfs = l->rootfs;
-  l->st.created = an_state_now_rfc3339();
-  l->st.owner = strdup("");
-  l->st.cgroup_path = (char *) an_cgroup_path(l->cg);
-  l->st.annotations = s->annotations;
-  l->st.n_annotations = s->n_annotations;
 
   bool new_userns = l->ns.clone_flags & CLONE_NEWUSER;
   struct an_init_config cfg = {

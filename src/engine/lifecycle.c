@@ -183,10 +183,26 @@ int an_container_kill(const char *state_root, const char *id, int sig, bool all,
   return r < 0 ? an_error_prefix(err, "kill container %s", id) : 0;
 }
 
+/* A create killed between making its state directory and writing the first
+ * state.json leaves only the directory (the cgroup is made after that write).
+ * Remove it; returns 1 if that was the case, 0 if state.json exists. */
+static int remove_bare_state_dir(const char *state_root, const char *id, an_error_t *err) {
+  const char *root = an_state_root_or_default(state_root);
+  cleanup_close int dirfd = -1;
+  int r = an_state_dir_open(root, id, &dirfd, err);
+  if (r < 0) return r;
+  if (faccessat(dirfd, AN_STATE_FILE, F_OK, AT_SYMLINK_NOFOLLOW) == 0) return 0;
+  if (errno != ENOENT) return an_error_set(err, errno, "%s/%s/%s", root, id, AN_STATE_FILE);
+  r = an_state_dir_remove(root, id, dirfd, err);
+  return r < 0 ? r : 1;
+}
+
 int an_container_delete(const char *state_root, const char *id, bool force, an_error_t *err) {
   cleanup_close int dirfd = -1, pidfd = -1;
   struct an_container_state *st = NULL;
-  int r = an_container_load(state_root, id, &dirfd, &st, &pidfd, err);
+  int r = remove_bare_state_dir(state_root, id, err);
+  if (r != 0) return r < 0 ? an_error_prefix(err, "delete container %s", id) : 0;
+  r = an_container_load(state_root, id, &dirfd, &st, &pidfd, err);
   if (r < 0) return r;
   /* runtime.md: delete of a created container is allowed (it never ran the
    * user program); a running one needs force. */

@@ -96,6 +96,10 @@ cleanup() {
   for t in "${REF_CONTAINERS[@]}"; do
     set -- $t; "$1" --root "$2" delete -f "$3" >/dev/null 2>&1
   done
+  # runc and crun remove only their leaf (runc also in name=systemd): remove
+  # the reference cgroup and the agentnest parents they leave, when empty
+  rmdir /sys/fs/cgroup/*/agentnest/bench-$$ /sys/fs/cgroup/agentnest/bench-$$ \
+        /sys/fs/cgroup/*/agentnest /sys/fs/cgroup/agentnest 2>/dev/null
   left=$(cgroup_leftovers; mount_leftovers)
   if [ -n "$left" ] || [ "${BENCH_PRUNE:-0}" = 1 ]; then
     [ -n "$left" ] && log "leftovers after destroy, running prune --all: $(echo $left)"

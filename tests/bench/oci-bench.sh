@@ -33,6 +33,8 @@ cleanup() {
     "$OCI" --root "$WORK/an-state" delete -f "$id" >/dev/null 2>&1 || true
     runc --root "$WORK/runc-state" delete -f "$id" >/dev/null 2>&1 || true
   done
+  # runc and crun remove only their leaf (runc also in name=systemd)
+  rmdir /sys/fs/cgroup/*/agentnest/oci-bench-$$ /sys/fs/cgroup/*/agentnest 2>/dev/null
   [ "${KEEP:-0}" = 1 ] && echo "kept $WORK" || rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -479,6 +479,29 @@ Test(cgroup, destroy_kills_and_removes_the_cgroup_and_children_in_every_hierarch
   assert_gone_everywhere(g_path);
 }
 
+/* The runtime's "agentnest" parent never outlives its last child: after a
+ * destroy it is gone, or still holds another (concurrent) cgroup. */
+Test(cgroup, destroy_of_the_last_child_removes_the_agentnest_parent) {
+  create_ok(NULL);
+  an_error_t err = NULL;
+  cr_assert_eq(an_cgroup_destroy(g_cg, &err), 0, "destroy: %s", err ? err->msg : "?");
+  an_cgroup_free(g_cg);
+  g_cg = NULL;
+  char mounts[32][256];
+  size_t n = cgroup_mounts(mounts, 32);
+  for (size_t i = 0; i < n; i++) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/agentnest", mounts[i]);
+    DIR *d = opendir(p);
+    if (!d) { cr_assert_eq(errno, ENOENT, "%s: %s", p, strerror(errno)); continue; }
+    size_t children = 0;
+    for (struct dirent *de; (de = readdir(d));)
+      if (de->d_type == DT_DIR && de->d_name[0] != '.') children++;
+    closedir(d);
+    cr_assert_gt(children, 0, "%s is left behind empty", p);
+  }
+}
+
 /* ---- refusals ----------------------------------------------------------- */
 
 Test(cgroup, bad_paths_are_refused) {

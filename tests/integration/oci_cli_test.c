@@ -562,6 +562,52 @@ Test(oci_cli, failed_create_leaves_no_state_or_cgroup, .fini = fini_bundle) {
   assert_nothing_left(id);
 }
 
+/* `create` SIGKILLed half-way (here while its createRuntime hook runs, after
+ * the cgroup exists) must leave a container that `delete` removes entirely. */
+Test(oci_cli, create_killed_half_way_is_removed_by_delete, .fini = fini_bundle) {
+  oci_bundle_make(&B, "half", SLEEPER);
+  char id[64], hookpid[PATH_MAX + 16], script[PATH_MAX + 64];
+  snprintf(id, sizeof id, "half-%d", (int) getpid());
+  snprintf(hookpid, sizeof hookpid, "%s/hook.pid", B.dir);
+  snprintf(script, sizeof script, "echo $$ > %s; exec sleep 60", hookpid);
+  struct an_spec *spec = oci_bundle_read_spec(&B);
+  spec->hooks.create_runtime = calloc(1, sizeof *spec->hooks.create_runtime);
+  spec->hooks.n_create_runtime = 1;
+  spec->hooks.create_runtime[0].path = strdup("/bin/sh");
+  spec->hooks.create_runtime[0].args = calloc(4, sizeof(char *));
+  spec->hooks.create_runtime[0].args[0] = strdup("sh");
+  spec->hooks.create_runtime[0].args[1] = strdup("-c");
+  spec->hooks.create_runtime[0].args[2] = strdup(script);
+  oci_bundle_write_spec(&B, spec);
+  an_spec_free(spec);
+  /* resolved before fork: the child must not reach criterion (every
+   * assertion, even a passing one, is a message to the runner) */
+  const char *bin = oci_bin();
+  pid_t creator = fork();
+  cr_assert_geq(creator, 0);
+  if (creator == 0) {
+    if (chdir(B.dir) < 0) _exit(126);
+    int logfd = open(B.err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (logfd < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0) _exit(125);
+    execl(bin, bin, "--root", B.root, "create", id, (char *) NULL);
+    _exit(127);
+  }
+  pid_t hook = 0;
+  for (int i = 0; i < 1000 && hook <= 0; i++) {
+    char *p = oci_slurp(hookpid);
+    hook = (pid_t) atoi(p);
+    free(p);
+    if (hook <= 0) usleep(10000);
+  }
+  kill(creator, SIGKILL);
+  waitpid(creator, NULL, 0);
+  if (hook > 0) kill(hook, SIGKILL);
+  cr_assert_gt(hook, 0, "the createRuntime hook never ran; create said: %s", err_of());
+  cr_assert(an_test_cgroup_exists(id), "the cgroup should exist while the hook runs");
+  cr_assert_eq(oci_cmd(&B, "delete %s", id), 0, "%s", err_of());
+  assert_nothing_left(id);
+}
+
 Test(oci_cli, duplicate_id_is_refused, .fini = fini_bundle) {
   oci_bundle_make(&B, "dup", SLEEPER);
   cr_assert_eq(oci_cmd(&B, "create @d"), 0, "%s", err_of());

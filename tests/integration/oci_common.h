@@ -7,6 +7,7 @@
 #define AN_TESTS_OCI_COMMON_H
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -179,6 +180,15 @@ static inline void oci_bundle_destroy(struct oci_bundle *b) {
            "for d in %s/*/; do [ -d \"$d\" ] && %s --root %s delete --force \"$(basename \"$d\")\"; "
            "done >/dev/null 2>&1; true", b->root, oci_bin(), b->root);
   if (system(cmd) != 0) fprintf(stderr, "cleanup of %s failed\n", b->dir);
+  /* whatever delete could not remove (the runtime under test may be wrong) */
+  DIR *d = opendir(b->root);
+  for (struct dirent *de; d && (de = readdir(d));) {
+    if (de->d_name[0] == '.') continue;
+    char path[300];
+    snprintf(path, sizeof path, "agentnest/%s", de->d_name);
+    an_test_cgroup_remove(path);
+  }
+  if (d) closedir(d);
   an_test_bundle_remove(&b->tb);
   b->dir[0] = 0;
 }

@@ -81,6 +81,8 @@ static void fini_all(void) {
     if (p) pclose(p);
   }
   oci_bundle_destroy(&B);
+  /* runc and crun remove only the leaf: also their agentnest parents */
+  if (cgroup_path[0]) an_test_cgroup_remove(cgroup_path);
 }
 
 /* The shared config: the default spec (user namespace, no capabilities,

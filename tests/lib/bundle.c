@@ -12,6 +12,7 @@
 #include <sys/sendfile.h>
 #include <unistd.h>
 #include "bundle.h"
+#include "agentnest/cgroup.h"
 #include "rm_tree.h"
 
 static int counter;
@@ -186,11 +187,37 @@ bool an_test_state_exists(const struct an_test_bundle *b) {
   return stat(path, &st) == 0;
 }
 
+void an_test_cgroup_remove(const char *path) {
+  while (*path == '/') path++;
+  an_error_t err = NULL;
+  struct an_cgroup *cg = NULL;
+  if (an_cgroup_open(path, &cg, &err) == 0) an_cgroup_destroy(cg, &err);
+  an_cgroup_free(cg);
+  an_error_free(&err);
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  char line[1024];
+  while (f && fgets(line, sizeof line, f)) {
+    char *sep = strstr(line, " - "), mnt[256], dir[600];
+    if (!sep || (strncmp(sep + 3, "cgroup ", 7) && strncmp(sep + 3, "cgroup2 ", 8))) continue;
+    if (sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1) continue;
+    snprintf(dir, sizeof dir, "%s/%s", mnt, path);
+    rmdir(dir);
+    snprintf(dir, sizeof dir, "%s/agentnest", mnt);
+    rmdir(dir);   /* only when empty */
+  }
+  if (f) fclose(f);
+}
+
 void an_test_bundle_remove(struct an_test_bundle *b) {
   if (!b->dir[0]) return;
   an_error_t err = NULL;
   if (an_test_state_exists(b)) an_container_delete(b->state_root, b->id, true, &err);
   an_error_free(&err);
+  if (b->id[0]) {
+    char path[300];
+    snprintf(path, sizeof path, "agentnest/%s", b->id);
+    an_test_cgroup_remove(path);
+  }
   /* fd-relative, never through a symlink or mount point: a test may leave
    * a racer swapping a rootfs directory with a symlink to "/" */
   an_test_rm_tree(b->dir);

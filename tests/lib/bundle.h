@@ -47,6 +47,13 @@ int an_test_run_capture(const struct an_spec *spec, const struct an_test_bundle 
 /* True when the cgroup "agentnest/<id>" exists in any hierarchy. */
 bool an_test_cgroup_exists(const char *id);
 
+/* Remove the cgroup `path` ("agentnest/x" or "/agentnest/x") whatever the
+ * runtime under test left: the library kills its processes and removes it,
+ * then the directory is removed from every mounted cgroup hierarchy (also
+ * name=systemd, where reference runtimes such as runc create it) together
+ * with an empty "agentnest" parent.  Best effort; never fails the test. */
+void an_test_cgroup_remove(const char *path);
+
 /* True when the state directory of the container exists. */
 bool an_test_state_exists(const struct an_test_bundle *b);
 
