@@ -172,7 +172,8 @@ int an_source_read_blob(const struct an_image_source *s, const char *path, const
                         digest ? digest : path, (long long) expected_size, l);
   if (digest) {
     char got[AN_DIGEST_SIZE];
-    if (an_sha256_buffer(b, l, got) < 0) return an_error_set(err, ENOMEM, "sha256");
+    r = an_digest_buffer(b, l, path, got, err);
+    if (r < 0) return r;
     if (strcmp(got, digest))
       return an_error_set(err, EINVAL, "blob %s: digest mismatch: blob has %s", digest, got);
   }

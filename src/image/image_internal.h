@@ -13,20 +13,18 @@
 #include <yajl/yajl_tree.h>
 #include "agentnest/error.h"
 #include "agentnest/image.h"
+#include "util/sha256.h"
 
 struct archive;
 
-/* ---- digest.c: sha256 via libcrypto EVP (OCI descriptor.md "Digests") ---- */
+/* ---- digest.c: "sha256:<hex>" digests (OCI descriptor.md "Digests") ---- */
 #define AN_DIGEST_SIZE 72            /* "sha256:" + 64 hex + NUL */
-struct an_sha256;
-/* New streaming context; NULL on allocation failure. */
-struct an_sha256 *an_sha256_new(void);
-void an_sha256_update(struct an_sha256 *h, const void *buf, size_t len);
-/* Finish into "sha256:HEX" (out has AN_DIGEST_SIZE bytes); frees h. */
-void an_sha256_finish(struct an_sha256 *h, char out[AN_DIGEST_SIZE]);
-void an_sha256_free(struct an_sha256 *h);
-/* Digest of a buffer. Returns 0 or -ENOMEM. */
-int an_sha256_buffer(const void *buf, size_t len, char out[AN_DIGEST_SIZE]);
+/* Finish a util/sha256.h stream into "sha256:HEX" (out has AN_DIGEST_SIZE
+ * bytes); frees h.  Returns 0 or -EIO. */
+int an_digest_finish(struct an_sha256 *h, char out[AN_DIGEST_SIZE]);
+/* "sha256:HEX" of a buffer; `what` names it in errors.  0, -ENOMEM or -EIO. */
+int an_digest_buffer(const void *buf, size_t len, const char *what, char out[AN_DIGEST_SIZE],
+                     an_error_t *err);
 /* Validate "sha256:<64 lowercase hex>"; copy the hex part to hex (65 bytes)
  * if non-NULL.  -ENOTSUP for another algorithm, -EINVAL when malformed. */
 int an_digest_check(const char *digest, char *hex, an_error_t *err);

@@ -36,7 +36,10 @@ static ssize_t blob_fill(struct blob_reader *br) {
   do n = read(br->fd, br->buf, sizeof br->buf);
   while (n < 0 && errno == EINTR);
   if (n <= 0) return n;
-  an_sha256_update(br->h, br->buf, (size_t) n);
+  if (an_sha256_update(br->h, br->buf, (size_t) n) < 0) {
+    errno = EIO;
+    return -1;
+  }
   __atomic_add_fetch(&br->done, (uint64_t) n, __ATOMIC_RELAXED);
   return n;
 }
@@ -184,8 +187,11 @@ int an_layer_apply(int rootfd, int blobfd, const struct an_layer_desc *desc, siz
     if (m == 0) break;
   }
   char got[AN_DIGEST_SIZE];
-  an_sha256_finish(br->h, got);
-  br->h = NULL;
+  int hr = an_digest_finish(an_steal(&br->h), got);
+  if (hr < 0) {
+    an_error_free(&uerr);
+    return an_error_set(err, -hr, "layer %s: sha256 of the blob", desc->digest);
+  }
   if (br->expect >= 0 && br->done != (uint64_t) br->expect) {
     an_error_free(&uerr);
     return an_error_set(err, EINVAL, "layer %s: size mismatch: descriptor says %lld bytes, blob has %s%llu",

@@ -12,7 +12,8 @@
 int an_manifest_synthesize(struct an_image_plan *p, const char *config_media_type,
                            an_error_t *err) {
   char cdg[AN_DIGEST_SIZE];
-  if (an_sha256_buffer(p->config, p->config_len, cdg) < 0) return an_error_set(err, ENOMEM, "sha256");
+  int r = an_digest_buffer(p->config, p->config_len, "image config", cdg, err);
+  if (r < 0) return r;
   yajl_gen g = yajl_gen_alloc(NULL);
   if (!g) return an_error_set(err, ENOMEM, "yajl_gen_alloc");
   yajl_gen_map_open(g);
@@ -37,12 +38,11 @@ int an_manifest_synthesize(struct an_image_plan *p, const char *config_media_typ
   yajl_gen_map_close(g);
   const unsigned char *buf;
   size_t len;
-  int r = 0;
   if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok || !(p->manifest = strndup((const char *) buf, len)))
     r = an_error_set(err, ENOMEM, "manifest");
   else {
     p->manifest_len = len;
-    an_sha256_buffer(p->manifest, len, p->manifest_digest);
+    r = an_digest_buffer(p->manifest, len, "manifest", p->manifest_digest, err);
   }
   yajl_gen_free(g);
   return r;

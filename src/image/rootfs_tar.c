@@ -37,14 +37,15 @@ int an_rootfs_tar_plan(const struct an_image_source *s, struct an_image_plan *p,
     if (n < 0) { r = an_error_set(err, errno, "read %s", s->path); break; }
     if (n == 0) break;
     if (total == 0 && n >= 4) memcpy(magic, buf, 4);
-    an_sha256_update(h, buf, (size_t) n);
+    if (an_sha256_update(h, buf, (size_t) n) < 0) { r = an_error_set(err, EIO, "sha256 of %s", s->path); break; }
     total += (uint64_t) n;
   }
   close(fd);
   free(buf);
   if (r < 0) { an_sha256_free(h); return r; }
   char dg[AN_DIGEST_SIZE];
-  an_sha256_finish(h, dg);
+  r = an_digest_finish(h, dg);
+  if (r < 0) return an_error_set(err, -r, "sha256 of %s", s->path);
   const char *mt = magic[0] == 0x1f && magic[1] == 0x8b ? "application/vnd.oci.image.layer.v1.tar+gzip"
                  : magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd
                      ? "application/vnd.oci.image.layer.v1.tar+zstd"

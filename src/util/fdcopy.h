@@ -1,15 +1,13 @@
 /* util/fdcopy.h — capped, hashing fd-to-fd copy and full writes (internal).
- * Used by the sandbox file, artifact and snapshot code; sha256 is computed
- * with libcrypto's EVP interface (EVP_DigestInit_ex(3)). */
+ * Used by the sandbox file, artifact and snapshot code; sha256 comes from
+ * util/sha256.h. */
 #ifndef AN_UTIL_FDCOPY_H
 #define AN_UTIL_FDCOPY_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "agentnest/error.h"
-
-/* Hex length of a sha256 digest plus NUL. */
-#define AN_SHA256_HEX_LEN 65
+#include "util/sha256.h"   /* AN_SHA256_HEX_LEN */
 
 /* write(2) all `len` bytes of `buf` to `fd`, retrying on EINTR and short
  * writes.  Returns 0 or -errno (err names `what`). */
@@ -22,8 +20,5 @@ int an_write_all(int fd, const void *buf, size_t len, const char *what, an_error
  * receives the number of bytes copied.  Returns 0 or a negative errno. */
 int an_copy_fd_capped(int in_fd, int out_fd, uint64_t max_bytes, const char *what,
                       uint64_t *copied, char *sha256_hex, an_error_t *err);
-
-/* sha256 of `len` bytes as lowercase hex into out[AN_SHA256_HEX_LEN]. */
-int an_sha256_hex(const void *data, size_t len, char *out, an_error_t *err);
 
 #endif
