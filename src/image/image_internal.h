@@ -13,6 +13,8 @@
 #include <yajl/yajl_tree.h>
 #include "agentnest/error.h"
 #include "agentnest/image.h"
+#include "util/fdcopy.h"
+#include "util/safe_path.h"
 #include "util/sha256.h"
 
 struct archive;
@@ -29,28 +31,8 @@ int an_digest_buffer(const void *buf, size_t len, const char *what, char out[AN_
  * if non-NULL.  -ENOTSUP for another algorithm, -EINVAL when malformed. */
 int an_digest_check(const char *digest, char *hex, an_error_t *err);
 
-/* ---- fsutil.c: fd-relative file system helpers ---- */
-/* openat2(2) wrapper; returns fd or -errno. */
-int an_openat2(int dirfd, const char *path, int flags, mode_t mode, uint64_t resolve);
-/* Remove NAME in DIRFD recursively without following any symlink. */
-int an_remove_tree_at(int dirfd, const char *name, an_error_t *err);
-/* Remove every entry of the directory fd (not following symlinks), keeping
- * those for which keep(name, data) returns true. */
-int an_empty_dir_fd(int dirfd, bool (*keep)(const char *name, void *data), void *data,
-                    an_error_t *err);
-/* Open (creating missing directories 0755 on the way) PATH below ROOTFD with
- * chroot semantics (RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS).  PATH "" is the
- * root.  Returns an O_PATH|O_DIRECTORY fd or -errno (err set). */
-int an_mkdir_p_in_root(int rootfd, const char *path, an_error_t *err);
-/* Read a whole file (at most max bytes, else -EFBIG) resolved beneath dirfd
- * with `resolve` flags.  *buf is NUL-terminated, caller frees. */
-int an_read_file_at(int dirfd, const char *path, uint64_t resolve, size_t max, char **buf,
-                    size_t *len, an_error_t *err);
-/* Write NAME in DIRFD atomically: temp file, fsync, rename, fsync dir. */
-int an_write_file_atomic_at(int dirfd, const char *name, const void *buf, size_t len,
-                            an_error_t *err);
-/* mkdir -p of an absolute or relative host path (trusted, not image data). */
-int an_mkdir_p(const char *path, mode_t mode, an_error_t *err);
+/* fd-relative file system helpers (openat2, removal, mkdir -p in root,
+ * whole-file read, atomic write) are util/safe_path.h and util/fdcopy.h. */
 
 /* ---- entry_path.c: tar entry name rules (see image.h EXTRACTION RULES) ---- */
 /* Normalise an entry name into a relative path with no ".", "..", empty

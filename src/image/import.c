@@ -28,7 +28,7 @@ static void sweep_stale(int imagesfd) {
   while ((de = readdir(d)))
     if (!strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX))) {
       an_error_t e = NULL;
-      an_remove_tree_at(imagesfd, de->d_name, &e);   /* best effort */
+      an_remove_tree_beneath(imagesfd, de->d_name, &e);   /* best effort */
       an_error_free(&e);
     }
 }
@@ -68,13 +68,9 @@ static int write_meta(int dirfd, const struct an_image_plan *p, enum an_image_so
   const unsigned char *buf;
   size_t len;
   yajl_gen_get_buf(g, &buf, &len);
-  int r = an_write_file_atomic_at(dirfd, "meta.json", buf, len, err);
+  int r = an_write_file_atomic_at(dirfd, "meta.json", buf, len, true, err);
   yajl_gen_free(g);
   return r;
-}
-
-static int write_plain(int dirfd, const char *name, const char *buf, size_t len, an_error_t *err) {
-  return an_write_file_atomic_at(dirfd, name, buf, len, err);
 }
 
 /* Unpack plan p from source s into tmpfd/"image". Returns bytes unpacked. */
@@ -97,8 +93,8 @@ static int build_image(int tmpfd, const struct an_image_source *s, const struct 
     if (r < 0) return r;
   }
   int r;
-  if ((r = write_plain(imgfd, "config.json", p->config, p->config_len, err)) < 0 ||
-      (r = write_plain(imgfd, "manifest.json", p->manifest, p->manifest_len, err)) < 0 ||
+  if ((r = an_write_file_atomic_at(imgfd, "config.json", p->config, p->config_len, true, err)) < 0 ||
+      (r = an_write_file_atomic_at(imgfd, "manifest.json", p->manifest, p->manifest_len, true, err)) < 0 ||
       (r = write_meta(imgfd, p, s->kind, cap - left, err)) < 0)
     return r;
   *unpacked = cap - left;
@@ -223,7 +219,7 @@ int an_image_import(const char *store_root, const char *src, const char *name,
     close(tmpfd);
   }
   an_error_t cerr = NULL;
-  an_remove_tree_at(imagesfd, tmpname, &cerr);   /* on success: only the scratch source */
+  an_remove_tree_beneath(imagesfd, tmpname, &cerr);   /* on success: only the scratch source */
   an_error_free(&cerr);
   if (r < 0) return an_error_prefix(err, "image import %s", src);
   return 0;

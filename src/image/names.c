@@ -158,7 +158,7 @@ int an_names_save(int imagesfd, const struct an_names *n, an_error_t *err) {
   const unsigned char *buf;
   size_t len;
   yajl_gen_get_buf(g, &buf, &len);
-  int r = an_write_file_atomic_at(imagesfd, "names.json", buf, len, err);
+  int r = an_write_file_atomic_at(imagesfd, "names.json", buf, len, true, err);
   yajl_gen_free(g);
   return r;
 }

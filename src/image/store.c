@@ -21,7 +21,7 @@ int an_store_open(const char *store_root, bool create, an_error_t *err) {
   cleanup_free char *images = NULL;
   if (asprintf(&images, "%s/images", store_root) < 0) return an_error_set(err, ENOMEM, "store");
   if (create) {
-    int r = an_mkdir_p(store_root, 0755, err);
+    int r = an_mkdir_p_host(store_root, 0755, err);
     if (r < 0) return an_error_prefix(err, "image store");
     /* 0700: image roots keep their setuid bits; no host user may reach them */
     if (mkdir(images, 0700) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", images);
@@ -325,7 +325,7 @@ int an_image_remove(const char *store_root, const char *name, an_error_t *err) {
       goto out;
     }
     fsync(imagesfd);
-    r = an_remove_tree_at(imagesfd, tmp, err);
+    r = an_remove_tree_beneath(imagesfd, tmp, err);
     if (r < 0) an_error_prefix(err, "image %s: remove", name);
   }
 out:

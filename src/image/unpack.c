@@ -185,7 +185,7 @@ static int clear_slot(struct unpack *u, int pfd, const char *base, const char *p
                       an_error_t *err) {
   /* pfd is the cached parent; base is a child, so the cache stays valid */
   (void) u;
-  int r = an_remove_tree_at(pfd, base, err);
+  int r = an_remove_tree_beneath(pfd, base, err);
   return r < 0 ? an_error_prefix(err, "entry \"%s\": replace existing", path) : 0;
 }
 

@@ -135,12 +135,12 @@ int an_whiteout_apply(int rootfd, const char *path, const struct an_path_set *sa
 
   if (opaque) {
     struct opaque_keep k = {same_layer, parent};
-    int r = an_empty_dir_fd(dirfd, keep_same_layer, &k, err);
+    int r = an_empty_dir_beneath(dirfd, keep_same_layer, &k, err);
     return r < 0 ? an_error_prefix(err, "entry \"%s\": opaque whiteout", path) : 0;
   }
   char full[8192];
   snprintf(full, sizeof full, "%s%s%s", parent, *parent ? "/" : "", target);
   if (an_path_set_has(same_layer, full)) return 0;
-  int r = an_remove_tree_at(dirfd, target, err);
+  int r = an_remove_tree_beneath(dirfd, target, err);
   return r < 0 ? an_error_prefix(err, "entry \"%s\": whiteout", path) : 0;
 }

@@ -1,8 +1,13 @@
-/* util/fdcopy.c — capped, hashing fd copy (see util/fdcopy.h). */
+/* util/fdcopy.c — capped, hashing fd copy, whole-file read and atomic
+ * write (see util/fdcopy.h). */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "util/cleanup.h"
 #include "util/fdcopy.h"
+#include "util/safe_path.h"
 
 static void sha256_freep(struct an_sha256 **h) { an_sha256_free(*h); }
 
@@ -49,5 +54,53 @@ int an_copy_fd_capped(int in_fd, int out_fd, uint64_t max_bytes, const char *wha
   if (md && an_sha256_finish_hex(an_steal(&md), sha256_hex) < 0)
     return an_error_set(err, EIO, "sha256 of %s", what);
   if (copied) *copied = total;
+  return 0;
+}
+
+int an_read_file_at(int dirfd, const char *path, uint64_t resolve, size_t max, char **buf,
+                    size_t *len, an_error_t *err) {
+  cleanup_close int fd = an_openat2(dirfd, path, O_RDONLY | O_NOCTTY, 0, resolve);
+  if (fd < 0) return an_error_set(err, -fd, "open %s", path);
+  struct stat st;
+  if (fstat(fd, &st) < 0) return an_error_set(err, errno, "stat %s", path);
+  if (!S_ISREG(st.st_mode)) return an_error_set(err, EINVAL, "%s: not a regular file", path);
+  if ((uint64_t) st.st_size > max)
+    return an_error_set(err, EFBIG, "%s: %lld bytes, more than the %zu allowed", path,
+                        (long long) st.st_size, max);
+  cleanup_free char *b = malloc((size_t) st.st_size + 1);
+  if (!b) return an_error_set(err, ENOMEM, "read %s", path);
+  size_t off = 0;
+  for (;;) {
+    /* one byte more than fstat said, to notice a file that grew */
+    ssize_t n = read(fd, b + off, (size_t) st.st_size + 1 - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return an_error_set(err, errno, "read %s", path);
+    if (n == 0) break;
+    off += (size_t) n;
+    if (off > (size_t) st.st_size) return an_error_set(err, EIO, "%s: grew while being read", path);
+  }
+  b[off] = '\0';
+  *buf = an_steal(&b);
+  if (len) *len = off;
+  return 0;
+}
+
+int an_write_file_atomic_at(int dirfd, const char *name, const void *buf, size_t len,
+                            bool durable, an_error_t *err) {
+  cleanup_free char *tmp = an_random_name(".an-tmp");
+  if (!tmp) return an_error_set(err, ENOMEM, "write %s", name);
+  int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return an_error_set(err, errno, "create temporary file for %s", name);
+  int r = an_write_all(fd, buf, len, name, err);
+  if (r == 0 && durable && fsync(fd) < 0) r = an_error_set(err, errno, "fsync %s", name);
+  close(fd);
+  if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+    r = an_error_set(err, errno, "rename into place %s", name);
+  if (r < 0) {
+    unlinkat(dirfd, tmp, 0);
+    return r;
+  }
+  if (durable && fsync(dirfd) < 0 && errno != EINVAL && errno != EBADF)
+    return an_error_set(err, errno, "fsync directory of %s", name);
   return 0;
 }

@@ -1,11 +1,14 @@
-/* util/fdcopy.h — capped, hashing fd-to-fd copy and full writes (internal).
+/* util/fdcopy.h — capped, hashing fd-to-fd copy, full writes, whole-file
+ * reads and atomic whole-file writes (internal).
  * Used by the sandbox file, artifact and snapshot code; sha256 comes from
  * util/sha256.h. */
 #ifndef AN_UTIL_FDCOPY_H
 #define AN_UTIL_FDCOPY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "agentnest/error.h"
 #include "util/sha256.h"   /* AN_SHA256_HEX_LEN */
 
@@ -20,5 +23,26 @@ int an_write_all(int fd, const void *buf, size_t len, const char *what, an_error
  * receives the number of bytes copied.  Returns 0 or a negative errno. */
 int an_copy_fd_capped(int in_fd, int out_fd, uint64_t max_bytes, const char *what,
                       uint64_t *copied, char *sha256_hex, an_error_t *err);
+
+/* Read a whole regular file of at most `max` bytes, opened with openat2(2)
+ * at dirfd/path with the given RESOLVE_* flags (0 for a trusted host path;
+ * AT_FDCWD allowed).  *buf is NUL-terminated and malloc'd (caller frees);
+ * *len (may be NULL) gets the byte count.  Errors: the openat2/read errno
+ * ("open <path>", "read <path>"), -EINVAL "<path>: not a regular file",
+ * -EFBIG "<path>: N bytes, more than the M allowed" / "grew while being
+ * read". */
+int an_read_file_at(int dirfd, const char *path, uint64_t resolve, size_t max, char **buf,
+                    size_t *len, an_error_t *err);
+
+/* Replace `name` in the directory `dirfd` atomically with `len` bytes of
+ * `buf`, mode 0644: a fresh random temporary name (O_EXCL|O_NOFOLLOW) in the
+ * same directory, written, renameat(2)'d over `name` (a symlink at `name` is
+ * replaced, never followed).  With `durable` the file is fsync'ed before the
+ * rename and the directory after it; callers that make a whole new tree
+ * durable at once (one syncfs(2) before renaming the tree into place) pass
+ * false.  Nothing is left behind on failure.  Returns 0 or -errno ("write
+ * <name>", "fsync <name>", "rename into place <name>"). */
+int an_write_file_atomic_at(int dirfd, const char *name, const void *buf, size_t len,
+                            bool durable, an_error_t *err);
 
 #endif

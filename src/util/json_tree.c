@@ -18,6 +18,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 #include "util/cleanup.h"
+#include "util/fdcopy.h"
 #include "util/json_tree.h"
 
 int an_json_error(an_error_t *err, const char *path, const char *fmt, ...) {
@@ -272,38 +273,5 @@ int an_json_get_strv(yajl_val v, const char *path, char ***out, an_error_t *err)
 }
 
 int an_json_read_file(const char *path, char **out, size_t *out_len, an_error_t *err) {
-  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return an_error_set(err, errno, "open %s", path);
-  struct stat st;
-  if (fstat(fd, &st) < 0) return an_error_set(err, errno, "stat %s", path);
-  if (!S_ISREG(st.st_mode)) return an_error_set(err, EINVAL, "%s: not a regular file", path);
-  if (st.st_size > (off_t) AN_JSON_MAX_BYTES)
-    return an_error_set(err, EFBIG, "%s: larger than 16 MiB", path);
-  /* Read until EOF, in case the file changed after fstat, but never more
-   * than the cap plus one byte. */
-  size_t cap = AN_JSON_MAX_BYTES + 1, len = 0, size = (size_t) st.st_size + 1;
-  cleanup_free char *buf = malloc(size + 1);
-  if (!buf) return an_error_set(err, ENOMEM, "read %s", path);
-  for (;;) {
-    if (len == size) {
-      if (size >= cap) return an_error_set(err, EFBIG, "%s: larger than 16 MiB", path);
-      size_t nsize = size * 2 < cap ? size * 2 : cap;
-      char *nbuf = realloc(buf, nsize + 1);
-      if (!nbuf) return an_error_set(err, ENOMEM, "read %s", path);
-      buf = nbuf;
-      size = nsize;
-    }
-    ssize_t n = read(fd, buf + len, size - len);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return an_error_set(err, errno, "read %s", path);
-    }
-    if (n == 0) break;
-    len += (size_t) n;
-  }
-  if (len > AN_JSON_MAX_BYTES) return an_error_set(err, EFBIG, "%s: larger than 16 MiB", path);
-  buf[len] = 0;
-  *out = an_steal(&buf);
-  *out_len = len;
-  return 0;
+  return an_read_file_at(AT_FDCWD, path, 0, AN_JSON_MAX_BYTES, out, out_len, err);
 }

@@ -33,9 +33,10 @@ int an_json_parse(const char *json, size_t len, const char *what, yajl_val *out,
                   an_error_t *err);
 
 /* Read a whole regular file of at most AN_JSON_MAX_BYTES into a new heap
- * buffer (*buf, *len; *buf is NUL-terminated for convenience).
- * Errors: the open/read errno with "open <path>" / "read <path>",
- * -EINVAL "<path>: not a regular file", -EFBIG "<path>: larger than 16 MiB". */
+ * buffer (*buf, *len; *buf is NUL-terminated for convenience): an_read_file_at()
+ * of util/fdcopy.h on a host path.  Errors: the open/read errno with
+ * "open <path>" / "read <path>", -EINVAL "<path>: not a regular file",
+ * -EFBIG "<path>: N bytes, more than the 16777216 allowed". */
 int an_json_read_file(const char *path, char **buf, size_t *len, an_error_t *err);
 
 /* Set err to "<path>: <message>" (or "<message>" for the document root,

@@ -1,7 +1,9 @@
 /* util/safe_path.c — symlink-free path resolution beneath a directory fd
  * (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS),
- * step-by-step mkdir -p, regular-file opening that never opens a FIFO or a
- * device, and tree removal.  See util/safe_path.h. */
+ * step-by-step mkdir -p, mkdir -p with chroot semantics inside an image
+ * rootfs, regular-file opening that never opens a FIFO or a device, and
+ * tree removal that never follows a symlink or crosses a mount.  See
+ * util/safe_path.h. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,16 +18,27 @@
 #include "util/cleanup.h"
 #include "util/safe_path.h"
 
-static int sys_openat2(int dirfd, const char *path, int flags, mode_t mode) {
+int an_openat2(int dirfd, const char *path, int flags, mode_t mode, uint64_t resolve) {
   struct open_how how = {
-      .flags = (uint64_t) (flags | O_CLOEXEC | O_NOFOLLOW),
+      .flags = (uint64_t) (flags | O_CLOEXEC),
       .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-      .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+      .resolve = resolve,
   };
-  int fd;
+  long fd;
   do
-    fd = (int) syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+    fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
   while (fd < 0 && (errno == EAGAIN || errno == EINTR));  /* EAGAIN: rename race, retry */
+  return fd < 0 ? -errno : (int) fd;
+}
+
+/* The workspace resolution: fd, or -1 with errno set. */
+static int sys_openat2(int dirfd, const char *path, int flags, mode_t mode) {
+  int fd = an_openat2(dirfd, path, flags | O_NOFOLLOW, mode,
+                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (fd < 0) {
+    errno = -fd;
+    return -1;
+  }
   return fd;
 }
 
@@ -203,14 +216,12 @@ int an_open_regular_beneath(int dirfd, const char *relpath, struct stat *st, an_
  * same file system, which st_dev cannot tell -- is refused (EXDEV), not
  * emptied. */
 static int open_for_removal(int dirfd, const char *path) {
-  struct open_how how = {
-      .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW,
-      .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-  };
-  int fd;
-  do
-    fd = (int) syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-  while (fd < 0 && (errno == EAGAIN || errno == EINTR));
+  int fd = an_openat2(dirfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0,
+                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
+  if (fd < 0) {
+    errno = -fd;
+    return -1;
+  }
   return fd;
 }
 
@@ -278,6 +289,61 @@ int an_remove_tree_beneath(int dirfd, const char *name, an_error_t *err) {
   }
   if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
     return an_error_set(err, errno, "rmdir %s", name);
+  return 0;
+}
+
+int an_empty_dir_beneath(int dirfd, bool (*keep)(const char *name, void *data), void *data,
+                         an_error_t *err) {
+  int dfd = open_for_removal(dirfd, ".");
+  if (dfd < 0) return an_error_set(err, errno, "open directory to empty it");
+  cleanup_closedir DIR *d = fdopendir(dfd);
+  if (!d) {
+    close(dfd);
+    return an_error_set(err, errno, "read directory to empty it");
+  }
+  struct dirent *de;
+  while ((errno = 0, de = readdir(d))) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+    if (keep && keep(de->d_name, data)) continue;
+    int r = an_remove_tree_beneath(dirfd, de->d_name, err);
+    if (r < 0) return r;
+  }
+  if (errno) return an_error_set(err, errno, "read directory to empty it");
+  return 0;
+}
+
+#define IN_ROOT (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
+
+int an_mkdir_p_in_root(int rootfd, const char *path, an_error_t *err) {
+  int fd = an_openat2(rootfd, *path ? path : ".", O_PATH | O_DIRECTORY, 0, IN_ROOT);
+  if (fd >= 0) return fd;
+  if (fd != -ENOENT) return an_error_set(err, -fd, "open directory \"%s\"", path);
+  const char *slash = strrchr(path, '/');
+  cleanup_free char *parent = slash ? strndup(path, (size_t) (slash - path)) : strdup("");
+  if (!parent) return an_error_set(err, ENOMEM, "mkdir \"%s\"", path);
+  const char *last = slash ? slash + 1 : path;
+  cleanup_close int pfd = an_mkdir_p_in_root(rootfd, parent, err);
+  if (pfd < 0) return pfd;
+  /* pfd is the resolved parent, last a single component: mkdirat never
+   * follows a symlink at `last` (it fails EEXIST), and the re-open below
+   * resolves in root again */
+  if (mkdirat(pfd, last, 0755) < 0 && errno != EEXIST)
+    return an_error_set(err, errno, "mkdir \"%s\"", path);
+  fd = an_openat2(rootfd, path, O_PATH | O_DIRECTORY, 0, IN_ROOT);
+  if (fd < 0) return an_error_set(err, -fd, "open directory \"%s\"", path);
+  return fd;
+}
+
+int an_mkdir_p_host(const char *path, mode_t mode, an_error_t *err) {
+  cleanup_free char *p = strdup(path);
+  if (!p) return an_error_set(err, ENOMEM, "mkdir %s", path);
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = '\0';
+    if (mkdir(p, 0755) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", p);
+    *s = '/';
+  }
+  if (mkdir(p, mode) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", p);
   return 0;
 }
 

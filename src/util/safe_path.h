@@ -15,8 +15,20 @@
  *          component, or a symlink at any component.  (EXDEV is what the
  *          kernel itself answers for RESOLVE_BENEATH escapes.)
  *
- * What does not live here: reading/writing file contents (sandbox/files.c),
- * tar handling (sandbox/snapshot.c, image/).
+ * Two resolution rules, on purpose:
+ *  - workspace files (sandbox/) and everything named "_beneath" here:
+ *    RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS — a symlink anywhere is refused,
+ *    because the tree belongs to a live, hostile sandbox;
+ *  - image unpacking (image/): an_mkdir_p_in_root() and an_openat2() with
+ *    RESOLVE_IN_ROOT — an image's own symlinks ("lib -> usr/lib",
+ *    "x -> /etc") are followed with chroot semantics, so a layer can write
+ *    through them yet never leave the rootfs.  The last component of an
+ *    entry is still created with O_EXCL/O_NOFOLLOW/mkdirat by the caller.
+ * Tree removal never follows a symlink and never crosses a mount point
+ * (RESOLVE_NO_XDEV) under either rule.
+ *
+ * What does not live here: reading/writing file contents (util/fdcopy.c,
+ * sandbox/files.c), tar handling (sandbox/tar_extract.c, image/unpack.c).
  */
 #ifndef AN_UTIL_SAFE_PATH_H
 #define AN_UTIL_SAFE_PATH_H
@@ -33,6 +45,11 @@
 /* Deepest directory nesting any tree walk here (and in its users) accepts;
  * deeper trees fail with -ELOOP instead of exhausting fds or stack. */
 #define AN_TREE_MAX_DEPTH 256
+
+/* openat2(2) with the given RESOLVE_* flags (no other checks); O_CLOEXEC is
+ * always added; EAGAIN (a concurrent rename) and EINTR are retried.
+ * Returns a new fd (caller owns it) or -errno; sets no error message. */
+int an_openat2(int dirfd, const char *path, int flags, mode_t mode, uint64_t resolve);
 
 /* Check `relpath` lexically: non-empty, relative, shorter than PATH_MAX, no
  * `..` component.  `.` components and repeated slashes are allowed.
@@ -96,6 +113,28 @@ int an_open_regular_beneath(int dirfd, const char *relpath, struct stat *st, an_
  * and removed in a further pass.  ENOENT is not an error.  Returns 0 or a
  * negative errno naming the entry that could not go. */
 int an_remove_tree_beneath(int dirfd, const char *name, an_error_t *err);
+
+/* Remove every entry of the directory `dirfd` as an_remove_tree_beneath()
+ * does, keeping those for which keep(name, data) returns true (keep may be
+ * NULL).  The directory itself stays.  Returns 0 or a negative errno with a
+ * message naming the entry that could not go. */
+int an_empty_dir_beneath(int dirfd, bool (*keep)(const char *name, void *data), void *data,
+                         an_error_t *err);
+
+/* mkdir -p of `path` inside an image rootfs with chroot semantics: each
+ * prefix is resolved from `rootfd` with RESOLVE_IN_ROOT|RESOLVE_NO_MAGICLINKS
+ * (symlinks in the image are followed, "/" and ".." stop at the rootfs), and
+ * missing directories are made 0755 (umask applies).  `path` "" is the root.
+ * Returns an O_PATH|O_DIRECTORY fd of the directory (caller owns it), or
+ * -ENOTDIR (a prefix is not a directory), -ENOMEM, or the errno of
+ * openat2/mkdirat, with a message naming `path`. */
+int an_mkdir_p_in_root(int rootfd, const char *path, an_error_t *err);
+
+/* mkdir -p of a trusted host path (the runtime's own store root, never
+ * sandbox or image data): intermediate directories 0755, the last `mode`
+ * (umask applies); existing ones are left alone.  Returns 0 or the mkdir(2)
+ * errno with "mkdir <prefix>". */
+int an_mkdir_p_host(const char *path, mode_t mode, an_error_t *err);
 
 /* Make a unique name "<prefix>.<16 hex chars from getrandom(2)>" in a
  * malloc'd string.  Returns NULL only on allocation failure. */
