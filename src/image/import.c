@@ -68,7 +68,7 @@ static int write_meta(int dirfd, const struct an_image_plan *p, enum an_image_so
   const unsigned char *buf;
   size_t len;
   yajl_gen_get_buf(g, &buf, &len);
-  int r = an_write_file_atomic_at(dirfd, "meta.json", buf, len, true, err);
+  int r = an_write_file_atomic_at(dirfd, "meta.json", buf, len, false, err);
   yajl_gen_free(g);
   return r;
 }
@@ -93,8 +93,10 @@ static int build_image(int tmpfd, const struct an_image_source *s, const struct 
     if (r < 0) return r;
   }
   int r;
-  if ((r = an_write_file_atomic_at(imgfd, "config.json", p->config, p->config_len, true, err)) < 0 ||
-      (r = an_write_file_atomic_at(imgfd, "manifest.json", p->manifest, p->manifest_len, true, err)) < 0 ||
+  /* not durable one by one: do_import makes the whole new tree durable with
+   * one syncfs(2) before renaming it into the store */
+  if ((r = an_write_file_atomic_at(imgfd, "config.json", p->config, p->config_len, false, err)) < 0 ||
+      (r = an_write_file_atomic_at(imgfd, "manifest.json", p->manifest, p->manifest_len, false, err)) < 0 ||
       (r = write_meta(imgfd, p, s->kind, cap - left, err)) < 0)
     return r;
   *unpacked = cap - left;
