@@ -31,7 +31,8 @@ int an_docker_archive_plan(const struct an_image_source *s, struct an_image_plan
   cleanup_free char *mbuf = NULL;
   int r = an_source_read_blob(s, "manifest.json", NULL, -1, &mbuf, NULL, err);
   if (r < 0) return r;
-  yajl_val mv = an_img_json_parse(mbuf, "manifest.json", err);
+  yajl_val mv = NULL;
+  an_json_parse(mbuf, strlen(mbuf), "manifest.json", &mv, err);
   if (!mv) return an_error_prefix(err, "%s", s->path);
   r = 0;
   if (!YAJL_IS_ARRAY(mv) || mv->u.array.len != 1) {
@@ -39,8 +40,8 @@ int an_docker_archive_plan(const struct an_image_source *s, struct an_image_plan
     goto out;
   }
   yajl_val m = mv->u.array.values[0];
-  const char *cfg = an_img_json_str(m, "Config");
-  yajl_val layers = an_img_json_get(m, "Layers", yajl_t_array);
+  const char *cfg = an_json_member_str(m, "Config");
+  yajl_val layers = an_json_member_type(m, "Layers", yajl_t_array);
   if (!cfg || !layers) {
     r = an_error_set(err, EINVAL, "%s: manifest.json: no Config or Layers", s->path);
     goto out;
@@ -52,7 +53,8 @@ int an_docker_archive_plan(const struct an_image_source *s, struct an_image_plan
     goto out;
   }
   if ((r = an_source_read_blob(s, cfg, cdg, -1, &p->config, &p->config_len, err)) < 0) goto out;
-  yajl_val cv = an_img_json_parse(p->config, "config", err);
+  yajl_val cv = NULL;
+  an_json_parse(p->config, strlen(p->config), "config", &cv, err);
   if (!cv) { r = an_error_prefix(err, "%s", s->path); goto out; }
   const char *diff_path[] = {"rootfs", "diff_ids", NULL};
   yajl_val diff_ids = yajl_tree_get(cv, diff_path, yajl_t_array);
@@ -88,8 +90,11 @@ int an_docker_archive_plan(const struct an_image_source *s, struct an_image_plan
   }
   yajl_tree_free(cv);
   if (r < 0) goto out;
-  bool bad = false;
-  p->names = an_img_json_strv(an_img_json_get(m, "RepoTags", yajl_t_array), &bad);
+  /* RepoTags are only a naming hint: a malformed list is ignored, not fatal */
+  yajl_val tags = an_json_member_type(m, "RepoTags", yajl_t_array);
+  an_error_t tags_err = NULL;
+  if (tags && an_json_get_strv(tags, "RepoTags", &p->names, &tags_err) < 0) p->names = NULL;
+  an_error_free(&tags_err);
   if (!p->names) p->names = calloc(1, sizeof *p->names);
   if (!p->names) { r = an_error_set(err, ENOMEM, "names"); goto out; }
   r = an_manifest_synthesize(p, "application/vnd.docker.container.image.v1+json", err);

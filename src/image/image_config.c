@@ -8,9 +8,9 @@
 
 void an_image_config_clear(struct an_image_config *c) {
   if (!c) return;
-  an_img_strv_free(c->env);
-  an_img_strv_free(c->entrypoint);
-  an_img_strv_free(c->cmd);
+  an_strv_free(c->env);
+  an_strv_free(c->entrypoint);
+  an_strv_free(c->cmd);
   free(c->working_dir);
   free(c->user);
   free(c->architecture);
@@ -19,26 +19,25 @@ void an_image_config_clear(struct an_image_config *c) {
 }
 
 static int dup_str(yajl_val obj, const char *key, char **out) {
-  const char *s = an_img_json_str(obj, key);
+  const char *s = an_json_member_str(obj, key);
   if (s && !*s) s = NULL;
   return s && !(*out = strdup(s)) ? -ENOMEM : 0;
 }
 
 int an_image_config_parse(const char *buf, struct an_image_config *c, char **created,
                           an_error_t *err) {
-  yajl_val v = an_img_json_parse(buf, "image config", err);
+  yajl_val v = NULL;
+  an_json_parse(buf, strlen(buf), "image config", &v, err);
   if (!v) return -EINVAL;
   int r = 0;
   if (!YAJL_IS_OBJECT(v)) { r = an_error_set(err, EINVAL, "image config: not a JSON object"); goto out; }
-  yajl_val cfg = an_img_json_get(v, "config", yajl_t_object);
-  bool bad = false;
-  static const char *keys[] = {"Env", "Entrypoint", "Cmd"};
+  yajl_val cfg = an_json_member_type(v, "config", yajl_t_object);
+  static const char *keys[] = {"config.Env", "config.Entrypoint", "config.Cmd"};
   char ***dst[] = {&c->env, &c->entrypoint, &c->cmd};
   for (size_t i = 0; i < 3; i++) {
-    yajl_val a = an_img_json_get(cfg, keys[i], yajl_t_any);
-    if (!a || YAJL_IS_NULL(a)) continue;
-    if (!YAJL_IS_ARRAY(a) || !(*dst[i] = an_img_json_strv(a, &bad)) || bad) {
-      r = an_error_set(err, EINVAL, "image config: config.%s must be an array of strings", keys[i]);
+    yajl_val a = an_json_member(cfg, keys[i] + strlen("config."));   /* null: absent */
+    if (a && (r = an_json_get_strv(a, keys[i], dst[i], err)) < 0) {
+      an_error_prefix(err, "image config");   /* "config.Env[1]: must be a string" */
       goto out;
     }
   }

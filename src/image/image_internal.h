@@ -13,7 +13,9 @@
 #include <yajl/yajl_tree.h>
 #include "agentnest/error.h"
 #include "agentnest/image.h"
+#include "util/cleanup.h"
 #include "util/fdcopy.h"
+#include "util/json_tree.h"
 #include "util/safe_path.h"
 #include "util/sha256.h"
 
@@ -84,15 +86,7 @@ int an_layer_apply(int rootfd, int blobfd, const struct an_layer_desc *desc, siz
 /* Read (and extract, unverified: it is only a container) an outer tar. */
 int an_archive_extract_fd(int fd, int destfd, const struct an_unpack_opts *o, an_error_t *err);
 
-/* ---- json.c: yajl helpers ---- */
-yajl_val an_img_json_parse(const char *buf, const char *what, an_error_t *err);
-yajl_val an_img_json_get(yajl_val obj, const char *key, yajl_type type);
-const char *an_img_json_str(yajl_val obj, const char *key);
-/* Copy a JSON array of strings into a NULL-terminated strv (NULL if not an
- * array; -EINVAL via *bad if an element is not a string). */
-char **an_img_json_strv(yajl_val arr, bool *bad);
-void an_img_strv_free(char **v);
-size_t an_img_strv_len(char *const *v);
+/* JSON: util/json_tree.h (bounded parse, accessors); strv: util/cleanup.h. */
 
 /* ---- source.c / archive_source.c: what SRC is and how to open its blobs ---- */
 struct an_image_source {

@@ -103,7 +103,7 @@ char **an_names_for(const struct an_names *n, const char *digest) {
   size_t k = 0;
   for (size_t i = 0; i < n->n; i++)
     if (!strcmp(n->digests[i], digest) && !(v[k++] = strdup(n->names[i]))) {
-      an_img_strv_free(v);
+      an_strv_free(v);
       return NULL;
     }
   qsort(v, k, sizeof *v, cmp_str);
@@ -118,9 +118,10 @@ int an_names_load(int imagesfd, struct an_names *n, an_error_t *err) {
                           &buf, NULL, &e);
   if (r == -ENOENT) { an_error_free(&e); return 0; }
   if (r < 0) { *err = e; return r; }
-  yajl_val v = an_img_json_parse(buf, "names.json", err);
+  yajl_val v = NULL;
+  an_json_parse(buf, strlen(buf), "names.json", &v, err);
   if (!v) return -EINVAL;
-  yajl_val m = an_img_json_get(v, "names", yajl_t_object);
+  yajl_val m = an_json_member_type(v, "names", yajl_t_object);
   r = 0;
   for (size_t i = 0; m && i < m->u.object.len && r == 0; i++) {
     yajl_val d = m->u.object.values[i];

@@ -48,15 +48,15 @@ void an_image_plan_clear(struct an_image_plan *p) {
     free(p->layers[i].path);
   }
   free(p->layers);
-  an_img_strv_free(p->names);
+  an_strv_free(p->names);
   memset(p, 0, sizeof *p);
 }
 
 /* A descriptor's digest (validated, sha256 only) and size. */
 static int descriptor(yajl_val d, const char *what, char digest[AN_DIGEST_SIZE], int64_t *size,
                       an_error_t *err) {
-  const char *dg = an_img_json_str(d, "digest");
-  yajl_val sz = an_img_json_get(d, "size", yajl_t_number);
+  const char *dg = an_json_member_str(d, "digest");
+  yajl_val sz = an_json_member_type(d, "size", yajl_t_number);
   if (!dg) return an_error_set(err, EINVAL, "%s: descriptor without a digest", what);
   int r = an_digest_check(dg, NULL, err);
   if (r < 0) return an_error_prefix(err, "%s", what);
@@ -68,9 +68,9 @@ static int descriptor(yajl_val d, const char *what, char digest[AN_DIGEST_SIZE],
 }
 
 static bool platform_is_host(yajl_val d) {
-  yajl_val pl = an_img_json_get(d, "platform", yajl_t_object);
+  yajl_val pl = an_json_member_type(d, "platform", yajl_t_object);
   if (!pl) return false;
-  const char *os = an_img_json_str(pl, "os"), *arch = an_img_json_str(pl, "architecture");
+  const char *os = an_json_member_str(pl, "os"), *arch = an_json_member_str(pl, "architecture");
   return os && arch && !strcmp(os, "linux") && !strcmp(arch, HOST_ARCH);
 }
 
@@ -85,7 +85,7 @@ static yajl_val choose(yajl_val manifests, const char *want_digest, const char *
   if (n == 0) { an_error_set(err, EINVAL, "%s: no manifests", where); return NULL; }
   if (want_digest) {
     for (size_t i = 0; i < n; i++) {
-      const char *dg = an_img_json_str(manifests->u.array.values[i], "digest");
+      const char *dg = an_json_member_str(manifests->u.array.values[i], "digest");
       if (dg && !strcmp(dg, want_digest)) return manifests->u.array.values[i];
     }
     return NULL;   /* caller decides: descend or report a mismatch */
@@ -93,8 +93,8 @@ static yajl_val choose(yajl_val manifests, const char *want_digest, const char *
   if (n == 1) return manifests->u.array.values[0];
   if (want_tag)
     for (size_t i = 0; i < n; i++) {
-      yajl_val ann = an_img_json_get(manifests->u.array.values[i], "annotations", yajl_t_object);
-      const char *ref = an_img_json_str(ann, ANN_REF_NAME);
+      yajl_val ann = an_json_member_type(manifests->u.array.values[i], "annotations", yajl_t_object);
+      const char *ref = an_json_member_str(ann, ANN_REF_NAME);
       if (ref && !strcmp(ref, want_tag)) return manifests->u.array.values[i];
     }
   for (size_t i = 0; i < n; i++)
@@ -109,9 +109,10 @@ int an_oci_layout_plan(const struct an_image_source *s, const char *want_digest,
   cleanup_free char *layout = NULL, *index = NULL;
   int r = an_source_read_blob(s, "oci-layout", NULL, -1, &layout, NULL, err);
   if (r < 0) return r;
-  yajl_val lv = an_img_json_parse(layout, "oci-layout", err);
+  yajl_val lv = NULL;
+  an_json_parse(layout, strlen(layout), "oci-layout", &lv, err);
   if (!lv) return an_error_prefix(err, "%s", s->path);
-  bool ok = an_img_json_str(lv, "imageLayoutVersion") != NULL;
+  bool ok = an_json_member_str(lv, "imageLayoutVersion") != NULL;
   yajl_tree_free(lv);
   if (!ok) return an_error_set(err, EINVAL, "%s: oci-layout has no imageLayoutVersion", s->path);
   r = an_source_read_blob(s, "index.json", NULL, -1, &index, NULL, err);
@@ -127,16 +128,17 @@ int an_oci_layout_plan(const struct an_image_source *s, const char *want_digest,
   char top_ref[512] = "";
   for (int depth = 0;; depth++) {
     if (depth > 4) return an_error_set(err, EINVAL, "%s: image indexes nested too deep", s->path);
-    yajl_val iv = an_img_json_parse(doc, where, err);
+    yajl_val iv = NULL;
+    an_json_parse(doc, strlen(doc), where, &iv, err);
     if (!iv) return an_error_prefix(err, "%s", s->path);
-    yajl_val manifests = an_img_json_get(iv, "manifests", yajl_t_array);
+    yajl_val manifests = an_json_member_type(iv, "manifests", yajl_t_array);
     if (!manifests) {
       yajl_tree_free(iv);
       return an_error_set(err, EINVAL, "%s: %s has no \"manifests\" array", s->path, where);
     }
     yajl_val d = choose(manifests, want_digest, want_tag, where, err);
     if (!d && want_digest && !*err && manifests->u.array.len == 1 &&
-        is_index_type(an_img_json_str(manifests->u.array.values[0], "mediaType")))
+        is_index_type(an_json_member_str(manifests->u.array.values[0], "mediaType")))
       d = manifests->u.array.values[0];         /* look for the digest one level down */
     if (!d) {
       yajl_tree_free(iv);
@@ -146,10 +148,10 @@ int an_oci_layout_plan(const struct an_image_source *s, const char *want_digest,
     }
     char dg[AN_DIGEST_SIZE];
     int64_t size;
-    const char *mt = an_img_json_str(d, "mediaType");
+    const char *mt = an_json_member_str(d, "mediaType");
     r = descriptor(d, "manifest", dg, &size, err);
     if (r == 0 && depth == 0) {
-      const char *ref = an_img_json_str(an_img_json_get(d, "annotations", yajl_t_object), ANN_REF_NAME);
+      const char *ref = an_json_member_str(an_json_member_type(d, "annotations", yajl_t_object), ANN_REF_NAME);
       if (ref) snprintf(top_ref, sizeof top_ref, "%s", ref);
     }
     cleanup_free char *mt_copy = mt ? strdup(mt) : NULL;
@@ -168,10 +170,11 @@ int an_oci_layout_plan(const struct an_image_source *s, const char *want_digest,
     if (mt_copy && strcmp(mt_copy, MT_OCI_MANIFEST) && strcmp(mt_copy, MT_DOCKER_MANIFEST))
       return an_error_set(err, ENOTSUP, "%s: manifest %s: unsupported media type %s", s->path, dg, mt_copy);
     /* a manifest whose own mediaType says "index" is an index */
-    yajl_val mv = an_img_json_parse(doc, where, err);
+    yajl_val mv = NULL;
+    an_json_parse(doc, strlen(doc), where, &mv, err);
     if (!mv) return an_error_prefix(err, "%s", s->path);
-    const char *own_mt = an_img_json_str(mv, "mediaType");
-    if (is_index_type(own_mt) || (!own_mt && an_img_json_get(mv, "manifests", yajl_t_array))) {
+    const char *own_mt = an_json_member_str(mv, "mediaType");
+    if (is_index_type(own_mt) || (!own_mt && an_json_member_type(mv, "manifests", yajl_t_array))) {
       yajl_tree_free(mv);
       continue;
     }
@@ -184,8 +187,8 @@ int an_oci_layout_plan(const struct an_image_source *s, const char *want_digest,
     p->manifest_len = strlen(doc);
     p->manifest = an_steal(&doc);
     r = 0;
-    yajl_val cfg = an_img_json_get(mv, "config", yajl_t_object);
-    yajl_val layers = an_img_json_get(mv, "layers", yajl_t_array);
+    yajl_val cfg = an_json_member_type(mv, "config", yajl_t_object);
+    yajl_val layers = an_json_member_type(mv, "layers", yajl_t_array);
     char cdg[AN_DIGEST_SIZE];
     int64_t csize;
     if (!cfg || !layers)
@@ -202,7 +205,7 @@ int an_oci_layout_plan(const struct an_image_source *s, const char *want_digest,
     for (size_t i = 0; r == 0 && i < n; i++) {
       yajl_val l = layers->u.array.values[i];
       struct an_layer_desc *ld = &p->layers[p->n_layers];
-      const char *lmt = an_img_json_str(l, "mediaType");
+      const char *lmt = an_json_member_str(l, "mediaType");
       if (!an_layer_media_type_ok(lmt)) {
         r = an_error_set(err, ENOTSUP, "layer %zu: unsupported media type %s", i, lmt ? lmt : "(none)");
         break;

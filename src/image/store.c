@@ -53,7 +53,7 @@ static bool is_hex64(const char *s) {
 void an_image_info_free(struct an_image_info *info) {
   if (!info) return;
   free(info->digest);
-  an_img_strv_free(info->names);
+  an_strv_free(info->names);
   free(info->dir);
   free(info->rootfs);
   free(info->created);
@@ -85,12 +85,13 @@ int an_store_load_info(const char *store_root, int imagesfd, const char *hex,
   if (r < 0) return an_error_prefix(err, "image sha256:%.12s", hex);
   struct an_image_info *info = calloc(1, sizeof *info);
   if (!info) return an_error_set(err, ENOMEM, "image info");
-  yajl_val mv = an_img_json_parse(meta, "meta.json", err);
+  yajl_val mv = NULL;
+  an_json_parse(meta, strlen(meta), "meta.json", &mv, err);
   if (!mv) { an_image_info_free(info); return an_error_prefix(err, "image sha256:%.12s", hex); }
-  const char *imported = an_img_json_str(mv, "imported");
-  yajl_val size = an_img_json_get(mv, "size", yajl_t_number);
+  const char *imported = an_json_member_str(mv, "imported");
+  yajl_val size = an_json_member_type(mv, "size", yajl_t_number);
   info->size = size && YAJL_IS_INTEGER(size) ? (uint64_t) YAJL_GET_INTEGER(size) : 0;
-  info->source = kind_from_name(an_img_json_str(mv, "source"));
+  info->source = kind_from_name(an_json_member_str(mv, "source"));
   r = 0;
   cleanup_free char *abs_root = realpath(store_root, NULL);   /* documented as absolute */
   if (abs_root) store_root = abs_root;
@@ -243,7 +244,8 @@ int an_image_inspect(const char *store_root, const char *name, char **json, an_e
   if (asprintf(&mpath, "%s/manifest.json", info->dir) < 0) mpath = NULL;
   r = mpath ? an_read_file_at(AT_FDCWD, mpath, 0, 16u << 20, &manifest, NULL, err)
             : an_error_set(err, ENOMEM, "inspect");
-  yajl_val mv = r == 0 ? an_img_json_parse(manifest, "manifest.json", err) : NULL;
+  yajl_val mv = NULL;
+  if (r == 0) an_json_parse(manifest, strlen(manifest), "manifest.json", &mv, err);
   if (!mv) { an_image_info_free(info); return r < 0 ? r : -EINVAL; }
   yajl_gen g = yajl_gen_alloc(NULL);
   if (!g) { yajl_tree_free(mv); an_image_info_free(info); return an_error_set(err, ENOMEM, "inspect"); }
@@ -268,9 +270,9 @@ int an_image_inspect(const char *store_root, const char *name, char **json, an_e
   yajl_gen_map_close(g);
   S(g, "Layers");
   yajl_gen_array_open(g);
-  yajl_val layers = an_img_json_get(mv, "layers", yajl_t_array);
+  yajl_val layers = an_json_member_type(mv, "layers", yajl_t_array);
   for (size_t i = 0; layers && i < layers->u.array.len; i++) {
-    const char *dg = an_img_json_str(layers->u.array.values[i], "digest");
+    const char *dg = an_json_member_str(layers->u.array.values[i], "digest");
     if (dg) S(g, dg);
   }
   yajl_gen_array_close(g);

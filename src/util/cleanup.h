@@ -18,9 +18,11 @@ static inline void an_cleanup_closep(int *fd) {
 static inline void an_cleanup_fclosep(FILE **f) { if (*f) fclose(*f); }
 static inline void an_cleanup_closedirp(DIR **d) { if (*d) closedir(*d); }
 static inline void an_cleanup_errorp(an_error_t *e) { an_error_free(e); }
-static inline void an_cleanup_strvp(char ***v) {
-  if (*v) { for (char **s = *v; *s; s++) free(*s); free(*v); }
+/* Free a NULL-terminated vector of malloc'd strings (NULL allowed). */
+static inline void an_strv_free(char **v) {
+  if (v) { for (char **s = v; *s; s++) free(*s); free(v); }
 }
+static inline void an_cleanup_strvp(char ***v) { an_strv_free(*v); }
 
 #define cleanup_free     __attribute__((cleanup(an_cleanup_freep)))
 #define cleanup_close    __attribute__((cleanup(an_cleanup_closep)))

@@ -192,6 +192,16 @@ yajl_val an_json_member(yajl_val v, const char *key) {
   return NULL;
 }
 
+yajl_val an_json_member_type(yajl_val v, const char *key, yajl_type type) {
+  yajl_val m = an_json_member(v, key);
+  return m && (type == yajl_t_any || m->type == type) ? m : NULL;
+}
+
+const char *an_json_member_str(yajl_val v, const char *key) {
+  yajl_val m = an_json_member_type(v, key, yajl_t_string);
+  return m ? m->u.string : NULL;
+}
+
 int an_json_want_object(yajl_val v, const char *path, an_error_t *err) {
   return YAJL_IS_OBJECT(v) ? 0 : an_json_error(err, path, "must be an object");
 }

@@ -1,7 +1,8 @@
 /* util/json_tree.h — bounded JSON parsing into a yajl tree, and typed
  * accessors whose errors name the JSON path (internal).
  *
- * Used by the runtime-spec parser and the seccomp profile loader.  Every
+ * Used by the runtime-spec parser, the seccomp profile loader and the image
+ * layer (OCI index/manifest/config, docker manifest.json, the store's files).  Every
  * accessor takes the JSON path of the value it reads ("process.rlimits[2].type")
  * and, on a wrong type or range, fills err with "<path>: <cause>" and returns
  * -EINVAL.  Such errors carry errno EINVAL but no ": EINVAL" suffix: the
@@ -53,6 +54,15 @@ const char *an_json_path_index(char *buf, const char *parent, size_t i);
 /* The member `key` of object v, or NULL when v is not an object, the key is
  * absent or its value is null. */
 yajl_val an_json_member(yajl_val v, const char *key);
+
+/* The member `key` of object v when it has JSON type `type` (yajl_t_any:
+ * any type), else NULL (also for a null value, an absent key or a v that is
+ * not an object). */
+yajl_val an_json_member_type(yajl_val v, const char *key, yajl_type type);
+
+/* The string member `key` of object v (borrowed from the tree), or NULL when
+ * it is absent or not a string. */
+const char *an_json_member_str(yajl_val v, const char *key);
 
 /* Type checks: 0 or -EINVAL "<path>: must be an object|an array". */
 int an_json_want_object(yajl_val v, const char *path, an_error_t *err);
