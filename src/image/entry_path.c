@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "image/image_internal.h"
+#include "util/quote.h"
 
 /* RFC 3629 well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
 static bool utf8_valid(const unsigned char *s) {
@@ -30,30 +31,8 @@ static bool utf8_valid(const unsigned char *s) {
   return true;
 }
 
-char *an_entry_name_quote(const char *name) {
-  if (!name) return strdup("(null)");
-  size_t n = strlen(name);
-  if (n > 512) n = 512;
-  char *out = malloc(n * 4 + 4);
-  if (!out) return NULL;
-  char *o = out;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char) name[i];
-    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
-      o += sprintf(o, "\\x%02x", c);
-    else
-      *o++ = (char) c;
-  }
-  if (strlen(name) > n) { memcpy(o, "...", 3); o += 3; }
-  *o = '\0';
-  return out;
-}
-
 static int refuse(an_error_t *err, int e, const char *name, const char *why) {
-  char *q = an_entry_name_quote(name);
-  int r = an_error_set(err, e, "entry \"%s\": %s", q ? q : "?", why);
-  free(q);
-  return r;
+  return an_error_set(err, e, "entry \"%s\": %s", AN_QUOTED(name), why);
 }
 
 int an_entry_path_normalize(const char *name, char **out, an_error_t *err) {

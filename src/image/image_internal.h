@@ -41,8 +41,6 @@ int an_digest_check(const char *digest, char *hex, an_error_t *err);
  * components or leading '/'.  *out is "" for the root itself.  Errors name
  * the entry: -EINVAL (empty, invalid UTF-8, "..", too long). */
 int an_entry_path_normalize(const char *name, char **out, an_error_t *err);
-/* Quote a raw name for messages (non-printable bytes as \xHH). Caller frees. */
-char *an_entry_name_quote(const char *name);
 
 /* ---- unpack.c: apply one tar stream onto a rootfs ---- */
 struct an_unpack_opts {

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "image/image_internal.h"
 #include "util/cleanup.h"
+#include "util/quote.h"
 
 #define IN_ROOT (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
 
@@ -54,19 +55,14 @@ static int refuse(an_error_t *err, int e, const char *path, const char *fmt, ...
   va_start(ap, fmt);
   vsnprintf(why, sizeof why, fmt, ap);
   va_end(ap);
-  char *q = an_entry_name_quote(path);
-  int r = an_error_set(err, e, "entry \"%s\": %s", q ? q : "?", why);
-  free(q);
-  return r;
+  return an_error_set(err, e, "entry \"%s\": %s", AN_QUOTED(path), why);
 }
 
 static void warn(const struct unpack *u, const char *path, const char *what) {
   if (!u->o->progress) return;
-  char msg[768];
-  char *q = an_entry_name_quote(path);
+  char msg[AN_QUOTE_NAME_SIZE + 256];
   snprintf(msg, sizeof msg, "%s: entry \"%s\": %s", u->o->label ? u->o->label : "layer",
-           q ? q : "?", what);
-  free(q);
+           AN_QUOTED(path), what);
   struct an_image_progress p = {.event = AN_IMAGE_EVENT_WARNING, .message = msg};
   u->o->progress(&p, u->o->userdata);
 }
@@ -245,22 +241,22 @@ static int apply_entry(struct unpack *u, struct archive *a, struct archive_entry
   if (hardlink) {
     cleanup_free char *tpath = NULL;
     int r = an_entry_path_normalize(hardlink, &tpath, err);
-    if (r < 0) return an_error_prefix(err, "entry \"%s\": hardlink target", path);
+    if (r < 0) return an_error_prefix(err, "entry \"%s\": hardlink target", AN_QUOTED(path));
     if (!*tpath) return refuse(err, EINVAL, path, "hardlink to the root refused");
     cleanup_close int tfd = an_openat2(u->rootfd, tpath, O_PATH | O_NOFOLLOW, 0, IN_ROOT);
     if (tfd < 0)
-      return refuse(err, -tfd, path, "hardlink target \"%s\" %s", tpath,
+      return refuse(err, -tfd, path, "hardlink target \"%s\" %s", AN_QUOTED(tpath),
                     tfd == -ENOENT ? "not found in the rootfs" : "cannot be opened");
     if (fstat(tfd, &st) < 0) return refuse(err, errno, path, "stat hardlink target");
     if (S_ISDIR(st.st_mode))
-      return refuse(err, EPERM, path, "hardlink target \"%s\" is a directory", tpath);
+      return refuse(err, EPERM, path, "hardlink target \"%s\" is a directory", AN_QUOTED(tpath));
     if (!strcmp(tpath, path)) return 0;
     if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && (r = clear_slot(u, pfd, base, path, err)) < 0)
       return r;
     if ((pfd = get_parent(u, path, plen, err)) < 0) return pfd;
     /* same inode, resolved inside the rootfs; never a copy of the bytes */
     if (linkat(tfd, "", pfd, base, AT_EMPTY_PATH) < 0)
-      return refuse(err, errno, path, "link to \"%s\"", tpath);
+      return refuse(err, errno, path, "link to \"%s\"", AN_QUOTED(tpath));
     return 0;
   }
 

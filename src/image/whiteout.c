@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include "image/image_internal.h"
 #include "util/cleanup.h"
+#include "util/quote.h"
 
 /* ---- a string hash set (open addressing, FNV-1a) ---- */
 struct an_path_set {
@@ -96,10 +97,7 @@ static bool keep_same_layer(const char *name, void *data) {
 }
 
 static int refuse(an_error_t *err, const char *path, const char *why) {
-  char *q = an_entry_name_quote(path);
-  int r = an_error_set(err, EINVAL, "entry \"%s\": %s", q ? q : "?", why);
-  free(q);
-  return r;
+  return an_error_set(err, EINVAL, "entry \"%s\": %s", AN_QUOTED(path), why);
 }
 
 int an_whiteout_apply(int rootfd, const char *path, const struct an_path_set *same_layer,
@@ -113,9 +111,9 @@ int an_whiteout_apply(int rootfd, const char *path, const struct an_path_set *sa
 
   if (!opaque && !strncmp(target, WH_PREFIX, 4)) {
     if (o->progress) {
-      char msg[512];
-      snprintf(msg, sizeof msg, "%s: entry \"%.300s\": unknown .wh..wh. entry skipped",
-               o->label ? o->label : "layer", path);
+      char msg[AN_QUOTE_NAME_SIZE + 128];
+      snprintf(msg, sizeof msg, "%s: entry \"%s\": unknown .wh..wh. entry skipped",
+               o->label ? o->label : "layer", AN_QUOTED(path));
       struct an_image_progress p = {.event = AN_IMAGE_EVENT_WARNING, .message = msg};
       o->progress(&p, o->userdata);
     }

@@ -14,6 +14,7 @@
 #include "agentnest/snapshot.h"
 #include "util/cleanup.h"
 #include "util/fdcopy.h"
+#include "util/quote.h"
 #include "util/safe_path.h"
 
 struct extract {
@@ -24,23 +25,6 @@ struct extract {
 };
 
 static void read_freep(struct archive **a) { if (*a) archive_read_free(*a); }
-
-/* An entry name fit for an error message: control bytes, DEL, quote and
- * backslash as \xNN, cut after 256 bytes (a hostile name must not inject
- * terminal escapes or fake lines into logs). */
-static void quote_name(const char *name, char out[256 * 4 + 4]) {
-  char *o = out;
-  size_t i = 0;
-  for (; name[i] && i < 256; i++) {
-    unsigned char c = (unsigned char) name[i];
-    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\')
-      o += sprintf(o, "\\x%02x", c);
-    else
-      *o++ = (char) c;
-  }
-  if (name[i]) o += sprintf(o, "...");
-  *o = '\0';
-}
 
 /* Owner for an extracted entry: the requested one, or the tar's numeric ids. */
 static void owner_of(const struct extract *x, struct archive_entry *e, uid_t *uid, gid_t *gid) {
@@ -124,8 +108,8 @@ static int make_hardlink(struct extract *x, const char *target, const char *qtar
 static int extract_entry(struct extract *x, struct archive_entry *e, an_error_t *err) {
   const char *rawname = archive_entry_pathname(e);
   if (!rawname || !*rawname) return an_error_set(err, EINVAL, "entry with an empty name");
-  char raw[256 * 4 + 4];
-  quote_name(rawname, raw);
+  char raw[AN_QUOTE_NAME_SIZE];
+  an_quote_name(rawname, raw);
   const char *name = rawname;
   while (name[0] == '.' && name[1] == '/') name += 2;
   if (!*name || !strcmp(name, ".")) return 0; /* the root itself */
@@ -176,8 +160,8 @@ static int extract_entry(struct extract *x, struct archive_entry *e, an_error_t 
       return an_error_set(err, errno, "entry \"%s\": replace", raw);
   }
   if (hardlink) {
-    char qtarget[256 * 4 + 4];
-    quote_name(hardlink, qtarget);
+    char qtarget[AN_QUOTE_NAME_SIZE];
+    an_quote_name(hardlink, qtarget);
     return make_hardlink(x, hardlink, qtarget, parent, last, raw, err);
   }
   switch (type) {

@@ -232,6 +232,23 @@ Test(image_unpack, bl_30_hardlink_to_missing_target_fails_cleanly) {
   assert_canary_untouched();
 }
 
+Test(image_unpack, hostile_names_in_warnings_and_link_targets_are_quoted) {
+  /* an unknown .wh..wh. entry is skipped with a warning, a hard link to a
+   * missing target fails: neither message may carry the raw escape bytes */
+  struct tb_entry w[] = {{'f', "a/.wh..wh.\x1b[31mFAKE\nline", "", 0}};
+  apply_ok(w, 1);
+  cr_assert(strstr(warnings, "entry \"a/.wh..wh.\\x1b[31mFAKE\\x0aline\": unknown .wh..wh. entry skipped"),
+            "warnings: %s", warnings);
+  cr_assert(!strchr(warnings, '\x1b'), "raw ESC in warnings: %s", warnings);
+  struct tb_entry h[] = {{'h', "z", "gone\x1b[2J", 0}};
+  an_error_t err = NULL;
+  cr_assert_lt(apply(h, 1, &err), 0);
+  cr_assert(strstr(err->msg, "hardlink target \"gone\\x1b[2J\" not found"), "%s", err->msg);
+  cr_assert(!strchr(err->msg, '\x1b'), "raw ESC in error: %s", err->msg);
+  an_error_free(&err);
+  assert_canary_untouched();
+}
+
 Test(image_unpack, bl_30_hardlink_to_directory_fails_cleanly) {
   struct tb_entry e[] = {{'d', "etc", NULL, 0}, {'h', "w", "etc", 0}};
   apply_fails(e, 2, "w", "is a directory");
