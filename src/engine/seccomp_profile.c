@@ -154,13 +154,11 @@ static int parse_arch_map(yajl_val v, const char *path, const struct profile_tar
     yajl_val e = v->u.array.values[i];
     an_json_path_index(item, path, i);
     if ((r = an_json_want_object(e, item, err)) < 0) return r;
-    yajl_val a = an_json_member(e, "architecture");
-    an_json_path_key(sub, item, "architecture");
-    if (!a) return an_json_error(err, sub, "is required");
-    if (!YAJL_IS_STRING(a)) return an_json_error(err, sub, "must be a string");
+    const char *name;
+    if ((r = an_spec_req_string(e, item, "architecture", sub, &name, err)) < 0) return r;
     uint32_t arch;
-    if (an_seccomp_arch_from_name(a->u.string, &arch) < 0)
-      return an_json_error(err, sub, "unknown architecture \"%s\"", a->u.string);
+    if (an_seccomp_arch_from_name(name, &arch) < 0)
+      return an_json_error(err, sub, "unknown architecture \"%s\"", name);
     uint32_t *subs = NULL;
     size_t n_subs = 0;
     yajl_val x = an_json_member(e, "subArchitectures");

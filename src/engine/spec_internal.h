@@ -40,6 +40,17 @@ int an_spec_parse_seccomp_rule(yajl_val v, const char *path, struct an_spec_secc
 int an_spec_parse_seccomp_arches(yajl_val v, const char *path, uint32_t **out, size_t *n,
                                  an_error_t *err);
 
+/* Required members of object `obj` at `path`: -EINVAL "<path>.<key>: is
+ * required" when absent.  `sub` (AN_JSON_PATH_MAX) receives the member's
+ * path for the caller's own messages.  _string: must be a string, *out
+ * points into the tree.  _u64: an integer 0..max. */
+int an_spec_req_member(yajl_val obj, const char *path, const char *key, char *sub, yajl_val *out,
+                       an_error_t *err);
+int an_spec_req_string(yajl_val obj, const char *path, const char *key, char *sub,
+                       const char **out, an_error_t *err);
+int an_spec_req_u64(yajl_val obj, const char *path, const char *key, uint64_t max, uint64_t *out,
+                    an_error_t *err);
+
 /* Helpers: an absolute path string ("must be an absolute path"); a string
  * array whose entries are all absolute paths. */
 int an_spec_get_abs_path(yajl_val v, const char *path, char **out, an_error_t *err);

@@ -78,26 +78,18 @@ static int parse_args(yajl_val v, const char *path, struct an_spec_seccomp_sysca
     an_json_path_index(item, path, i);
     if ((r = an_json_want_object(a, item, err)) < 0) return r;
     uint64_t n;
-    yajl_val x = an_json_member(a, "index");
-    an_json_path_key(sub, item, "index");
-    if (!x) return an_json_error(err, sub, "is required");
-    if ((r = an_json_get_u64(x, sub, 5, &n, err)) < 0) return r;   /* six syscall arguments */
+    if ((r = an_spec_req_u64(a, item, "index", 5, &n, err)) < 0) return r;   /* six arguments */
     arg->index = (unsigned) n;
-    if (!(x = an_json_member(a, "value")))
-      return an_json_error(err, an_json_path_key(sub, item, "value"), "is required");
-    if ((r = an_json_get_u64(x, an_json_path_key(sub, item, "value"), UINT64_MAX, &arg->value,
-                             err)) < 0)
-      return r;
+    if ((r = an_spec_req_u64(a, item, "value", UINT64_MAX, &arg->value, err)) < 0) return r;
+    yajl_val x;
     if ((x = an_json_member(a, "valueTwo")) &&
         (r = an_json_get_u64(x, an_json_path_key(sub, item, "valueTwo"), UINT64_MAX,
                              &arg->value_two, err)) < 0)
       return r;
-    x = an_json_member(a, "op");
-    an_json_path_key(sub, item, "op");
-    if (!x) return an_json_error(err, sub, "is required");
-    if (!YAJL_IS_STRING(x)) return an_json_error(err, sub, "must be a string");
-    if (an_seccomp_op_from_name(x->u.string, &arg->op) < 0)
-      return an_json_error(err, sub, "unknown operator \"%s\"", x->u.string);
+    const char *op;
+    if ((r = an_spec_req_string(a, item, "op", sub, &op, err)) < 0) return r;
+    if (an_seccomp_op_from_name(op, &arg->op) < 0)
+      return an_json_error(err, sub, "unknown operator \"%s\"", op);
   }
   return 0;
 }
