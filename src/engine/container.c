@@ -322,7 +322,7 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
     goto fail;
   if (mode == LAUNCH_CREATE && (r = make_start_socket(l, err)) < 0) goto fail;
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
-    r = an_error_set(err, errno, "socketpair");
+    r = an_error_set(err, errno, "sync socketpair for container %s", o->id);
     goto fail;
   }
   l->sync_fd = sp[0];

@@ -90,7 +90,7 @@ static int exec_start(struct exec_ctx *x, const char *state_root, const char *id
 
   int sp[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
-    return an_error_set(err, errno, "socketpair");
+    return an_error_set(err, errno, "sync socketpair for exec in container %s", id);
   x->sync_fd = sp[0];
   struct an_init_config cfg = {
     .spec = x->spec, .process = proc, .rootfs = x->st->rootfs, .parent_pid = getpid(),

@@ -92,7 +92,7 @@ int an_process_wait(int pidfd, an_error_t *err) {
   siginfo_t info;
   memset(&info, 0, sizeof info);
   while (waitid(P_PIDFD, pidfd, &info, WEXITED) < 0) {
-    if (errno != EINTR) return an_error_set(err, errno, "waitid");
+    if (errno != EINTR) return an_error_set(err, errno, "wait for process (waitid on pidfd %d)", pidfd);
   }
   if (info.si_code == CLD_EXITED) return info.si_status & 0xff;
   return 128 + info.si_status;
@@ -100,6 +100,6 @@ int an_process_wait(int pidfd, an_error_t *err) {
 
 int an_process_signal(int pidfd, int sig, an_error_t *err) {
   if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0)
-    return an_error_set(err, errno, "send signal %d", sig);
+    return an_error_set(err, errno, "send signal %d (pidfd_send_signal on pidfd %d)", sig, pidfd);
   return 0;
 }

@@ -202,7 +202,7 @@ static int parse_profile(yajl_val doc, const struct profile_target *t, struct an
 
 static int running_kernel(struct kernel_version *kv, an_error_t *err) {
   struct utsname u;
-  if (uname(&u) < 0) return an_error_set(err, errno, "uname");
+  if (uname(&u) < 0) return an_error_set(err, errno, "uname: the running kernel's version");
   if (sscanf(u.release, "%u.%u", &kv->major, &kv->minor) != 2)
     return an_error_set(err, EINVAL, "kernel release \"%s\" is not major.minor", u.release);
   return 0;
