@@ -91,6 +91,13 @@ int an_cgroup_open(const char *path, struct an_cgroup **out, an_error_t *err);
 int an_cgroup_create_child(struct an_cgroup *parent, const char *name,
                            struct an_cgroup **out, an_error_t *err);
 
+/* Open the existing child cgroup `name` (one path component) of `parent`,
+ * as an_cgroup_open does, but with the parent's view of the mounted
+ * hierarchies (no second read of /proc/self/mountinfo).  *out is owned by
+ * the caller.  Errors: -EINVAL bad name, -ENOENT it does not exist. */
+int an_cgroup_open_child(const struct an_cgroup *parent, const char *name, struct an_cgroup **out,
+                         an_error_t *err);
+
 /* Apply (or re-apply, for `update`) resource limits to a live cgroup.
  * Unset fields are left as they are.  The device policy is replaced only
  * when res lists devices (on v1 that fails with EINVAL once the cgroup has

@@ -144,23 +144,27 @@ int an_caps_apply(const struct an_spec_capabilities *caps, an_error_t *err) {
     if ((r = set_proc(prm, prm, inh, last, err)) < 0) return an_error_prefix(err, "raise effective");
   }
 
-  /* Bounding set: drop everything not listed (prctl(2) PR_CAPBSET_DROP). */
+  /* Bounding set: drop everything not listed (prctl(2) PR_CAPBSET_DROP).
+   * Dropping a capability that is already gone succeeds, so the set is not
+   * read first (one prctl per capability on this hot path, not two); only
+   * when a drop fails is it asked whether the capability was there at all. */
   for (cap_value_t v = 0; v <= last; v++) {
     if ((m.bounding >> v) & 1) continue;
-    int in = cap_get_bound(v);
-    if (in <= 0) continue;   /* already gone */
-    if (cap_drop_bound(v) < 0) {
-      char label[64];
-      int e = errno;
-      cap_label(v, label, sizeof label);
-      return an_error_set(err, e, "drop %s from the bounding set", label);
-    }
+    if (cap_drop_bound(v) == 0) continue;
+    int e = errno;
+    if (cap_get_bound(v) == 0) continue;   /* already gone (no CAP_SETPCAP to drop it again) */
+    char label[64];
+    cap_label(v, label, sizeof label);
+    return an_error_set(err, e, "drop %s from the bounding set", label);
   }
 
   if ((r = set_proc(m.effective, m.permitted, m.inheritable, last, err)) < 0) return r;
 
-  /* Ambient: clear, then raise each (each must be in permitted and inheritable). */
-  if (cap_reset_ambient() < 0 && errno != EINVAL)
+  /* Ambient: clear, then raise each (each must be in permitted and
+   * inheritable).  One PR_CAP_AMBIENT_CLEAR_ALL: libcap's cap_reset_ambient()
+   * first asks PR_CAP_AMBIENT_IS_SET of every capability.  EINVAL: a kernel
+   * without ambient capabilities (before 4.3), nothing to clear. */
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
     return an_error_set(err, errno, "clear the ambient capability set");
   for (cap_value_t v = 0; v <= last; v++) {
     if (!((m.ambient >> v) & 1)) continue;

@@ -97,13 +97,16 @@ static void cg_freep(struct an_cgroup **cg) { cg_free(*cg); }
 
 /* A handle for normalized `path` (owned: taken over) with directories in
  * every hierarchy of the host's layout. */
-static int cg_new(char *path, size_t depth, struct an_cgroup **out, an_error_t *err) {
+/* A handle for `path` (taken); the layout is `from`'s (a handle of the
+ * same process) or, when NULL, read from /proc/self/mountinfo. */
+static int cg_new(char *path, size_t depth, const struct an_cg_layout *from,
+                  struct an_cgroup **out, an_error_t *err) {
   struct an_cgroup *cg = calloc(1, sizeof *cg);
   if (!cg) { free(path); return an_error_set(err, ENOMEM, "cgroup handle"); }
   cg->path = path;
   cg->base_depth = depth;
   cg->unified_fd = -1;
-  int r = an_cg_layout_read(&cg->l, err);
+  int r = from ? an_cg_layout_copy(&cg->l, from, err) : an_cg_layout_read(&cg->l, err);
   if (r < 0) { cg->l.n = 0; cg_free(cg); return r; }
   for (size_t i = 0; i < cg->l.n; i++)
     if (asprintf(&cg->dir[i], "%s/%s", cg->l.h[i].mount, path) < 0) {
@@ -331,7 +334,7 @@ int an_cgroup_create(const char *path, const struct an_spec_resources *res,
   int r = normalize_path(path, &norm, &depth, err);
   if (r < 0) return r;
   cleanup_cgroup struct an_cgroup *cg = NULL;
-  if ((r = cg_new(norm, depth, &cg, err)) < 0) return r;
+  if ((r = cg_new(norm, depth, NULL, &cg, err)) < 0) return r;
   if ((r = an_cg_validate_resources(res, err)) < 0) return r;
   uint32_t want = an_cg_wanted_ctrls(res, true);
   if ((r = check_available(&cg->l, want, res, err)) < 0) return r;
@@ -371,7 +374,7 @@ int an_cgroup_open(const char *path, struct an_cgroup **out, an_error_t *err) {
   int r = normalize_path(path, &norm, &depth, err);
   if (r < 0) return r;
   cleanup_cgroup struct an_cgroup *cg = NULL;
-  if ((r = cg_new(norm, depth, &cg, err)) < 0) return r;
+  if ((r = cg_new(norm, depth, NULL, &cg, err)) < 0) return r;
   struct stat st;
   if (stat(cg->dir[cg->tracking], &st) < 0) return an_error_set(err, errno, "open cgroup %s", cg->dir[cg->tracking]);
   if ((r = open_unified_fd(cg, err)) < 0) return r;
@@ -379,8 +382,9 @@ int an_cgroup_open(const char *path, struct an_cgroup **out, an_error_t *err) {
   return 0;
 }
 
-int an_cgroup_create_child(struct an_cgroup *parent, const char *name,
-                           struct an_cgroup **out, an_error_t *err) {
+/* A handle for `parent`/`name`, with the parent's layout. */
+static int child_new(const struct an_cgroup *parent, const char *name, struct an_cgroup **out,
+                     an_error_t *err) {
   if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
     return an_error_set(err, EINVAL, "child cgroup name \"%s\" is not one path component",
                         name ? name : "");
@@ -391,8 +395,27 @@ int an_cgroup_create_child(struct an_cgroup *parent, const char *name,
   int r = normalize_path(p, &norm, &depth, err);
   free(p);
   if (r < 0) return r;
+  return cg_new(norm, parent->base_depth, &parent->l, out, err);
+}
+
+int an_cgroup_open_child(const struct an_cgroup *parent, const char *name, struct an_cgroup **out,
+                         an_error_t *err) {
   cleanup_cgroup struct an_cgroup *cg = NULL;
-  if ((r = cg_new(norm, parent->base_depth, &cg, err)) < 0) return r;
+  int r = child_new(parent, name, &cg, err);
+  if (r < 0) return r;
+  struct stat st;
+  if (stat(cg->dir[cg->tracking], &st) < 0)
+    return an_error_set(err, errno, "open cgroup %s", cg->dir[cg->tracking]);
+  if ((r = open_unified_fd(cg, err)) < 0) return r;
+  *out = an_steal(&cg);
+  return 0;
+}
+
+int an_cgroup_create_child(struct an_cgroup *parent, const char *name,
+                           struct an_cgroup **out, an_error_t *err) {
+  cleanup_cgroup struct an_cgroup *cg = NULL;
+  int r = child_new(parent, name, &cg, err);
+  if (r < 0) return r;
   size_t made = 0;
   for (; made < cg->l.n; made++) {
     if (mkdir(cg->dir[made], 0755) < 0) { r = an_error_set(err, errno, "create cgroup %s", cg->dir[made]); break; }

@@ -48,6 +48,9 @@ struct an_cg_layout {
  * hierarchy mounted twice is used once. Errors: -ENOENT none mounted. */
 int an_cg_layout_read(struct an_cg_layout *l, an_error_t *err);
 void an_cg_layout_clear(struct an_cg_layout *l);
+/* A deep copy of `src` (a layout already read), so that handles made from
+ * another one do not read mountinfo again.  Errors: -ENOMEM. */
+int an_cg_layout_copy(struct an_cg_layout *dst, const struct an_cg_layout *src, an_error_t *err);
 /* Index of the hierarchy enforcing `c` (a v1 one first, else the cgroup2
  * one if its root lists it), or -1. */
 int an_cg_layout_find(const struct an_cg_layout *l, enum an_cg_ctrl c);

@@ -131,6 +131,17 @@ int an_cg_layout_read(struct an_cg_layout *l, an_error_t *err) {
   return 0;
 }
 
+int an_cg_layout_copy(struct an_cg_layout *dst, const struct an_cg_layout *src, an_error_t *err) {
+  *dst = *src;
+  for (size_t i = 0; i < src->n; i++)
+    if (!(dst->h[i].mount = strdup(src->h[i].mount))) {
+      dst->n = i;
+      an_cg_layout_clear(dst);
+      return an_error_set(err, ENOMEM, "cgroup layout");
+    }
+  return 0;
+}
+
 void an_cg_layout_clear(struct an_cg_layout *l) {
   for (size_t i = 0; i < l->n; i++) free(l->h[i].mount);
   l->n = 0;

@@ -316,9 +316,13 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
     if ((r = an_state_write_file(l->dirfd, AN_STATE_CONFIG, config, strlen(config), err)) < 0)
       goto fail;
   }
+  /* exec installs the same filter: keep it, so exec neither hashes the
+   * profile nor looks it up in the cache again. */
+  if (l->seccomp && (r = an_seccomp_program_save(l->dirfd, AN_STATE_SECCOMP, l->seccomp, err)) < 0)
+    goto fail;
   if (mode == LAUNCH_CREATE && (r = make_start_socket(l, err)) < 0) goto fail;
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
-    r = an_error_set(err, errno, "socketpair");
+    r = an_error_set(err, errno, "sync socketpair for container %s", o->id);
     goto fail;
   }
   l->sync_fd = sp[0];

@@ -64,9 +64,16 @@ static int exec_start(struct exec_ctx *x, const char *state_root, const char *id
   snprintf(path, sizeof path, "/proc/self/fd/%d/%s", x->dirfd, AN_STATE_CONFIG);
   if ((r = an_spec_load_file(path, &x->spec, err)) < 0) return r;
   if (x->spec->linux.seccomp) {
-    char cache[PATH_MAX];
-    snprintf(cache, sizeof cache, "%s/.seccomp-cache", an_state_root_or_default(state_root));
-    if ((r = an_seccomp_prepare(x->spec->linux.seccomp, cache, &x->seccomp, err)) < 0) return r;
+    /* The filter create compiled and kept; compiled again (through the
+     * cache) only for a container whose state has none. */
+    an_error_t e = NULL;
+    r = an_seccomp_program_load(x->dirfd, AN_STATE_SECCOMP, x->spec->linux.seccomp, &x->seccomp, &e);
+    an_error_free(&e);
+    if (r < 0) {
+      char cache[PATH_MAX];
+      snprintf(cache, sizeof cache, "%s/.seccomp-cache", an_state_root_or_default(state_root));
+      if ((r = an_seccomp_prepare(x->spec->linux.seccomp, cache, &x->seccomp, err)) < 0) return r;
+    }
   }
   if (x->st->cgroup_path && (r = an_cgroup_open(x->st->cgroup_path, &x->cg, err)) < 0) return r;
 
@@ -83,7 +90,7 @@ static int exec_start(struct exec_ctx *x, const char *state_root, const char *id
 
   int sp[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
-    return an_error_set(err, errno, "socketpair");
+    return an_error_set(err, errno, "sync socketpair for exec in container %s", id);
   x->sync_fd = sp[0];
   struct an_init_config cfg = {
     .spec = x->spec, .process = proc, .rootfs = x->st->rootfs, .parent_pid = getpid(),

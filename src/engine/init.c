@@ -171,7 +171,7 @@ static int seal_fds(const struct an_init_config *c, int *report_fd, an_error_t *
   for (int fd = 3; fd < first; fd++)
     if (fcntl(fd, F_SETFD, 0) < 0) return an_error_set(err, errno, "preserve fd %d", fd);
   if (syscall(SYS_close_range, first, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-    return an_error_set(err, errno, "close_range");
+    return an_error_set(err, errno, "mark fds from %d close-on-exec (close_range)", first);
   return 0;
 }
 
@@ -213,7 +213,7 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   if (r < 0) return r;
   if (c->ns->unshare_cgroupns && !c->exec_only && unshare(CLONE_NEWCGROUP) < 0)
     return an_error_set(err, errno, "unshare cgroup namespace");
-  if (setsid() < 0) return an_error_set(err, errno, "setsid");
+  if (setsid() < 0) return an_error_set(err, errno, "start a new session (setsid)");
   for (int i = 0; i < 3; i++)
     if (c->stdio[i] >= 0 && c->stdio[i] != i && dup2(c->stdio[i], i) < 0)
       return an_error_set(err, errno, "dup2 stdio fd %d", i);
@@ -268,7 +268,8 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   if (got == AN_SYNC_DETACH) {
     if (c->start_fd < 0) return an_error_set(err, EPROTO, "detach without a start socket");
     /* create: the runtime is about to exit; we are on our own now */
-    if (prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) < 0) return an_error_set(err, errno, "prctl");
+    if (prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) < 0)
+      return an_error_set(err, errno, "clear the parent-death signal (prctl PR_SET_PDEATHSIG)");
     close(c->sync_fd);
     *report_fd = -1;
     int conn = -1;

@@ -32,25 +32,15 @@ int an_container_load(const char *state_root, const char *id, int *dirfd_out,
   int pidfd = -1;
   if (st->status != AN_STATUS_STOPPED && st->pid > 0) {
     an_error_t e = NULL;
-    if (an_process_pidfd_checked(st->pid, st->start_time, &pidfd, &e) < 0) {
+    char proc_state = 0;
+    if (an_process_pidfd_checked_state(st->pid, st->start_time, &pidfd, &proc_state, &e) < 0) {
       st->status = AN_STATUS_STOPPED;
       st->pid = 0;
-    } else {
+    } else if (proc_state == 'Z' || proc_state == 'X') {
       /* A zombie init (reparented, not yet reaped) is stopped too. */
-      char path[64], buf[512];
-      snprintf(path, sizeof path, "/proc/%d/stat", st->pid);
-      FILE *f = fopen(path, "re");
-      if (f) {
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        char *p = strrchr(buf, ')');
-        if (p && (p[2] == 'Z' || p[2] == 'X')) {
-          st->status = AN_STATUS_STOPPED;
-          close(pidfd);
-          pidfd = -1;
-        }
-      }
+      st->status = AN_STATUS_STOPPED;
+      close(pidfd);
+      pidfd = -1;
     }
     an_error_free(&e);
   } else {

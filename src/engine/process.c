@@ -34,7 +34,7 @@ pid_t an_process_clone(uint64_t flags, int cgroup_fd, int *pidfd, an_error_t *er
   return (pid_t) pid;
 }
 
-int an_process_start_time(pid_t pid, uint64_t *ticks, an_error_t *err) {
+int an_process_stat(pid_t pid, uint64_t *ticks, char *state, an_error_t *err) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%d/stat", pid);
   cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -42,9 +42,11 @@ int an_process_start_time(pid_t pid, uint64_t *ticks, an_error_t *err) {
   ssize_t n = read(fd, buf, sizeof buf - 1);
   if (n < 0) return an_error_set(err, errno == ENOENT ? ESRCH : errno, "read %s", path);
   buf[n] = '\0';
-  /* comm may hold spaces and ')', so scan from the last ')'. Field 3 follows. */
+  /* comm may hold spaces and ')', so scan from the last ')'. Field 3 (the
+   * state) follows it. */
   char *p = strrchr(buf, ')');
-  if (!p) return an_error_set(err, EINVAL, "%s: unparsable", path);
+  if (!p || p[1] != ' ' || !p[2]) return an_error_set(err, EINVAL, "%s: unparsable", path);
+  if (state) *state = p[2];
   p++;
   /* skip fields 3..21 (19 fields) */
   for (int i = 0; i < 20 && p; i++) {
@@ -56,18 +58,23 @@ int an_process_start_time(pid_t pid, uint64_t *ticks, an_error_t *err) {
   errno = 0;
   unsigned long long v = strtoull(p, &end, 10);
   if (errno || end == p) return an_error_set(err, EINVAL, "%s: unparsable start time", path);
-  *ticks = v;
+  if (ticks) *ticks = v;
   return 0;
 }
 
-int an_process_pidfd_checked(pid_t pid, uint64_t start_time, int *pidfd, an_error_t *err) {
+int an_process_start_time(pid_t pid, uint64_t *ticks, an_error_t *err) {
+  return an_process_stat(pid, ticks, NULL, err);
+}
+
+int an_process_pidfd_checked_state(pid_t pid, uint64_t start_time, int *pidfd, char *state,
+                                   an_error_t *err) {
   if (pid <= 0) return an_error_set(err, ESRCH, "process %d", pid);
   int fd = (int) syscall(SYS_pidfd_open, pid, 0);
   if (fd < 0) return an_error_set(err, errno, "pidfd_open %d", pid);
-  if (start_time) {
+  if (start_time || state) {
     uint64_t t;
     an_error_t e = NULL;
-    if (an_process_start_time(pid, &t, &e) < 0 || t != start_time) {
+    if (an_process_stat(pid, &t, state, &e) < 0 || (start_time && t != start_time)) {
       an_error_free(&e);
       close(fd);
       return an_error_set(err, ESRCH, "process %d: gone (pid reused)", pid);
@@ -77,11 +84,15 @@ int an_process_pidfd_checked(pid_t pid, uint64_t start_time, int *pidfd, an_erro
   return 0;
 }
 
+int an_process_pidfd_checked(pid_t pid, uint64_t start_time, int *pidfd, an_error_t *err) {
+  return an_process_pidfd_checked_state(pid, start_time, pidfd, NULL, err);
+}
+
 int an_process_wait(int pidfd, an_error_t *err) {
   siginfo_t info;
   memset(&info, 0, sizeof info);
   while (waitid(P_PIDFD, pidfd, &info, WEXITED) < 0) {
-    if (errno != EINTR) return an_error_set(err, errno, "waitid");
+    if (errno != EINTR) return an_error_set(err, errno, "wait for process (waitid on pidfd %d)", pidfd);
   }
   if (info.si_code == CLD_EXITED) return info.si_status & 0xff;
   return 128 + info.si_status;
@@ -89,6 +100,6 @@ int an_process_wait(int pidfd, an_error_t *err) {
 
 int an_process_signal(int pidfd, int sig, an_error_t *err) {
   if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0)
-    return an_error_set(err, errno, "send signal %d", sig);
+    return an_error_set(err, errno, "send signal %d (pidfd_send_signal on pidfd %d)", sig, pidfd);
   return 0;
 }

@@ -20,10 +20,20 @@ pid_t an_process_clone(uint64_t flags, int cgroup_fd, int *pidfd, an_error_t *er
  * unparsable. */
 int an_process_start_time(pid_t pid, uint64_t *ticks, an_error_t *err);
 
+/* Start time (field 22, as above) and state letter (field 3: 'R', 'S', 'Z',
+ * ...; proc(5)) of `pid` from one read of /proc/PID/stat; either out pointer
+ * may be NULL.  Errors as an_process_start_time. */
+int an_process_stat(pid_t pid, uint64_t *ticks, char *state, an_error_t *err);
+
 /* A pidfd for `pid` that is known to be the same process as recorded: the
  * start time read after pidfd_open must equal `start_time` (0 = skip check).
  * Errors: -ESRCH gone or reused. */
 int an_process_pidfd_checked(pid_t pid, uint64_t start_time, int *pidfd, an_error_t *err);
+
+/* The same, also giving the process's state letter (an_process_stat) from
+ * the same read of /proc/PID/stat, when `state` is not NULL. */
+int an_process_pidfd_checked_state(pid_t pid, uint64_t start_time, int *pidfd, char *state,
+                                   an_error_t *err);
 
 /* Wait for the child behind `pidfd` to exit and return its status as a shell
  * would: the exit code, or 128+N when killed by signal N.  Errors: errno of

@@ -29,11 +29,11 @@ int an_rootfs_prepare(const char *rootfs, int root_mnt_fd, int *root_fd, an_erro
 int an_rootfs_pivot(int root_fd, bool no_pivot, an_error_t *err) {
   if (fchdir(root_fd) < 0) return an_error_set(err, errno, "chdir to rootfs");
   if (no_pivot) {
-    if (chroot(".") < 0) return an_error_set(err, errno, "chroot");
+    if (chroot(".") < 0) return an_error_set(err, errno, "chroot into rootfs");
   } else {
     /* pivot_root(".", ".") stacks the old root on top of the new one at "/";
      * detaching "." then leaves only the new root (pivot_root(2), NOTES). */
-    if (syscall(SYS_pivot_root, ".", ".") < 0) return an_error_set(err, errno, "pivot_root");
+    if (syscall(SYS_pivot_root, ".", ".") < 0) return an_error_set(err, errno, "pivot_root into rootfs");
     if (mount(NULL, ".", NULL, MS_SLAVE | MS_REC, NULL) < 0)
       return an_error_set(err, errno, "make old root rslave");
     if (umount2(".", MNT_DETACH) < 0) return an_error_set(err, errno, "detach old root");
@@ -85,7 +85,7 @@ static int readonly_path(int root_fd, const char *path, an_error_t *err) {
   r = an_mount_resolve(root_fd, path, false, false, &check, err);
   if (r < 0) return r;
   struct statvfs sv;
-  if (fstatvfs(check, &sv) < 0) return an_error_set(err, errno, "statvfs");
+  if (fstatvfs(check, &sv) < 0) return an_error_set(err, errno, "statvfs after remount");
   if (!(sv.f_flag & ST_RDONLY)) return an_error_set(err, EIO, "still writable after remount");
   return 0;
 }
@@ -95,7 +95,7 @@ static int masked_path(int root_fd, int null_fd, const char *path, an_error_t *e
   int r = open_protected(root_fd, path, &target, err);
   if (r < 0 || target < 0) return r;
   struct stat st;
-  if (fstat(target, &st) < 0) return an_error_set(err, errno, "stat");
+  if (fstat(target, &st) < 0) return an_error_set(err, errno, "stat before masking");
   bool dir = S_ISDIR(st.st_mode);
   cleanup_close int mnt = -1;
   if (dir) {
@@ -115,11 +115,11 @@ static int masked_path(int root_fd, int null_fd, const char *path, an_error_t *e
   if (r < 0) return r;
   if (dir) {
     struct statfs sf;
-    if (fstatfs(check, &sf) < 0) return an_error_set(err, errno, "statfs");
+    if (fstatfs(check, &sf) < 0) return an_error_set(err, errno, "statfs after masking");
     if (sf.f_type != TMPFS_MAGIC || !(sf.f_flags & ST_RDONLY))
       return an_error_set(err, EIO, "not masked after mount");
   } else {
-    if (fstat(check, &st) < 0) return an_error_set(err, errno, "stat");
+    if (fstat(check, &st) < 0) return an_error_set(err, errno, "stat after masking");
     if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3))
       return an_error_set(err, EIO, "not masked after mount");
   }

@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "engine/seccomp.h"
+#include "engine/state.h"
 #include "util/cleanup.h"
 
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
@@ -143,13 +144,13 @@ static int serialize(const struct an_spec_seccomp *s, char **buf, size_t *len, a
   return 0;
 }
 
-int an_seccomp_cache_name(const struct an_spec_seccomp *s, char **name, an_error_t *err) {
+/* The cache name of a profile that validate() accepted. */
+static int cache_name(const struct an_spec_seccomp *s, char **name, an_error_t *err) {
   cleanup_free char *text = NULL;
   size_t len = 0;
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned mdlen = 0;
   int r;
-  if ((r = validate(s, err)) < 0) return r;
   if ((r = serialize(s, &text, &len, err)) < 0) return r;
   if (!EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL))
     return an_error_set(err, ENOMEM, "sha256 of seccomp profile");
@@ -159,6 +160,11 @@ int an_seccomp_cache_name(const struct an_spec_seccomp *s, char **name, an_error
   strcpy(hex + 2 * mdlen, ".bpf");
   *name = hex;
   return 0;
+}
+
+int an_seccomp_cache_name(const struct an_spec_seccomp *s, char **name, an_error_t *err) {
+  int r = validate(s, err);
+  return r < 0 ? r : cache_name(s, name, err);
 }
 
 /* --- the cache ----------------------------------------------------------- */
@@ -187,16 +193,16 @@ static struct an_seccomp_program *program_new(size_t n) {
   return p;
 }
 
-/* Read `fd` (a memfd or cache file) as a program.  NULL if it is not one. */
-static struct an_seccomp_program *program_from_fd(int fd) {
-  struct stat st;
-  if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) ||
-      (size_t) st.st_size > AN_SECCOMP_MAX_INSNS * sizeof(struct sock_filter))
+/* Read `fd` (a memfd or cache file; `st` its fstat) as a program.  NULL if
+ * it is not one. */
+static struct an_seccomp_program *program_from_fd(int fd, const struct stat *st) {
+  if (st->st_size <= 0 || st->st_size % sizeof(struct sock_filter) ||
+      (size_t) st->st_size > AN_SECCOMP_MAX_INSNS * sizeof(struct sock_filter))
     return NULL;
-  size_t n = st.st_size / sizeof(struct sock_filter);
+  size_t n = st->st_size / sizeof(struct sock_filter);
   struct an_seccomp_program *p = program_new(n);
   if (!p) return NULL;
-  if (pread(fd, p->filter, st.st_size, 0) != st.st_size) { an_seccomp_program_free(p); return NULL; }
+  if (pread(fd, p->filter, st->st_size, 0) != st->st_size) { an_seccomp_program_free(p); return NULL; }
   return p;
 }
 
@@ -204,7 +210,7 @@ static struct an_seccomp_program *cache_read(int dirfd, const char *name) {
   cleanup_close int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !trusted(&st)) return NULL;
-  return program_from_fd(fd);
+  return program_from_fd(fd, &st);
 }
 
 /* Write atomically: a temp file in the same directory, then rename. */
@@ -288,7 +294,9 @@ static int compile(const struct an_spec_seccomp *s, struct an_seccomp_program **
   cleanup_close int mfd = memfd_create("agentnest-seccomp", MFD_CLOEXEC);
   if (mfd < 0) return an_error_set(err, errno, "memfd_create for seccomp export");
   if ((r = seccomp_export_bpf(ctx, mfd)) < 0) return an_error_set(err, -r, "seccomp_export_bpf");
-  struct an_seccomp_program *p = program_from_fd(mfd);
+  struct stat st;
+  if (fstat(mfd, &st) < 0) return an_error_set(err, errno, "fstat seccomp export memfd");
+  struct an_seccomp_program *p = program_from_fd(mfd, &st);
   if (!p) return an_error_set(err, E2BIG, "seccomp program: empty or longer than %d instructions",
                               AN_SECCOMP_MAX_INSNS);
   *out = p;
@@ -304,7 +312,7 @@ int an_seccomp_prepare(const struct an_spec_seccomp *s, const char *cache_dir,
   if ((r = validate(s, err)) < 0) return r;
   parse_flags(s->flags, &flags, NULL);
   if (cache_dir) {
-    if ((r = an_seccomp_cache_name(s, &name, err)) < 0) return r;
+    if ((r = cache_name(s, &name, err)) < 0) return r;
     dirfd = open_cache_dir(cache_dir);
     if (dirfd >= 0) {
       struct an_seccomp_program *p = cache_read(dirfd, name);
@@ -320,6 +328,27 @@ int an_seccomp_prepare(const struct an_spec_seccomp *s, const char *cache_dir,
   if ((r = compile(s, &p, err)) < 0) return r;
   p->flags = flags;
   if (dirfd >= 0) cache_write(dirfd, name, p);
+  *out = p;
+  return 0;
+}
+
+int an_seccomp_program_save(int dirfd, const char *name, const struct an_seccomp_program *p,
+                            an_error_t *err) {
+  return an_state_write_file(dirfd, name, (const char *) p->filter,
+                             p->prog.len * sizeof(struct sock_filter), err);
+}
+
+int an_seccomp_program_load(int dirfd, const char *name, const struct an_spec_seccomp *s,
+                            struct an_seccomp_program **out, an_error_t *err) {
+  unsigned flags;
+  int r = parse_flags(s->flags, &flags, err);
+  if (r < 0) return r;
+  struct an_seccomp_program *p = cache_read(dirfd, name);
+  if (!p)
+    return an_error_set(err, ENOENT, "seccomp program %s: missing, not ours or not a program",
+                        name);
+  p->flags = flags;
+  p->from_cache = 1;
   *out = p;
   return 0;
 }

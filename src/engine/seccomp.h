@@ -56,6 +56,22 @@ struct an_seccomp_program {
 int an_seccomp_prepare(const struct an_spec_seccomp *s, const char *cache_dir,
                        struct an_seccomp_program **out, an_error_t *err);
 
+/* Keep program `p` with a container's state: write it as `name` in the
+ * state directory `dirfd` (atomically, 0600), so that exec reads it back
+ * with an_seccomp_program_load() instead of hashing the profile and looking
+ * in the cache again.  Errors: errno of create/write/rename, naming the file. */
+int an_seccomp_program_save(int dirfd, const char *name, const struct an_seccomp_program *p,
+                            an_error_t *err);
+
+/* Read back a program saved with an_seccomp_program_save() for profile `s`
+ * (its flags are taken from s->flags).  The file is trusted as the cache is:
+ * a regular file of the effective uid, not group/other-writable, of a valid
+ * size.  *out owns a new program.  Errors: -ENOENT missing or not trusted
+ * (the caller compiles with an_seccomp_prepare() instead), -EINVAL /
+ * -EOPNOTSUPP a flag as prepare. */
+int an_seccomp_program_load(int dirfd, const char *name, const struct an_spec_seccomp *s,
+                            struct an_seccomp_program **out, an_error_t *err);
+
 /* Load the program into the calling thread (child side, no allocation unless
  * it fails).  The caller must have set no_new_privs or hold CAP_SYS_ADMIN
  * (seccomp(2)).  Errors: the errno of seccomp(2) (-EACCES without

@@ -1,8 +1,9 @@
 /* engine/seccomp_profile.c — Docker/podman seccomp profile JSON ->
  * struct an_spec_seccomp (see agentnest/seccomp_profile.h).
  *
- * Reuses the runtime-spec seccomp readers (actions, args, architectures)
- * so that both formats fold errnos and name errors the same way.  Here:
+ * Reuses the runtime-spec seccomp readers (top-level fields, a rule's
+ * names/action/errnoRet/args, architectures) so that both formats fold
+ * errnos and name errors the same way.  Here:
  * archMap selection, the legacy "name" field and includes/excludes
  * filtering, evaluated for x86_64 without capabilities on the running
  * kernel — as moby's profiles/seccomp setupSeccomp() does.
@@ -98,7 +99,7 @@ static int rule_applies(yajl_val v, const char *path, const struct profile_targe
 /* Fill sc from rule v (names or name, action, errnoRet, args). */
 static int parse_rule(yajl_val v, const char *path, struct an_spec_seccomp_syscall *sc,
                       an_error_t *err) {
-  char sub[AN_JSON_PATH_MAX], sub2[AN_JSON_PATH_MAX];
+  char sub[AN_JSON_PATH_MAX];
   yajl_val names = an_json_member(v, "names"), name = an_json_member(v, "name");
   int r;
   if (names && name)
@@ -109,26 +110,11 @@ static int parse_rule(yajl_val v, const char *path, struct an_spec_seccomp_sysca
     if (!name->u.string[0]) return an_json_error(err, sub, "must not be empty");
     if (!(sc->names = calloc(2, sizeof *sc->names)) || !(sc->names[0] = strdup(name->u.string)))
       return an_error_set(err, ENOMEM, "%s", path);
-  } else {
-    an_json_path_key(sub, path, "names");
-    if (!names) return an_json_error(err, sub, "is required");
-    if ((r = an_json_get_strv(names, sub, &sc->names, err)) < 0) return r;
-    if (!sc->names[0]) return an_json_error(err, sub, "must not be empty");
-    for (size_t i = 0; sc->names[i]; i++)
-      if (!sc->names[i][0])
-        return an_json_error(err, an_json_path_index(sub2, sub, i), "must not be empty");
+  } else if ((r = an_spec_parse_seccomp_names(names, an_json_path_key(sub, path, "names"),
+                                              &sc->names, err)) < 0) {
+    return r;
   }
-  if ((r = an_spec_parse_seccomp_action(an_json_member(v, "action"),
-                                        an_json_path_key(sub, path, "action"),
-                                        an_json_member(v, "errnoRet"),
-                                        an_json_path_key(sub2, path, "errnoRet"), &sc->action,
-                                        &sc->has_errno_ret, &sc->errno_ret, err)) < 0)
-    return r;
-  yajl_val args = an_json_member(v, "args");
-  if (args && (r = an_spec_parse_seccomp_args(args, an_json_path_key(sub, path, "args"), sc,
-                                              err)) < 0)
-    return r;
-  return 0;
+  return an_spec_parse_seccomp_rule(v, path, sc, err);
 }
 
 static int parse_syscalls(yajl_val v, const char *path, const struct profile_target *t,
@@ -168,13 +154,11 @@ static int parse_arch_map(yajl_val v, const char *path, const struct profile_tar
     yajl_val e = v->u.array.values[i];
     an_json_path_index(item, path, i);
     if ((r = an_json_want_object(e, item, err)) < 0) return r;
-    yajl_val a = an_json_member(e, "architecture");
-    an_json_path_key(sub, item, "architecture");
-    if (!a) return an_json_error(err, sub, "is required");
-    if (!YAJL_IS_STRING(a)) return an_json_error(err, sub, "must be a string");
+    const char *name;
+    if ((r = an_spec_req_string(e, item, "architecture", sub, &name, err)) < 0) return r;
     uint32_t arch;
-    if (an_seccomp_arch_from_name(a->u.string, &arch) < 0)
-      return an_json_error(err, sub, "unknown architecture \"%s\"", a->u.string);
+    if (an_seccomp_arch_from_name(name, &arch) < 0)
+      return an_json_error(err, sub, "unknown architecture \"%s\"", name);
     uint32_t *subs = NULL;
     size_t n_subs = 0;
     yajl_val x = an_json_member(e, "subArchitectures");
@@ -200,14 +184,9 @@ static int parse_arch_map(yajl_val v, const char *path, const struct profile_tar
 
 static int parse_profile(yajl_val doc, const struct profile_target *t, struct an_spec_seccomp *s,
                          an_error_t *err) {
-  char sub[AN_JSON_PATH_MAX];
   int r;
   if (!YAJL_IS_OBJECT(doc)) return an_json_error(err, "", "profile must be a JSON object");
-  if ((r = an_spec_parse_seccomp_action(an_json_member(doc, "defaultAction"), "defaultAction",
-                                        an_json_member(doc, "defaultErrnoRet"), "defaultErrnoRet",
-                                        &s->default_action, &s->has_default_errno_ret,
-                                        &s->default_errno_ret, err)) < 0)
-    return r;
+  if ((r = an_spec_parse_seccomp_top(doc, "", s, err)) < 0) return r;
   yajl_val arches = an_json_member(doc, "architectures"), arch_map = an_json_member(doc, "archMap");
   if (arches && arch_map)
     return an_json_error(err, "", "profile gives both \"architectures\" and \"archMap\"");
@@ -216,19 +195,6 @@ static int parse_profile(yajl_val doc, const struct profile_target *t, struct an
     return r;
   if (arch_map && (r = parse_arch_map(arch_map, "archMap", t, s, err)) < 0) return r;
   yajl_val x;
-  if ((x = an_json_member(doc, "flags"))) {
-    if ((r = an_json_get_strv(x, "flags", &s->flags, err)) < 0) return r;
-    for (size_t i = 0; s->flags[i]; i++)
-      if (!an_seccomp_flag_known(s->flags[i]))
-        return an_json_error(err, an_json_path_index(sub, "flags", i), "unknown flag \"%s\"",
-                             s->flags[i]);
-  }
-  if ((x = an_json_member(doc, "listenerPath")) &&
-      (r = an_spec_get_abs_path(x, "listenerPath", &s->listener_path, err)) < 0)
-    return r;
-  if ((x = an_json_member(doc, "listenerMetadata")) &&
-      (r = an_json_get_string(x, "listenerMetadata", &s->listener_metadata, err)) < 0)
-    return r;
   if ((x = an_json_member(doc, "syscalls")) && (r = parse_syscalls(x, "syscalls", t, s, err)) < 0)
     return r;
   return 0;
@@ -236,7 +202,7 @@ static int parse_profile(yajl_val doc, const struct profile_target *t, struct an
 
 static int running_kernel(struct kernel_version *kv, an_error_t *err) {
   struct utsname u;
-  if (uname(&u) < 0) return an_error_set(err, errno, "uname");
+  if (uname(&u) < 0) return an_error_set(err, errno, "uname: the running kernel's version");
   if (sscanf(u.release, "%u.%u", &kv->major, &kv->minor) != 2)
     return an_error_set(err, EINVAL, "kernel release \"%s\" is not major.minor", u.release);
   return 0;

@@ -25,16 +25,31 @@ int an_spec_parse_seccomp(yajl_val v, const char *path, struct an_spec_seccomp *
 int an_spec_parse_id_mappings(yajl_val v, const char *path, struct an_spec_id_mapping **out,
                               size_t *n, an_error_t *err);
 
-/* Seccomp building blocks, also used for the Docker profile format. */
-/* `action` (a SCMP_ACT_* name) and optional `errno_ret` (may be NULL) into
- * a folded libseccomp action; errnoRet defaults to EPERM as in runc. */
-int an_spec_parse_seccomp_action(yajl_val action, const char *action_path, yajl_val errno_ret,
-                                 const char *errno_path, uint32_t *out, bool *has_errno_ret,
-                                 unsigned *errno_out, an_error_t *err);
-int an_spec_parse_seccomp_args(yajl_val v, const char *path, struct an_spec_seccomp_syscall *sc,
+/* Seccomp building blocks, also used for the Docker profile format.
+ * _top: defaultAction/defaultErrnoRet (errnoRet defaults to EPERM as in
+ * runc), flags, listenerPath, listenerMetadata of object `v`.
+ * _names: a syscalls[] rule's non-empty array of non-empty names.
+ * _rule: a rule's action, errnoRet and args (not its names).
+ * _arches: an array of SCMP_ARCH_* names (*out may be left partly filled
+ * on error, for the caller to free). */
+int an_spec_parse_seccomp_top(yajl_val v, const char *path, struct an_spec_seccomp *s,
+                              an_error_t *err);
+int an_spec_parse_seccomp_names(yajl_val v, const char *path, char ***out, an_error_t *err);
+int an_spec_parse_seccomp_rule(yajl_val v, const char *path, struct an_spec_seccomp_syscall *sc,
                                an_error_t *err);
 int an_spec_parse_seccomp_arches(yajl_val v, const char *path, uint32_t **out, size_t *n,
                                  an_error_t *err);
+
+/* Required members of object `obj` at `path`: -EINVAL "<path>.<key>: is
+ * required" when absent.  `sub` (AN_JSON_PATH_MAX) receives the member's
+ * path for the caller's own messages.  _string: must be a string, *out
+ * points into the tree.  _u64: an integer 0..max. */
+int an_spec_req_member(yajl_val obj, const char *path, const char *key, char *sub, yajl_val *out,
+                       an_error_t *err);
+int an_spec_req_string(yajl_val obj, const char *path, const char *key, char *sub,
+                       const char **out, an_error_t *err);
+int an_spec_req_u64(yajl_val obj, const char *path, const char *key, uint64_t max, uint64_t *out,
+                    an_error_t *err);
 
 /* Helpers: an absolute path string ("must be an absolute path"); a string
  * array whose entries are all absolute paths. */

@@ -17,6 +17,31 @@ int an_spec_parse_process(yajl_val v, const char *path, struct an_spec_process *
 
 /* ---- shared helpers ------------------------------------------------------ */
 
+int an_spec_req_member(yajl_val obj, const char *path, const char *key, char *sub, yajl_val *out,
+                       an_error_t *err) {
+  an_json_path_key(sub, path, key);
+  if (!(*out = an_json_member(obj, key))) return an_json_error(err, sub, "is required");
+  return 0;
+}
+
+int an_spec_req_string(yajl_val obj, const char *path, const char *key, char *sub,
+                       const char **out, an_error_t *err) {
+  yajl_val x;
+  int r = an_spec_req_member(obj, path, key, sub, &x, err);
+  if (r < 0) return r;
+  if (!YAJL_IS_STRING(x)) return an_json_error(err, sub, "must be a string");
+  *out = x->u.string;
+  return 0;
+}
+
+int an_spec_req_u64(yajl_val obj, const char *path, const char *key, uint64_t max, uint64_t *out,
+                    an_error_t *err) {
+  char sub[AN_JSON_PATH_MAX];
+  yajl_val x;
+  int r = an_spec_req_member(obj, path, key, sub, &x, err);
+  return r < 0 ? r : an_json_get_u64(x, sub, max, out, err);
+}
+
 int an_spec_get_abs_path(yajl_val v, const char *path, char **out, an_error_t *err) {
   if (!YAJL_IS_STRING(v)) return an_json_error(err, path, "must be a string");
   if (v->u.string[0] != '/') return an_json_error(err, path, "must be an absolute path");

@@ -61,18 +61,16 @@ static int parse_namespaces(yajl_val v, const char *path, struct an_spec_linux *
     yajl_val ns = v->u.array.values[i];
     an_json_path_index(item, path, i);
     if ((r = an_json_want_object(ns, item, err)) < 0) return r;
-    yajl_val x = an_json_member(ns, "type");
-    an_json_path_key(sub, item, "type");
-    if (!x) return an_json_error(err, sub, "is required");
-    if (!YAJL_IS_STRING(x)) return an_json_error(err, sub, "must be a string");
+    const char *type;
+    if ((r = an_spec_req_string(ns, item, "type", sub, &type, err)) < 0) return r;
     int flag;
-    if (an_namespace_from_type(x->u.string, &flag) < 0)
-      return an_json_error(err, sub, "unknown namespace \"%s\"", x->u.string);
+    if (an_namespace_from_type(type, &flag) < 0)
+      return an_json_error(err, sub, "unknown namespace \"%s\"", type);
     /* config-linux.md: a type given twice is an error. */
-    if (l->ns_flags & flag)
-      return an_json_error(err, sub, "duplicate namespace \"%s\"", x->u.string);
+    if (l->ns_flags & flag) return an_json_error(err, sub, "duplicate namespace \"%s\"", type);
     l->namespaces[i].clone_flag = flag;
     l->ns_flags |= flag;
+    yajl_val x;
     if ((x = an_json_member(ns, "path")) &&
         (r = an_spec_get_abs_path(x, an_json_path_key(sub, item, "path"), &l->namespaces[i].path,
                                   err)) < 0)
@@ -86,16 +84,14 @@ static int parse_device(yajl_val v, const char *path, struct an_spec_device *d,
   char sub[AN_JSON_PATH_MAX];
   int r = an_json_want_object(v, path, err);
   if (r < 0) return r;
-  yajl_val x = an_json_member(v, "type");
-  an_json_path_key(sub, path, "type");
-  if (!x) return an_json_error(err, sub, "is required");
-  if (!YAJL_IS_STRING(x)) return an_json_error(err, sub, "must be a string");
-  if (strlen(x->u.string) != 1 || !strchr("cbup", x->u.string[0]))
-    return an_json_error(err, sub, "unknown device type \"%s\" (want c, b, u or p)", x->u.string);
-  d->type = x->u.string[0];
-  if (!(x = an_json_member(v, "path")))
-    return an_json_error(err, an_json_path_key(sub, path, "path"), "is required");
-  if ((r = an_spec_get_abs_path(x, an_json_path_key(sub, path, "path"), &d->path, err)) < 0)
+  const char *type;
+  if ((r = an_spec_req_string(v, path, "type", sub, &type, err)) < 0) return r;
+  if (strlen(type) != 1 || !strchr("cbup", type[0]))
+    return an_json_error(err, sub, "unknown device type \"%s\" (want c, b, u or p)", type);
+  d->type = type[0];
+  yajl_val x;
+  if ((r = an_spec_req_member(v, path, "path", sub, &x, err)) < 0 ||
+      (r = an_spec_get_abs_path(x, sub, &d->path, err)) < 0)
     return r;
   /* major/minor: required except for FIFOs (config-linux.md "Devices") */
   const struct { const char *key; int64_t *field; } nums[] = {

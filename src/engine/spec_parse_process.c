@@ -17,17 +17,11 @@ int an_spec_parse_process(yajl_val v, const char *path, struct an_spec_process *
 
 static int parse_console_size(yajl_val v, const char *path, struct an_spec_process *p,
                               an_error_t *err) {
-  char sub[AN_JSON_PATH_MAX];
   int r = an_json_want_object(v, path, err);
   if (r < 0) return r;
   uint64_t h, w;
-  yajl_val x = an_json_member(v, "height");
-  if (!x) return an_json_error(err, an_json_path_key(sub, path, "height"), "is required");
-  if ((r = an_json_get_u64(x, an_json_path_key(sub, path, "height"), UINT32_MAX, &h, err)) < 0)
-    return r;
-  if (!(x = an_json_member(v, "width")))
-    return an_json_error(err, an_json_path_key(sub, path, "width"), "is required");
-  if ((r = an_json_get_u64(x, an_json_path_key(sub, path, "width"), UINT32_MAX, &w, err)) < 0)
+  if ((r = an_spec_req_u64(v, path, "height", UINT32_MAX, &h, err)) < 0 ||
+      (r = an_spec_req_u64(v, path, "width", UINT32_MAX, &w, err)) < 0)
     return r;
   p->has_console_size = true;
   p->console_height = (unsigned) h;
@@ -40,16 +34,11 @@ static int parse_user(yajl_val v, const char *path, struct an_spec_user *u, an_e
   int r = an_json_want_object(v, path, err);
   if (r < 0) return r;
   uint64_t n;
-  yajl_val x = an_json_member(v, "uid");
-  if (!x) return an_json_error(err, an_json_path_key(sub, path, "uid"), "is required");
-  if ((r = an_json_get_u64(x, an_json_path_key(sub, path, "uid"), UINT32_MAX, &n, err)) < 0)
-    return r;
+  if ((r = an_spec_req_u64(v, path, "uid", UINT32_MAX, &n, err)) < 0) return r;
   u->uid = (uid_t) n;
-  if (!(x = an_json_member(v, "gid")))
-    return an_json_error(err, an_json_path_key(sub, path, "gid"), "is required");
-  if ((r = an_json_get_u64(x, an_json_path_key(sub, path, "gid"), UINT32_MAX, &n, err)) < 0)
-    return r;
+  if ((r = an_spec_req_u64(v, path, "gid", UINT32_MAX, &n, err)) < 0) return r;
   u->gid = (gid_t) n;
+  yajl_val x;
   if ((x = an_json_member(v, "umask"))) {
     if ((r = an_json_get_u64(x, an_json_path_key(sub, path, "umask"), 0777, &n, err)) < 0)
       return r;
@@ -114,19 +103,12 @@ static int parse_rlimit(yajl_val v, const char *path, struct an_spec_rlimit *rl,
   char sub[AN_JSON_PATH_MAX];
   int r = an_json_want_object(v, path, err);
   if (r < 0) return r;
-  yajl_val x = an_json_member(v, "type");
-  an_json_path_key(sub, path, "type");
-  if (!x) return an_json_error(err, sub, "is required");
-  if (!YAJL_IS_STRING(x)) return an_json_error(err, sub, "must be a string");
-  if (an_rlimit_from_name(x->u.string, &rl->type) < 0)
-    return an_json_error(err, sub, "unknown rlimit \"%s\"", x->u.string);
-  if (!(x = an_json_member(v, "hard")))
-    return an_json_error(err, an_json_path_key(sub, path, "hard"), "is required");
-  if ((r = an_json_get_u64(x, an_json_path_key(sub, path, "hard"), UINT64_MAX, &rl->hard, err)) < 0)
-    return r;
-  if (!(x = an_json_member(v, "soft")))
-    return an_json_error(err, an_json_path_key(sub, path, "soft"), "is required");
-  if ((r = an_json_get_u64(x, an_json_path_key(sub, path, "soft"), UINT64_MAX, &rl->soft, err)) < 0)
+  const char *type;
+  if ((r = an_spec_req_string(v, path, "type", sub, &type, err)) < 0) return r;
+  if (an_rlimit_from_name(type, &rl->type) < 0)
+    return an_json_error(err, sub, "unknown rlimit \"%s\"", type);
+  if ((r = an_spec_req_u64(v, path, "hard", UINT64_MAX, &rl->hard, err)) < 0 ||
+      (r = an_spec_req_u64(v, path, "soft", UINT64_MAX, &rl->soft, err)) < 0)
     return r;
   /* setrlimit(2) would fail with EINVAL later; say why now. */
   if (rl->soft > rl->hard)
@@ -177,21 +159,19 @@ int an_spec_parse_process(yajl_val v, const char *path, struct an_spec_process *
   if ((x = an_json_member(v, "consoleSize")) &&
       (r = parse_console_size(x, an_json_path_key(sub, path, "consoleSize"), p, err)) < 0)
     return r;
-  if (!(x = an_json_member(v, "user")))
-    return an_json_error(err, an_json_path_key(sub, path, "user"), "is required");
-  if ((r = parse_user(x, an_json_path_key(sub, path, "user"), &p->user, err)) < 0) return r;
-  if (!(x = an_json_member(v, "args")))
-    return an_json_error(err, an_json_path_key(sub, path, "args"), "is required");
-  if ((r = an_json_get_strv(x, an_json_path_key(sub, path, "args"), &p->args, err)) < 0) return r;
+  if ((r = an_spec_req_member(v, path, "user", sub, &x, err)) < 0 ||
+      (r = parse_user(x, sub, &p->user, err)) < 0 ||
+      (r = an_spec_req_member(v, path, "args", sub, &x, err)) < 0 ||
+      (r = an_json_get_strv(x, sub, &p->args, err)) < 0)
+    return r;
   if (!p->args[0]) return an_json_error(err, sub, "must not be empty");
   if ((x = an_json_member(v, "env"))) {
     an_json_path_key(sub, path, "env");
     if ((r = an_json_get_strv(x, sub, &p->env, err)) < 0 || (r = check_env(p->env, sub, err)) < 0)
       return r;
   }
-  if (!(x = an_json_member(v, "cwd")))
-    return an_json_error(err, an_json_path_key(sub, path, "cwd"), "is required");
-  if ((r = an_spec_get_abs_path(x, an_json_path_key(sub, path, "cwd"), &p->cwd, err)) < 0)
+  if ((r = an_spec_req_member(v, path, "cwd", sub, &x, err)) < 0 ||
+      (r = an_spec_get_abs_path(x, sub, &p->cwd, err)) < 0)
     return r;
   if ((x = an_json_member(v, "capabilities"))) {
     if (!(p->capabilities = calloc(1, sizeof *p->capabilities)))

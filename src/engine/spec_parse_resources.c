@@ -40,9 +40,9 @@ static int opt_u16(yajl_val obj, const char *path, const char *key, bool *has, u
 static int req_i64(yajl_val obj, const char *path, const char *key, int64_t min, int64_t max,
                    int64_t *out, an_error_t *err) {
   char sub[AN_JSON_PATH_MAX];
-  if (!an_json_member(obj, key))
-    return an_json_error(err, an_json_path_key(sub, path, key), "is required");
-  return opt_i64(obj, path, key, min, max, NULL, out, err);
+  yajl_val x;
+  int r = an_spec_req_member(obj, path, key, sub, &x, err);
+  return r < 0 ? r : opt_i64(obj, path, key, min, max, NULL, out, err);
 }
 
 static int parse_device_rule(yajl_val v, const char *path, struct an_spec_device_cgroup *d,
@@ -211,15 +211,11 @@ static int parse_hugepages(yajl_val v, const char *path, struct an_spec_resource
     yajl_val h = v->u.array.values[i];
     an_json_path_index(item, path, i);
     if ((r = an_json_want_object(h, item, err)) < 0) return r;
-    yajl_val x = an_json_member(h, "pageSize");
-    if (!x) return an_json_error(err, an_json_path_key(sub, item, "pageSize"), "is required");
-    if ((r = an_json_get_string(x, an_json_path_key(sub, item, "pageSize"),
-                                &res->hugepage_limits[i].page_size, err)) < 0)
-      return r;
-    if (!(x = an_json_member(h, "limit")))
-      return an_json_error(err, an_json_path_key(sub, item, "limit"), "is required");
-    if ((r = an_json_get_u64(x, an_json_path_key(sub, item, "limit"), UINT64_MAX,
-                             &res->hugepage_limits[i].limit, err)) < 0)
+    yajl_val x;
+    if ((r = an_spec_req_member(h, item, "pageSize", sub, &x, err)) < 0 ||
+        (r = an_json_get_string(x, sub, &res->hugepage_limits[i].page_size, err)) < 0 ||
+        (r = an_spec_req_u64(h, item, "limit", UINT64_MAX, &res->hugepage_limits[i].limit,
+                             err)) < 0)
       return r;
   }
   return 0;

@@ -16,6 +16,7 @@
 #define AN_STATE_FILE "state.json"
 #define AN_STATE_CONFIG "config.json"
 #define AN_STATE_START_SOCK "start.sock"
+#define AN_STATE_SECCOMP "seccomp.bpf"   /* the compiled linux.seccomp filter, written at create */
 
 /* Errors: -EINVAL the id is not [A-Za-z0-9][A-Za-z0-9_.+-]{0,127}. */
 int an_state_validate_id(const char *id, an_error_t *err);

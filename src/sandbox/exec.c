@@ -78,11 +78,10 @@ static int acquire_slot(struct an_sandbox *sb, an_error_t *err) {
       if (errno == EWOULDBLOCK || errno == EINTR) continue;
       return an_error_set(err, errno, "lock %s", path);
     }
-    char name[32], cgp[256];
+    char name[32];
     snprintf(name, sizeof name, "exec-%u", n);
-    snprintf(cgp, sizeof cgp, "%s/%s", sb->cgroup_path, name);
     an_error_t e = NULL;
-    int r = an_cgroup_open(cgp, &sb->exec_cg, &e);
+    int r = an_cgroup_open_child(sb->cg, name, &sb->exec_cg, &e);
     an_error_free(&e);
     if (r < 0) r = an_cgroup_create_child(sb->cg, name, &sb->exec_cg, err);
     if (r < 0) {

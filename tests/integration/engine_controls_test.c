@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "agentnest/container.h"
+#include <seccomp.h>
 #include "agentnest/seccomp_profile.h"
 #include "bundle.h"
 
@@ -270,5 +271,38 @@ Test(engine_controls, idmapped_bind_mount_shows_host_root_files_as_container_roo
   cr_assert_eq(an_test_run_capture(spec, &B, &out, &err), 0, "%s", err ? err->msg : "");
   cr_assert_str_eq(out, "0:0\n", "owner seen inside: %s", out);
   free(out);
+  an_spec_free(spec);
+}
+
+/* exec installs the filter that create compiled and kept in the state
+ * directory; a container whose state lacks it gets it compiled again. */
+Test(engine_controls, exec_installs_the_seccomp_filter_kept_at_create) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "sleep", "60", NULL);
+  struct an_spec_seccomp *sc = calloc(1, sizeof *sc);
+  sc->default_action = SCMP_ACT_ALLOW;
+  sc->syscalls = calloc(1, sizeof *sc->syscalls);
+  sc->n_syscalls = 1;
+  sc->syscalls[0].names = strv("mkdir", "mkdirat", NULL);
+  sc->syscalls[0].action = SCMP_ACT_ERRNO(EPERM);
+  spec->linux.seccomp = sc;
+  struct an_container_opts o = an_test_bundle_opts(&B);
+  o.detach = true;
+  an_error_t err = NULL;
+  cr_assert_eq(an_container_run(spec, &o, &err), 0, "%s", err ? err->msg : "");
+  char saved[600];
+  snprintf(saved, sizeof saved, "%s/%s/seccomp.bpf", B.state_root, B.id);
+  struct stat st;
+  cr_assert_eq(stat(saved, &st), 0, "%s missing after create", saved);
+  cr_assert_eq(st.st_mode & 0077, 0, "%s mode %o", saved, st.st_mode & 0777);
+  struct an_spec_process p = *spec->process;
+  char *args[] = {"sh", "-c", "mkdir /tmp/d 2>/dev/null && exit 0; "
+                  "grep -q '^Seccomp:.2' /proc/self/status && exit 7", NULL};
+  p.args = args;
+  int r = an_container_exec(B.state_root, B.id, &p, false, NULL, NULL, NULL, &err);
+  cr_assert_eq(r, 7, "exec with the kept filter: status %d: %s", r, err ? err->msg : "");
+  cr_assert_eq(unlink(saved), 0);
+  r = an_container_exec(B.state_root, B.id, &p, false, NULL, NULL, NULL, &err);
+  cr_assert_eq(r, 7, "exec with the filter compiled again: status %d: %s", r, err ? err->msg : "");
+  cr_assert_eq(an_container_delete(B.state_root, B.id, true, &err), 0, "%s", err ? err->msg : "");
   an_spec_free(spec);
 }

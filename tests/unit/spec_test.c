@@ -559,3 +559,19 @@ Test(spec_errors, load_file_names_the_file) {
   cr_assert_str_eq(err->msg, want);
   an_error_free(&err);
 }
+
+Test(spec_errors, required_members_name_their_path) {
+  expect_error(PROC(",\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"soft\":1}]"),
+               "process.rlimits[0].hard: is required");
+  expect_error(PROC(",\"rlimits\":[{\"type\":7,\"hard\":1,\"soft\":1}]"),
+               "process.rlimits[0].type: must be a string");
+  expect_error(PROC(",\"consoleSize\":{\"height\":1}"), "process.consoleSize.width: is required");
+  expect_error(LINUX("\"namespaces\":[{\"path\":\"/x\"}]"), "linux.namespaces[0].type: is required");
+  expect_error(LINUX("\"devices\":[{\"type\":\"c\",\"major\":1,\"minor\":3}]"),
+               "linux.devices[0].path: is required");
+  expect_error(LINUX("\"resources\":{\"hugepageLimits\":[{\"pageSize\":\"2MB\"}]}"),
+               "linux.resources.hugepageLimits[0].limit: is required");
+  expect_error(LINUX("\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":"
+                     "[\"read\"],\"action\":\"SCMP_ACT_ERRNO\",\"args\":[{\"index\":0,\"value\":1}]}]}"),
+               "linux.seccomp.syscalls[0].args[0].op: is required");
+}

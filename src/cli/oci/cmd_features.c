@@ -60,6 +60,14 @@ static void capabilities(yajl_gen g) {
   yajl_gen_array_close(g);
 }
 
+/* "name": {"enabled": on} */
+static void enabled(yajl_gen g, const char *name, bool on) {
+  oci_json_key(g, name);
+  yajl_gen_map_open(g);
+  oci_json_kv_bool(g, "enabled", on);
+  yajl_gen_map_close(g);
+}
+
 int oci_cmd_features(struct oci_ctx *ctx, int argc, char **argv) {
   const struct oci_command *cmd = oci_find_command(argv[0]);
   if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -78,13 +86,12 @@ int oci_cmd_features(struct oci_ctx *ctx, int argc, char **argv) {
   yajl_gen_map_open(g);
   oci_json_str_array(g, "namespaces", namespaces);
   capabilities(g);
+  static const char *const cgroup_off[] = {"systemd", "systemdUser", "rdma", NULL};
   oci_json_key(g, "cgroup");
   yajl_gen_map_open(g);
   oci_json_kv_bool(g, "v1", true);
   oci_json_kv_bool(g, "v2", true);
-  oci_json_kv_bool(g, "systemd", false);
-  oci_json_kv_bool(g, "systemdUser", false);
-  oci_json_kv_bool(g, "rdma", false);
+  for (const char *const *k = cgroup_off; *k; k++) oci_json_kv_bool(g, *k, false);
   yajl_gen_map_close(g);
   oci_json_key(g, "seccomp");
   yajl_gen_map_open(g);
@@ -95,24 +102,11 @@ int oci_cmd_features(struct oci_ctx *ctx, int argc, char **argv) {
   oci_json_str_array(g, "knownFlags", seccomp_flags);
   oci_json_str_array(g, "supportedFlags", seccomp_flags);
   yajl_gen_map_close(g);
-  oci_json_key(g, "apparmor");
-  yajl_gen_map_open(g);
-  oci_json_kv_bool(g, "enabled", false);
-  yajl_gen_map_close(g);
-  oci_json_key(g, "selinux");
-  yajl_gen_map_open(g);
-  oci_json_kv_bool(g, "enabled", false);
-  yajl_gen_map_close(g);
-  oci_json_key(g, "intelRdt");
-  yajl_gen_map_open(g);
-  oci_json_kv_bool(g, "enabled", false);
-  yajl_gen_map_close(g);
+  static const char *const lsm_off[] = {"apparmor", "selinux", "intelRdt", NULL};
+  for (const char *const *k = lsm_off; *k; k++) enabled(g, *k, false);
   oci_json_key(g, "mountExtensions");
   yajl_gen_map_open(g);
-  oci_json_key(g, "idmap");
-  yajl_gen_map_open(g);
-  oci_json_kv_bool(g, "enabled", true);
-  yajl_gen_map_close(g);
+  enabled(g, "idmap", true);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);   /* linux */
   oci_json_key(g, "annotations");
