@@ -184,10 +184,16 @@ int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
     an_error_free(&e);
   }
   if ((r = an_sb_record_write(path, &rec, err)) < 0) goto fail_rec;
-  if ((r = an_idrange_alloc(root, &rec.ids, err)) < 0) goto fail_rec;
+  {
+    /* the state directory owns the range: prune of any store leaves it
+     * alone while the directory exists */
+    char owner[PATH_MAX];
+    if (!realpath(path, owner)) { r = an_error_set(err, errno, "resolve %s", path); goto fail_rec; }
+    if ((r = an_idrange_alloc(NULL, owner, &rec.ids, err)) < 0) goto fail_rec;
+  }
   if ((r = an_sb_record_write(path, &rec, err)) < 0) {
     an_error_t e = NULL;
-    an_idrange_free(root, &rec.ids, &e);
+    an_idrange_free(NULL, &rec.ids, &e);
     an_error_free(&e);
     goto fail_rec;
   }

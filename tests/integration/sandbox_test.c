@@ -49,6 +49,9 @@ static void setup(void) {
   if (realpath(q, p)) setenv("AGENTNEST_PROFILES", p, 1);
   snprintf(g_root, sizeof g_root, "/tmp/an-sbtest-%d", (int) getppid());
   mkdir(g_root, 0711);
+  /* id ranges are machine-wide; this run keeps its own so that the
+   * prune test can check it left no reservation behind */
+  setenv("AGENTNEST_IDRANGE_ROOT", g_root, 1);
   char lock[PATH_MAX + 16];
   snprintf(lock, sizeof lock, "%s.lock", g_root);
   int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
