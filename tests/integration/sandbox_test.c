@@ -538,6 +538,13 @@ Test(sandbox, secrets_are_redacted_even_split_across_reads) {
   res = run(sb2, "echo \"$API_TOKEN\"", 0);
   cr_expect_str_eq(res.output.stdout_buf, "[REDACTED:API_TOKEN]\n");
   an_exec_result_release(&res);
+  /* a call's own secrets are redacted together with the sandbox's */
+  static const struct an_secret call_secret = {"CALL_TOKEN", "call-s3cret"};
+  struct an_exec_opts eo = {.secrets = &call_secret, .nsecrets = 1};
+  char *argv[] = {"sh", "-c", "echo \"$API_TOKEN call-s3cret\"", NULL};
+  cr_assert(an_sandbox_exec(sb2, argv, &eo, &res, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect_str_eq(res.output.stdout_buf, "[REDACTED:API_TOKEN] [REDACTED:CALL_TOKEN]\n");
+  an_exec_result_release(&res);
   an_sandbox_close(sb2);
   destroy(sb);
   an_sandbox_opts_free(o);
