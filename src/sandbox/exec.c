@@ -101,7 +101,7 @@ static int reap(int pidfd, struct an_exec_result *res, an_error_t *err) {
   for (;;) {
     memset(&si, 0, sizeof si);
     if (waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED) == 0) break;
-    if (errno != EINTR) return an_error_set(err, errno, "waitid");
+    if (errno != EINTR) return an_error_set(err, errno, "wait for the command (waitid)");
   }
   if (si.si_code == CLD_EXITED) {
     res->exit_code = si.si_status;
