@@ -189,7 +189,6 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
       if (an_sb_valid_id(*c) && !live_has(&live, *c)) {
         /* the sandbox's teardown handles a half-made container (no
          * state.json) together with its cgroup */
-        struct an_sb_teardown_report t;
         if (an_container_delete(cpath, *c, true, &e) == 0) GS(g, *c);
         else if (e && e->errnum == ENOENT) {
           an_error_free(&e);
@@ -204,7 +203,6 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
           cleanup_close int cfd = open(cpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
           if (cfd >= 0 && an_remove_tree_beneath(cfd, *c, &e) == 0) GS(g, *c);
         }
-        (void) t;
         note_error(&errs, &nerr, &e);
       }
       free(*c);
@@ -237,9 +235,7 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   yajl_gen_array_close(g);
 
   if (all) {
-    char tpath[PATH_MAX];
-    snprintf(tpath, sizeof tpath, "%s", root);
-    cleanup_close int rfd = open(tpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cleanup_close int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (rfd >= 0 && an_remove_tree_beneath(rfd, AN_SB_EXPIRED_DIR, &e) < 0) note_error(&errs, &nerr, &e);
   }
   GS(g, "errors");

@@ -45,7 +45,7 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
     if ((r = an_sandbox_opts_dup(opts, &o2, err)) >= 0)
       for (char *const *e = eo->env; *e && r >= 0; e++) r = an_sandbox_opts_add_env(o2, *e, err);
   }
-  if (r >= 0) r = an_sb_create_ex(store_root, o2 ? o2 : opts, false, argv, stdio, &sb, err);
+  if (r >= 0) r = an_sb_create(store_root, o2 ? o2 : opts, false, argv, stdio, &sb, err);
   an_sandbox_opts_free(o2);
   close(po[1]);
   close(pe[1]);

@@ -137,7 +137,7 @@ static int claim_name(const char *root, const char *name, const char *id, an_err
   return an_error_set(err, EEXIST, "sandbox name %s: in use", name);
 }
 
-int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
+int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
                     bool with_monitor, char *const *oneshot_argv, const int stdio[3],
                     struct an_sandbox **out, an_error_t *err) {
   const char *root = an_sb_root_or_default(store_root);
@@ -297,14 +297,9 @@ fail_rec:
   return r;
 }
 
-int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts, bool with_monitor,
-                 struct an_sandbox **out, an_error_t *err) {
-  return an_sb_create_ex(store_root, opts, with_monitor, NULL, NULL, out, err);
-}
-
 int an_sandbox_create(const char *store_root, const struct an_sandbox_opts *opts,
                       struct an_sandbox **out, an_error_t *err) {
-  return an_sb_create(store_root, opts, true, out, err);
+  return an_sb_create(store_root, opts, true, NULL, NULL, out, err);
 }
 
 int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sandbox **out,

@@ -46,7 +46,6 @@ struct an_sandbox {
   int ws_fd;
   int init_pidfd;             /* lazily opened, checked against init_start */
   struct an_cgroup *cg;       /* lazily opened */
-  unsigned exec_seq;
   /* exec slot (exec.c): a reusable child cgroup exec-<n> of the sandbox
    * cgroup, held through the flock of <dir>/exec-slots/<n>.lock */
   struct an_cgroup *exec_cg;
@@ -132,9 +131,7 @@ int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid,
 /* Create without a monitor (run_once) or with one (create).  oneshot_argv:
  * pid 1 runs `agentnest-init -- argv...`; stdio: fds for pid 1 (NULL:
  * /dev/null). */
-int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts, bool with_monitor,
-                 struct an_sandbox **out, an_error_t *err);
-int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
+int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
                     bool with_monitor, char *const *oneshot_argv, const int stdio[3],
                     struct an_sandbox **out, an_error_t *err);
 
