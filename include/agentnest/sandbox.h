@@ -29,7 +29,8 @@
  *                                       the store, shared by every sandbox of
  *                                       that image; the engine clones it with
  *                                       open_tree(2), so no host mount is made
- *   <root>/idranges/<base>.lock         the host id range (an_idrange_alloc)
+ *   /run/agentnest/idranges/<base>.lock the host id range (an_idrange_alloc;
+ *                                       machine-wide, not per store root)
  *   cgroup agentnest/sb-<id>            the sandbox cgroup (limits); execs run
  *                                       in its children agentnest/sb-<id>/exec-<n>
  *                                       (one per concurrently open handle,

@@ -25,6 +25,7 @@
 #ifndef AGENTNEST_SANDBOX_OPTS_H
 #define AGENTNEST_SANDBOX_OPTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "agentnest/error.h"
@@ -285,6 +286,15 @@ int an_sandbox_build_spec(const struct an_sandbox_opts *opts, const struct an_sa
 #define AN_IDRANGE_SIZE       65536u
 #define AN_IDRANGE_BASE       0x10000000u   /* 268435456: far above login and system ids */
 #define AN_IDRANGE_SLOTS      4096u         /* ranges from 0x10000000 up to 0x20000000 */
+/* Reservations are machine-wide (host uids are): one directory for every
+ * store root.  /run is emptied at boot, as are the processes that used the
+ * ids. */
+#define AN_IDRANGE_ROOT_DEFAULT "/run/agentnest"
+
+/* Where ranges are reserved: $AGENTNEST_IDRANGE_ROOT when set and not empty
+ * (tests keep theirs apart), else AN_IDRANGE_ROOT_DEFAULT.  Static or
+ * environment memory; do not free. */
+const char *an_idrange_root(void);
 
 /* Where ranges come from; tests point the host id files elsewhere.  A field
  * left 0/NULL takes the default (AN_IDRANGE_BASE, AN_IDRANGE_SLOTS,
@@ -300,40 +310,57 @@ struct an_idrange_config {
  * user or group in passwd/group, and no /etc/subuid or /etc/subgid range
  * uses, and that lies inside this process's own uid_map and gid_map (so
  * the engine can write it).  The same numbers serve as uid and gid range.
+ * state_root is the reservation root: NULL means an_idrange_root(), the
+ * machine-wide one every sandbox uses (others only in tests).
  * The reservation is the file <state_root>/idranges/<base>.lock, created
- * with O_CREAT|O_EXCL (holding the allocating pid): it outlives a crash on
- * purpose, because processes of a crashed sandbox may still run with those
- * ids; `prune`, once it has removed the sandbox, releases it with
- * an_idrange_free.  The search starts at a random slot, so freed ranges are
- * not reused at once.  The state dir is created (0700) if missing.
- * Errors: -EINVAL bad config; -ENOSPC every slot is taken or excluded;
- * the mkdir/open errno with a message naming the path; the read errno of a
- * host id file other than ENOENT (a missing subuid file means no ranges). */
-int an_idrange_alloc(const char *state_root, struct an_sandbox_ids *ids, an_error_t *err);
+ * with O_CREAT|O_EXCL, holding the allocating pid and `owner` (an absolute
+ * path that exists for as long as the holder lives, e.g. the sandbox's
+ * state directory; NULL: none): it outlives a crash on purpose, because
+ * processes of a crashed sandbox may still run with those ids; teardown or
+ * `prune` (an_idrange_stale) releases it with an_idrange_free.  The search
+ * starts at a random slot, so freed ranges are not reused at once.  The
+ * root is created (0700) if missing.
+ * Errors: -EINVAL bad config or owner not absolute; -ENOSPC every slot is
+ * taken or excluded; the mkdir/open errno with a message naming the path;
+ * the read errno of a host id file other than ENOENT (a missing subuid file
+ * means no ranges). */
+int an_idrange_alloc(const char *state_root, const char *owner, struct an_sandbox_ids *ids,
+                     an_error_t *err);
 int an_idrange_alloc_config(const char *state_root, const struct an_idrange_config *config,
-                            struct an_sandbox_ids *ids, an_error_t *err);
+                            const char *owner, struct an_sandbox_ids *ids, an_error_t *err);
 
-/* Release a range reserved by an_idrange_alloc (remove its lock file).
+/* Release a range reserved by an_idrange_alloc (remove its lock file);
+ * state_root as there (NULL: an_idrange_root()).
  * Errors: -EINVAL ids not a range this allocator hands out; -ENOENT not
  * reserved; the unlink errno otherwise. */
 int an_idrange_free(const char *state_root, const struct an_sandbox_ids *ids, an_error_t *err);
 
-/* A reservation on disk: the range and the pid that made it (0 if the file
- * holds none). */
+/* A reservation on disk: the range, the pid that made it (0 if the file
+ * holds none) and its owner path (heap; NULL if none). */
 struct an_idrange_reservation {
   struct an_sandbox_ids ids;
   pid_t pid;
+  char *owner;
 };
 
-/* List the reservations under <state_root>/idranges, for `prune`: a
- * reservation whose sandbox is gone (no state, or its monitor and processes
- * dead) is released with an_idrange_free.  Files that are not
- * "<base>.lock" are ignored.  *out (heap, owned by the caller, free()) has
- * *n entries, in no particular order; a missing directory gives none.
+/* List the reservations under <state_root>/idranges (NULL: an_idrange_root()),
+ * for `prune`, which releases the stale ones (an_idrange_stale) with
+ * an_idrange_free.  Files that are not "<base>.lock" are ignored.  *out
+ * (heap, owned by the caller: an_idrange_list_free) has *n entries, in no
+ * particular order; a missing directory gives none.
  * Errors: the opendir/read errno with a message naming the directory;
  * -ENOMEM. */
 int an_idrange_list(const char *state_root, struct an_idrange_reservation **out, size_t *n,
                     an_error_t *err);
+
+/* Free a list from an_idrange_list (NULL allowed). */
+void an_idrange_list_free(struct an_idrange_reservation *list, size_t n);
+
+/* True when nothing can hold the reservation any more: the allocating pid
+ * is gone (kill(2) ESRCH) and its owner path is gone (lstat ENOENT) or it
+ * has none.  A live sandbox of any store keeps its state directory, so
+ * prune of one store never releases another store's range. */
+bool an_idrange_stale(const struct an_idrange_reservation *r);
 
 #ifdef __cplusplus
 }

@@ -30,12 +30,6 @@
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
 void an_exec_result_release(struct an_exec_result *res) {
   if (!res) return;
   an_output_release(&res->output);
@@ -106,7 +100,7 @@ static int reap(int pidfd, struct an_exec_result *res, an_error_t *err) {
   for (;;) {
     memset(&si, 0, sizeof si);
     if (waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED) == 0) break;
-    if (errno != EINTR) return an_error_set(err, errno, "waitid");
+    if (errno != EINTR) return an_error_set(err, errno, "wait for the command (waitid)");
   }
   if (si.si_code == CLD_EXITED) {
     res->exit_code = si.si_status;
@@ -123,17 +117,20 @@ static bool exited(int pidfd) {
   return poll(&p, 1, 0) > 0;
 }
 
-/* Secrets of the sandbox plus the call's own. */
-static struct an_secret *all_secrets(const struct an_sandbox *sb, const struct an_exec_opts *eo,
-                                     size_t *n) {
-  size_t k = sb->rec.nsecrets + (eo ? eo->nsecrets : 0);
-  *n = 0;
-  if (!k) return NULL;
-  struct an_secret *s = calloc(k, sizeof *s);
-  if (!s) return NULL;
-  for (size_t i = 0; i < sb->rec.nsecrets; i++) s[(*n)++] = sb->rec.secrets[i];
-  for (size_t i = 0; eo && i < eo->nsecrets; i++) s[(*n)++] = eo->secrets[i];
-  return s;
+int an_sb_exec_secrets(const struct an_sandbox *sb, const struct an_exec_opts *eo,
+                       const struct an_secret **list, size_t *n, struct an_secret **owned,
+                       an_error_t *err) {
+  *owned = NULL;
+  *list = sb->rec.secrets;
+  *n = sb->rec.nsecrets;
+  if (!eo->nsecrets) return 0;
+  struct an_secret *s = calloc(sb->rec.nsecrets + eo->nsecrets, sizeof *s);
+  if (!s) return an_error_set(err, ENOMEM, "secrets of sandbox %s", sb->rec.id);
+  for (size_t i = 0; i < sb->rec.nsecrets; i++) s[i] = sb->rec.secrets[i];
+  for (size_t i = 0; i < eo->nsecrets; i++) s[sb->rec.nsecrets + i] = eo->secrets[i];
+  *list = *owned = s;
+  *n = sb->rec.nsecrets + eo->nsecrets;
+  return 0;
 }
 
 /* The part shared by exec and run_once: wait with timeout, kill on
@@ -193,7 +190,7 @@ int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
   return reap(pidfd, res, err);
 }
 
-static void finish_status(struct an_exec_result *res) {
+void an_sb_finish_status(struct an_exec_result *res) {
   if (res->oom_killed) res->status = 137;
   else if (res->timed_out) res->status = AN_EXEC_STATUS_TIMED_OUT;
   else if (res->signal) res->status = 128 + res->signal;
@@ -253,12 +250,15 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   int po[2] = {-1, -1}, pe[2] = {-1, -1};
   cleanup_close int devnull = -1;
   size_t nsec = 0;
-  cleanup_free struct an_secret *secrets = NULL;
+  const struct an_secret *secrets = NULL;
+  cleanup_free struct an_secret *own_secrets = NULL;
   int pidfd = -1;
   pid_t pid = 0;
-  uint64_t t0 = mono_ms();
+  uint64_t t0 = an_sb_mono_ms();
+  /* before the command starts: its output is never captured unredacted */
+  if ((r = an_sb_exec_secrets(sb, eo, &secrets, &nsec, &own_secrets, err)) < 0) goto out;
   if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
-    r = an_error_set(err, errno, "pipe");
+    r = an_error_set(err, errno, "exec in sandbox %s: pipe for the output", sb->rec.id);
     goto out;
   }
   int in = eo->has_stdin ? eo->stdin_fd : (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -274,7 +274,6 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
     if (r < 0) an_error_prefix(err, "exec in sandbox %s", sb->rec.id);
     goto out;
   }
-  secrets = all_secrets(sb, eo, &nsec);
   struct an_output_opts oo = {
     .max_total = eo->max_output ? eo->max_output : (size_t) an_sandbox_opts_max_output(sb->opts),
     .max_stdout = eo->max_stdout, .max_stderr = eo->max_stderr,
@@ -290,9 +289,9 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
     sb->exec_oom_base = oom1;
   }
   an_error_free(&e);
-  finish_status(res);
+  an_sb_finish_status(res);
 out:
-  res->duration_ms = mono_ms() - t0;
+  res->duration_ms = an_sb_mono_ms() - t0;
   for (int i = 0; i < 2; i++) {
     if (po[i] >= 0) close(po[i]);
     if (pe[i] >= 0) close(pe[i]);

@@ -31,13 +31,13 @@ void an_files_resolve_opts(const struct an_file_opts *in, struct an_file_opts *o
   out->dir_mode = out->dir_mode ? (out->dir_mode & 0777) : 0755;
 }
 
-void an_files_warn(const struct an_file_opts *o, const char *fmt, ...) {
-  if (!o || !o->warn) return;
+void an_warnf(an_warn_fn warn, void *data, const char *fmt, ...) {
+  if (!warn) return;
   va_list ap;
   va_start(ap, fmt);
   char *msg = NULL;
   if (vasprintf(&msg, fmt, ap) >= 0) {
-    o->warn(o->warn_data, msg);
+    warn(data, msg);
     free(msg);
   }
   va_end(ap);
@@ -218,8 +218,17 @@ static int mkdir_open(int parent, const char *name, mode_t mode, const char *dis
   return fd;
 }
 
-static int copy_tree_in(int src, int dst, const char *display, int depth,
-                        const struct an_file_opts *o, an_error_t *err) {
+/* One entry of a tree copy: `name` in directory `src` (lstat'ed as *st),
+ * shown as `path`, copied into directory `dst`. */
+typedef int (*copy_entry_fn)(int src, int dst, const char *name, const char *path,
+                             const struct stat *st, int depth, const struct an_file_opts *o,
+                             an_error_t *err);
+
+/* Walk one directory level of a tree copy: every entry of `src` but "." and
+ * ".." goes to copy_entry.  An entry gone before its lstat is skipped when
+ * `skip_vanished` (the sandbox may remove files while we copy out). */
+static int copy_tree(int src, int dst, const char *display, int depth, copy_entry_fn copy_entry,
+                     bool skip_vanished, const struct an_file_opts *o, an_error_t *err) {
   if (depth > AN_TREE_MAX_DEPTH) return an_error_set(err, ELOOP, "%s: nesting too deep", display);
   int dfd = dup(src);
   if (dfd < 0) return an_error_set(err, errno, "dup %s", display);
@@ -236,30 +245,41 @@ static int copy_tree_in(int src, int dst, const char *display, int depth,
     if (join(path, sizeof path, display, name) < 0)
       return an_error_set(err, ENAMETOOLONG, "%s/%s", display, name);
     struct stat st;
-    if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0) return an_error_set(err, errno, "stat %s", path);
-    int r = 0;
-    if (S_ISDIR(st.st_mode)) {
-      cleanup_close int s2 = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (s2 < 0) return an_error_set(err, errno, "open %s", path);
-      cleanup_close int d2 = mkdir_open(dst, name, o->dir_mode, path, o, err);
-      if (d2 < 0) return d2;
-      r = copy_tree_in(s2, d2, path, depth + 1, o, err);
-    } else if (S_ISREG(st.st_mode)) {
-      cleanup_close int s2 = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-      if (s2 < 0) return an_error_set(err, errno, "open %s", path);
-      r = an_files_write_at(dst, name, path, NULL, 0, s2, UINT64_MAX, st.st_mode & 0777, o, false, err);
-    } else if (S_ISLNK(st.st_mode)) {
-      char target[PATH_MAX];
-      ssize_t n = readlinkat(src, name, target, sizeof target - 1);
-      if (n < 0) return an_error_set(err, errno, "readlink %s", path);
-      target[n] = '\0';
-      r = symlink_at(dst, name, target, path, o, err);
-    } else {
-      an_files_warn(o, "%s: skipped, not a regular file, directory or symlink", path);
+    if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+      if (errno == ENOENT && skip_vanished) continue;
+      return an_error_set(err, errno, "stat %s", path);
     }
+    int r = copy_entry(src, dst, name, path, &st, depth, o, err);
     if (r < 0) return r;
   }
   if (errno) return an_error_set(err, errno, "readdir %s", display);
+  return 0;
+}
+
+/* host -> workspace: directories, regular files and symlinks (as links). */
+static int copy_entry_in(int src, int dst, const char *name, const char *path,
+                         const struct stat *st, int depth, const struct an_file_opts *o,
+                         an_error_t *err) {
+  if (S_ISDIR(st->st_mode)) {
+    cleanup_close int s2 = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (s2 < 0) return an_error_set(err, errno, "open %s", path);
+    cleanup_close int d2 = mkdir_open(dst, name, o->dir_mode, path, o, err);
+    if (d2 < 0) return d2;
+    return copy_tree(s2, d2, path, depth + 1, copy_entry_in, false, o, err);
+  }
+  if (S_ISREG(st->st_mode)) {
+    cleanup_close int s2 = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (s2 < 0) return an_error_set(err, errno, "open %s", path);
+    return an_files_write_at(dst, name, path, NULL, 0, s2, UINT64_MAX, st->st_mode & 0777, o, false, err);
+  }
+  if (S_ISLNK(st->st_mode)) {
+    char target[PATH_MAX];
+    ssize_t n = readlinkat(src, name, target, sizeof target - 1);
+    if (n < 0) return an_error_set(err, errno, "readlink %s", path);
+    target[n] = '\0';
+    return symlink_at(dst, name, target, path, o, err);
+  }
+  an_warnf(o->warn, o->warn_data, "%s: skipped, not a regular file, directory or symlink", path);
   return 0;
 }
 
@@ -280,56 +300,36 @@ int an_dir_put(int ws_dirfd, const char *relpath, const char *host_dir,
     dst = mkdir_open(parent, name, o.dir_mode, relpath, &o, err);
   }
   if (dst < 0) return an_error_prefix(err, "put directory %s", relpath);
-  int r = copy_tree_in(src, dst, relpath, 0, &o, err);
+  int r = copy_tree(src, dst, relpath, 0, copy_entry_in, false, &o, err);
   if (r < 0) return an_error_prefix(err, "put directory %s", host_dir);
   /* one syncfs(2) for the tree instead of an fsync per file */
   if (syncfs(dst) < 0) return an_error_set(err, errno, "put directory %s: sync", relpath);
   return 0;
 }
 
-static int copy_tree_out(int src, int dst, const char *display, int depth,
-                         const struct an_file_opts *o, an_error_t *err) {
-  if (depth > AN_TREE_MAX_DEPTH) return an_error_set(err, ELOOP, "%s: nesting too deep", display);
-  int dfd = dup(src);
-  if (dfd < 0) return an_error_set(err, errno, "dup %s", display);
-  cleanup_closedir DIR *d = fdopendir(dfd);
-  if (!d) {
-    close(dfd);
-    return an_error_set(err, errno, "opendir %s", display);
+/* workspace -> host: directories and regular files (capped); symlinks
+ * are never followed nor copied. */
+static int copy_entry_out(int src, int dst, const char *name, const char *path,
+                          const struct stat *st, int depth, const struct an_file_opts *o,
+                          an_error_t *err) {
+  if (S_ISDIR(st->st_mode)) {
+    /* The type check is only a hint: the open refuses a symlink swapped in
+     * meanwhile. */
+    cleanup_close int s2 = an_openat_beneath(src, name, O_RDONLY | O_DIRECTORY, 0, err);
+    if (s2 < 0) return an_error_prefix(err, "get %s", path);
+    cleanup_close int d2 = mkdir_open(dst, name, (st->st_mode & 0777) | 0700, path, o, err);
+    if (d2 < 0) return d2;
+    return copy_tree(s2, d2, path, depth + 1, copy_entry_out, true, o, err);
   }
-  struct dirent *de;
-  while ((errno = 0, de = readdir(d))) {
-    const char *name = de->d_name;
-    if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
-    char path[PATH_MAX];
-    if (join(path, sizeof path, display, name) < 0)
-      return an_error_set(err, ENAMETOOLONG, "%s/%s", display, name);
-    struct stat st;
-    if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-      if (errno == ENOENT) continue; /* removed meanwhile by the sandbox */
-      return an_error_set(err, errno, "stat %s", path);
-    }
-    int r = 0;
-    if (S_ISDIR(st.st_mode)) {
-      /* The type check above is only a hint: the open refuses a symlink
-       * swapped in meanwhile. */
-      cleanup_close int s2 = an_openat_beneath(src, name, O_RDONLY | O_DIRECTORY, 0, err);
-      if (s2 < 0) return an_error_prefix(err, "get %s", path);
-      cleanup_close int d2 = mkdir_open(dst, name, (st.st_mode & 0777) | 0700, path, o, err);
-      if (d2 < 0) return d2;
-      r = copy_tree_out(s2, d2, path, depth + 1, o, err);
-    } else if (S_ISREG(st.st_mode)) {
-      cleanup_close int s2 = an_files_open_capped(src, name, path, o->max_bytes, NULL, err);
-      if (s2 < 0) return an_error_prefix(err, "get");
-      r = an_files_write_at(dst, name, path, NULL, 0, s2, o->max_bytes, st.st_mode & 0777, o, false, err);
-    } else if (S_ISLNK(st.st_mode)) {
-      an_files_warn(o, "%s: skipped symlink (symlinks are never followed)", path);
-    } else {
-      an_files_warn(o, "%s: skipped, not a regular file", path);
-    }
-    if (r < 0) return r;
+  if (S_ISREG(st->st_mode)) {
+    cleanup_close int s2 = an_files_open_capped(src, name, path, o->max_bytes, NULL, err);
+    if (s2 < 0) return an_error_prefix(err, "get");
+    return an_files_write_at(dst, name, path, NULL, 0, s2, o->max_bytes, st->st_mode & 0777, o, false, err);
   }
-  if (errno) return an_error_set(err, errno, "readdir %s", display);
+  if (S_ISLNK(st->st_mode))
+    an_warnf(o->warn, o->warn_data, "%s: skipped symlink (symlinks are never followed)", path);
+  else
+    an_warnf(o->warn, o->warn_data, "%s: skipped, not a regular file", path);
   return 0;
 }
 
@@ -343,7 +343,7 @@ int an_dir_get(int ws_dirfd, const char *relpath, const char *host_dir,
     return an_error_set(err, errno, "get directory %s: mkdir %s", relpath, host_dir);
   cleanup_close int dst = open(host_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dst < 0) return an_error_set(err, errno, "get directory %s: open %s", relpath, host_dir);
-  int r = copy_tree_out(src, dst, relpath, 0, &o, err);
+  int r = copy_tree(src, dst, relpath, 0, copy_entry_out, true, &o, err);
   if (r < 0) return an_error_prefix(err, "get directory %s", relpath);
   if (syncfs(dst) < 0) return an_error_set(err, errno, "get directory %s: sync %s", relpath, host_dir);
   return 0;

@@ -11,9 +11,10 @@
 /* Fill *out from *in (NULL = defaults) with defaults applied and modes & 0777. */
 void an_files_resolve_opts(const struct an_file_opts *in, struct an_file_opts *out);
 
-/* printf-style warning to o->warn (if any). */
-void an_files_warn(const struct an_file_opts *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* printf-style warning to warn(data, msg); nothing when warn is NULL
+ * (an_file_opts and an_snapshot_opts both carry such a pair). */
+void an_warnf(an_warn_fn warn, void *data, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Atomically create/replace `name` in the directory fd `parent` with either
  * `len` bytes of `data` (src_fd < 0) or the content of src_fd read to EOF and

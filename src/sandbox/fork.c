@@ -28,7 +28,7 @@ int an_sandbox_fork(struct an_sandbox *sb, struct an_sandbox **out, an_error_t *
     if ((r = an_sandbox_opts_add_secret(opts, sb->rec.secrets[i].name, sb->rec.secrets[i].value, err)) < 0)
       goto out;
   mfd = memfd_create("agentnest-fork", MFD_CLOEXEC);
-  if (mfd < 0) { r = an_error_set(err, errno, "memfd_create"); goto out; }
+  if (mfd < 0) { r = an_error_set(err, errno, "memfd_create for the workspace copy"); goto out; }
   if ((r = an_sb_freeze(sb, true, err)) < 0) goto out;
   r = an_workspace_snapshot_fd(sb->ws_fd, mfd, NULL, NULL, err);
   an_error_t e = NULL;
@@ -41,7 +41,7 @@ int an_sandbox_fork(struct an_sandbox *sb, struct an_sandbox **out, an_error_t *
   struct an_file_opts fo;
   an_sandbox_file_opts(nsb, &fo);
   struct an_snapshot_opts so = {.set_owner = true, .uid = fo.uid, .gid = fo.gid};
-  if (lseek(mfd, 0, SEEK_SET) < 0) r = an_error_set(err, errno, "lseek");
+  if (lseek(mfd, 0, SEEK_SET) < 0) r = an_error_set(err, errno, "rewind the workspace copy");
   else r = an_tar_extract_safe(mfd, nsb->ws_fd, &so, err);
   if (r < 0) {
     an_error_t e2 = NULL;

@@ -4,14 +4,19 @@
  * falls inside it, and it lies inside this process's own uid_map and
  * gid_map (user_namespaces(7): a child's map may only name ids mapped in the
  * parent).  Reservations are files created with O_EXCL, not flocks, so a
- * crashed sandbox keeps its ids until prune has removed it. */
+ * crashed sandbox keeps its ids until prune has removed it.  They live in
+ * one machine-wide directory (an_idrange_root(), not a store root): host
+ * uids are machine-wide, so sandboxes of two stores must not share them. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "agentnest/sandbox_opts.h"
 #include "util/cleanup.h"
 
@@ -113,6 +118,11 @@ static int add_id_file(struct intervals *set, const char *path, enum id_file_kin
   return 0;
 }
 
+const char *an_idrange_root(void) {
+  const char *env = getenv("AGENTNEST_IDRANGE_ROOT");
+  return env && *env ? env : AN_IDRANGE_ROOT_DEFAULT;
+}
+
 /* Open (making it if needed, mode 0700) <state_root>/idranges without
  * following symlinks. */
 static int open_idrange_dir(const char *state_root, an_error_t *err) {
@@ -128,10 +138,13 @@ static int open_idrange_dir(const char *state_root, an_error_t *err) {
 }
 
 int an_idrange_alloc_config(const char *state_root, const struct an_idrange_config *config,
-                            struct an_sandbox_ids *ids, an_error_t *err) {
+                            const char *owner, struct an_sandbox_ids *ids, an_error_t *err) {
   static const struct an_idrange_config none;
   if (!config) config = &none;
-  if (!state_root || !*state_root) return an_error_set(err, EINVAL, "id range: no state directory");
+  if (!state_root) state_root = an_idrange_root();
+  if (!*state_root) return an_error_set(err, EINVAL, "id range: no state directory");
+  if (owner && (owner[0] != '/' || strchr(owner, '\n')))
+    return an_error_set(err, EINVAL, "id range: owner %s is not an absolute path", owner);
   uint64_t base = config->base ? config->base : AN_IDRANGE_BASE;
   uint64_t slots = config->slots ? config->slots : AN_IDRANGE_SLOTS;
   if (base % AN_IDRANGE_SIZE || base + slots * AN_IDRANGE_SIZE > UINT32_MAX)
@@ -169,9 +182,9 @@ int an_idrange_alloc_config(const char *state_root, const struct an_idrange_conf
       r = an_error_set(err, errno, "create %s/" IDRANGE_DIR "/%s", state_root, name);
       goto out;
     }
-    char pid[24];
-    int len = snprintf(pid, sizeof pid, "%d\n", (int) getpid());
-    if (write(fd, pid, (size_t) len) != len) {
+    cleanup_free char *content = NULL;
+    int len = asprintf(&content, "%d\n%s\n", (int) getpid(), owner ? owner : "");
+    if (len < 0 || write(fd, content, (size_t) len) != len) {
       r = an_error_set(err, errno ? errno : EIO, "write %s/" IDRANGE_DIR "/%s", state_root, name);
       unlinkat(dir, name, 0);
       goto out;
@@ -191,12 +204,14 @@ out:
   return r;
 }
 
-int an_idrange_alloc(const char *state_root, struct an_sandbox_ids *ids, an_error_t *err) {
-  return an_idrange_alloc_config(state_root, NULL, ids, err);
+int an_idrange_alloc(const char *state_root, const char *owner, struct an_sandbox_ids *ids,
+                     an_error_t *err) {
+  return an_idrange_alloc_config(state_root, NULL, owner, ids, err);
 }
 
 int an_idrange_free(const char *state_root, const struct an_sandbox_ids *ids, an_error_t *err) {
-  if (!state_root || !ids || ids->size != AN_IDRANGE_SIZE || ids->host_uid_base % AN_IDRANGE_SIZE)
+  if (!state_root) state_root = an_idrange_root();
+  if (!ids || ids->size != AN_IDRANGE_SIZE || ids->host_uid_base % AN_IDRANGE_SIZE)
     return an_error_set(err, EINVAL, "id range %u+%u: not a range an_idrange_alloc hands out",
                         ids ? ids->host_uid_base : 0, ids ? ids->size : 0);
   cleanup_free char *path = NULL;
@@ -209,13 +224,14 @@ int an_idrange_free(const char *state_root, const struct an_sandbox_ids *ids, an
 int an_idrange_list(const char *state_root, struct an_idrange_reservation **out, size_t *n,
                     an_error_t *err) {
   cleanup_free char *path = NULL;
-  if (!state_root || asprintf(&path, "%s/" IDRANGE_DIR, state_root) < 0)
-    return an_error_set(err, state_root ? ENOMEM : EINVAL, "list id ranges");
+  if (!state_root) state_root = an_idrange_root();
+  if (asprintf(&path, "%s/" IDRANGE_DIR, state_root) < 0)
+    return an_error_set(err, ENOMEM, "list id ranges");
   *out = NULL;
   *n = 0;
   cleanup_closedir DIR *d = opendir(path);
   if (!d) return errno == ENOENT ? 0 : an_error_set(err, errno, "open %s", path);
-  cleanup_free struct an_idrange_reservation *list = NULL;
+  struct an_idrange_reservation *list = NULL;
   size_t count = 0, cap = 0;
   int read_errno = 0;
   for (;;) {
@@ -230,17 +246,43 @@ int an_idrange_list(const char *state_root, struct an_idrange_reservation **out,
     if (count == cap) {
       cap = cap ? cap * 2 : 16;
       struct an_idrange_reservation *grown = realloc(list, cap * sizeof *grown);
-      if (!grown) return an_error_set(err, ENOMEM, "list %s", path);
+      if (!grown) {
+        an_idrange_list_free(list, count);
+        return an_error_set(err, ENOMEM, "list %s", path);
+      }
       list = grown;
     }
     struct an_idrange_reservation *r = &list[count++];
     *r = (struct an_idrange_reservation){.ids = {(uint32_t) base, AN_IDRANGE_SIZE}, .pid = 0};
+    /* "<pid>\n<owner>\n" (owner may be empty) */
     cleanup_close int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    char buf[24] = "";
-    if (fd >= 0 && read(fd, buf, sizeof buf - 1) > 0) r->pid = (pid_t) atoi(buf);
+    char buf[PATH_MAX + 32];
+    ssize_t len = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (len <= 0) continue;
+    buf[len] = '\0';
+    r->pid = (pid_t) atoi(buf);
+    char *owner = strchr(buf, '\n');
+    if (owner && owner[1] == '/') {
+      owner[strcspn(owner + 1, "\n") + 1] = '\0';
+      r->owner = strdup(owner + 1);
+    }
   }
-  if (read_errno) return an_error_set(err, read_errno, "read %s", path);
-  *out = an_steal(&list);
+  if (read_errno) {
+    an_idrange_list_free(list, count);
+    return an_error_set(err, read_errno, "read %s", path);
+  }
+  *out = list;
   *n = count;
   return 0;
+}
+
+void an_idrange_list_free(struct an_idrange_reservation *list, size_t n) {
+  for (size_t i = 0; list && i < n; i++) free(list[i].owner);
+  free(list);
+}
+
+bool an_idrange_stale(const struct an_idrange_reservation *r) {
+  if (r->pid > 0 && (kill(r->pid, 0) == 0 || errno == EPERM)) return false;
+  struct stat st;
+  return !r->owner || (lstat(r->owner, &st) < 0 && errno == ENOENT);
 }

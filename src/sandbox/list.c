@@ -65,7 +65,7 @@ int an_sandbox_list(const char *store_root, struct an_sandbox_info **list, size_
     if (!nv) {
       an_sb_record_clear(&rec);
       an_sandbox_info_list_free(v, k);
-      return an_error_set(err, ENOMEM, "list");
+      return an_error_set(err, ENOMEM, "list sandboxes under %s", root);
     }
     v = nv;
     struct an_sandbox_info *s = &v[k++];
@@ -82,7 +82,7 @@ int an_sandbox_list(const char *store_root, struct an_sandbox_info **list, size_
     an_sb_record_clear(&rec);
     if (!s->id || !s->image || !s->status || (rec.name && !s->name)) {
       an_sandbox_info_list_free(v, k);
-      return an_error_set(err, ENOMEM, "list");
+      return an_error_set(err, ENOMEM, "list sandboxes under %s", root);
     }
   }
   if (k) qsort(v, k, sizeof *v, cmp_created);
@@ -118,7 +118,7 @@ static int finish(yajl_gen g, char **json, an_error_t *err) {
   size_t len;
   int r = 0;
   if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok || !(*json = strndup((const char *) buf, len)))
-    r = an_error_set(err, ENOMEM, "JSON");
+    r = an_error_set(err, ENOMEM, "sandbox list as JSON");
   yajl_gen_free(g);
   return r;
 }
@@ -129,7 +129,7 @@ int an_sandbox_list_json(const char *store_root, char **json, an_error_t *err) {
   int r = an_sandbox_list(store_root, &l, &n, err);
   if (r < 0) return r;
   yajl_gen g = yajl_gen_alloc(NULL);
-  if (!g) { an_sandbox_info_list_free(l, n); return an_error_set(err, ENOMEM, "JSON"); }
+  if (!g) { an_sandbox_info_list_free(l, n); return an_error_set(err, ENOMEM, "sandbox list as JSON"); }
   yajl_gen_array_open(g);
   for (size_t i = 0; i < n; i++) {
     yajl_gen_map_open(g);

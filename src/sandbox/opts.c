@@ -98,16 +98,23 @@ static uint64_t host_ram(void) {
   return (uint64_t) si.totalram * si.mem_unit;
 }
 
-int an_sandbox_opts_set_memory(struct an_sandbox_opts *o, uint64_t bytes, an_error_t *err) {
+/* A size option (memory, tmp_size): at least `min`, at most the host's RAM. */
+static int check_size(const char *option, uint64_t bytes, uint64_t min, an_error_t *err) {
   char v[32], lim[32];
   an_format_size(bytes, v, sizeof v);
-  if (bytes < AN_SANDBOX_MEMORY_MIN)
-    return an_error_set(err, EINVAL, "memory %s: below the minimum of %s", v,
-                        an_format_size(AN_SANDBOX_MEMORY_MIN, lim, sizeof lim));
+  if (bytes < min)
+    return an_error_set(err, EINVAL, "%s %s: below the minimum of %s", option, v,
+                        an_format_size(min, lim, sizeof lim));
   uint64_t ram = host_ram();
   if (ram && bytes > ram)
-    return an_error_set(err, EINVAL, "memory %s: more than the host's RAM (%llu bytes)", v,
+    return an_error_set(err, EINVAL, "%s %s: more than the host's RAM (%llu bytes)", option, v,
                         (unsigned long long) ram);
+  return 0;
+}
+
+int an_sandbox_opts_set_memory(struct an_sandbox_opts *o, uint64_t bytes, an_error_t *err) {
+  int r = check_size("memory", bytes, AN_SANDBOX_MEMORY_MIN, err);
+  if (r < 0) return r;
   o->memory = bytes;
   return 0;
 }
@@ -130,14 +137,8 @@ int an_sandbox_opts_set_pids(struct an_sandbox_opts *o, uint64_t pids, an_error_
 }
 
 int an_sandbox_opts_set_tmp_size(struct an_sandbox_opts *o, uint64_t bytes, an_error_t *err) {
-  char v[32];
-  an_format_size(bytes, v, sizeof v);
-  if (bytes < AN_SANDBOX_TMP_SIZE_MIN)
-    return an_error_set(err, EINVAL, "tmp_size %s: below the minimum of 1MiB", v);
-  uint64_t ram = host_ram();
-  if (ram && bytes > ram)
-    return an_error_set(err, EINVAL, "tmp_size %s: more than the host's RAM (%llu bytes)", v,
-                        (unsigned long long) ram);
+  int r = check_size("tmp_size", bytes, AN_SANDBOX_TMP_SIZE_MIN, err);
+  if (r < 0) return r;
   o->tmp_size = bytes;
   return 0;
 }

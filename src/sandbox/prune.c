@@ -4,8 +4,8 @@
  * always with `all`.  Then leftovers no sandbox owns: empty sandbox cgroups
  * agentnest/sb-<id> in any hierarchy (non-empty ones may belong to another
  * store root's live sandbox and are left alone), engine containers under
- * <root>/containers, id range locks whose allocating process is gone, and
- * (with `all`) expiry tombstones.  Teardown itself is teardown.c. */
+ * <root>/containers, id range locks (machine-wide) whose allocating process
+ * and owning sandbox directory are gone, and (with `all`) expiry tombstones.  Teardown itself is teardown.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,19 +30,13 @@
 struct live_set {
   char **ids;
   size_t n;
-  uint32_t *bases;
-  size_t nbases;
 };
 
-static void live_add(struct live_set *l, const char *id, uint32_t base) {
+static void live_add(struct live_set *l, const char *id) {
   char **v = realloc(l->ids, (l->n + 1) * sizeof *v);
   if (v) {
     l->ids = v;
     if ((v[l->n] = strdup(id))) l->n++;
-  }
-  if (base) {
-    uint32_t *b = realloc(l->bases, (l->nbases + 1) * sizeof *b);
-    if (b) { l->bases = b; b[l->nbases++] = base; }
   }
 }
 
@@ -55,7 +49,6 @@ static bool live_has(const struct live_set *l, const char *id) {
 static void live_free(struct live_set *l) {
   for (size_t i = 0; i < l->n; i++) free(l->ids[i]);
   free(l->ids);
-  free(l->bases);
 }
 
 static void gen_teardown(yajl_gen g, const char *id, const char *reason,
@@ -158,7 +151,6 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
     an_error_t e = NULL;
     const char *reason = NULL;
     bool tomb = false;
-    uint32_t base = 0;
     if (an_sb_record_read(dir, &rec, &e) < 0) {
       an_error_free(&e);
       struct stat st;
@@ -168,7 +160,6 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
       const char *status = an_sb_status(&rec);
       bool creating = !rec.init_pid && (rec.owner_pid ? an_sb_pid_alive(rec.owner_pid, rec.owner_start)
                                                       : an_sb_now_ms() - rec.created_ms < PRUNE_CREATE_GRACE_MS);
-      base = rec.ids.host_uid_base;
       if (all) reason = "all";
       else if (!strcmp(status, "expired")) { reason = "expired"; tomb = true; }
       else if (!strcmp(status, "dead") && !creating)
@@ -176,7 +167,7 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
       an_sb_record_clear(&rec);
     }
     if (!reason) {
-      live_add(&live, de->d_name, base);
+      live_add(&live, de->d_name);
       continue;
     }
     struct an_sb_teardown_report t;
@@ -198,7 +189,6 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
       if (an_sb_valid_id(*c) && !live_has(&live, *c)) {
         /* the sandbox's teardown handles a half-made container (no
          * state.json) together with its cgroup */
-        struct an_sb_teardown_report t;
         if (an_container_delete(cpath, *c, true, &e) == 0) GS(g, *c);
         else if (e && e->errnum == ENOENT) {
           an_error_free(&e);
@@ -213,7 +203,6 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
           cleanup_close int cfd = open(cpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
           if (cfd >= 0 && an_remove_tree_beneath(cfd, *c, &e) == 0) GS(g, *c);
         }
-        (void) t;
         note_error(&errs, &nerr, &e);
       }
       free(*c);
@@ -228,28 +217,25 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   prune_cgroups(g, &live, &errs, &nerr);
   yajl_gen_array_close(g);
 
-  /* Id range locks no live sandbox holds and whose allocator is gone. */
+  /* Id range locks (machine-wide) whose allocator and owner are gone: a
+   * live sandbox of any store keeps its state directory, the owner. */
   GS(g, "idranges");
   yajl_gen_array_open(g);
   struct an_idrange_reservation *res = NULL;
   size_t nres = 0;
-  if (an_idrange_list(root, &res, &nres, &e) == 0) {
+  if (an_idrange_list(NULL, &res, &nres, &e) == 0) {
     for (size_t i = 0; i < nres; i++) {
-      bool used = false;
-      for (size_t k = 0; k < live.nbases; k++) used |= live.bases[k] == res[i].ids.host_uid_base;
-      if (used || (res[i].pid > 0 && kill(res[i].pid, 0) == 0)) continue;
-      if (an_idrange_free(root, &res[i].ids, &e) == 0) yajl_gen_integer(g, res[i].ids.host_uid_base);
+      if (!an_idrange_stale(&res[i])) continue;
+      if (an_idrange_free(NULL, &res[i].ids, &e) == 0) yajl_gen_integer(g, res[i].ids.host_uid_base);
       note_error(&errs, &nerr, &e);
     }
-    free(res);
+    an_idrange_list_free(res, nres);
   }
   note_error(&errs, &nerr, &e);
   yajl_gen_array_close(g);
 
   if (all) {
-    char tpath[PATH_MAX];
-    snprintf(tpath, sizeof tpath, "%s", root);
-    cleanup_close int rfd = open(tpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cleanup_close int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (rfd >= 0 && an_remove_tree_beneath(rfd, AN_SB_EXPIRED_DIR, &e) < 0) note_error(&errs, &nerr, &e);
   }
   GS(g, "errors");

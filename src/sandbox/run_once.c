@@ -16,12 +16,6 @@
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
 int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *opts,
                         char *const argv[], const struct an_exec_opts *eo,
                         struct an_exec_result *res, char **id_out, an_error_t *err) {
@@ -33,16 +27,17 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
   if (eo->workdir) return an_error_set(err, EINVAL, "run: a per-call workdir is an exec option; set the sandbox workdir");
   int po[2] = {-1, -1}, pe[2] = {-1, -1};
   cleanup_close int devnull = -1;
-  cleanup_free struct an_secret *secrets = NULL;
+  const struct an_secret *secrets = NULL;
+  cleanup_free struct an_secret *own_secrets = NULL;
   if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
     int e = errno;
     if (po[0] >= 0) { close(po[0]); close(po[1]); }
-    return an_error_set(err, e, "pipe");
+    return an_error_set(err, e, "run: pipe for the output");
   }
   int in = eo->has_stdin ? eo->stdin_fd : (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC));
   int stdio[3] = {in, po[1], pe[1]};
   struct an_sandbox *sb = NULL;
-  uint64_t t0 = mono_ms();
+  uint64_t t0 = an_sb_mono_ms();
   int r = in < 0 ? an_error_set(err, errno, "open /dev/null") : 0;
   struct an_sandbox_opts *o2 = NULL;
   if (r >= 0 && eo->env && eo->env[0]) {
@@ -50,7 +45,7 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
     if ((r = an_sandbox_opts_dup(opts, &o2, err)) >= 0)
       for (char *const *e = eo->env; *e && r >= 0; e++) r = an_sandbox_opts_add_env(o2, *e, err);
   }
-  if (r >= 0) r = an_sb_create_ex(store_root, o2 ? o2 : opts, false, argv, stdio, &sb, err);
+  if (r >= 0) r = an_sb_create(store_root, o2 ? o2 : opts, false, argv, stdio, &sb, err);
   an_sandbox_opts_free(o2);
   close(po[1]);
   close(pe[1]);
@@ -63,11 +58,8 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
   an_error_free(&e);
   uint64_t timeout = eo->timeout_ms ? eo->timeout_ms : an_sandbox_opts_exec_timeout(sb->opts);
   if (!timeout || timeout > an_sandbox_opts_lifetime(sb->opts)) timeout = an_sandbox_opts_lifetime(sb->opts);
-  size_t nsec = sb->rec.nsecrets + eo->nsecrets;
-  secrets = nsec ? calloc(nsec, sizeof *secrets) : NULL;
-  if (nsec && !secrets) { r = an_error_set(err, ENOMEM, "run"); goto out; }
-  for (size_t i = 0; i < sb->rec.nsecrets; i++) secrets[i] = sb->rec.secrets[i];
-  for (size_t i = 0; i < eo->nsecrets; i++) secrets[sb->rec.nsecrets + i] = eo->secrets[i];
+  size_t nsec = 0;
+  if ((r = an_sb_exec_secrets(sb, eo, &secrets, &nsec, &own_secrets, err)) < 0) goto out;
   struct an_output_opts oo = {
     .max_total = eo->max_output ? eo->max_output : (size_t) an_sandbox_opts_max_output(sb->opts),
     .max_stdout = eo->max_stdout, .max_stderr = eo->max_stderr,
@@ -82,12 +74,9 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
     res->signal = res->exit_code - 128;
     res->exit_code = -1;
   }
-  if (res->oom_killed) res->status = 137;
-  else if (res->timed_out) res->status = AN_EXEC_STATUS_TIMED_OUT;
-  else if (res->signal) res->status = 128 + res->signal;
-  else res->status = res->exit_code;
+  an_sb_finish_status(res);
 out:
-  res->duration_ms = mono_ms() - t0;
+  res->duration_ms = an_sb_mono_ms() - t0;
   close(po[0]);
   close(pe[0]);
   if (sb) {

@@ -137,7 +137,7 @@ static int claim_name(const char *root, const char *name, const char *id, an_err
   return an_error_set(err, EEXIST, "sandbox name %s: in use", name);
 }
 
-int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
+int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
                     bool with_monitor, char *const *oneshot_argv, const int stdio[3],
                     struct an_sandbox **out, an_error_t *err) {
   const char *root = an_sb_root_or_default(store_root);
@@ -184,10 +184,16 @@ int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
     an_error_free(&e);
   }
   if ((r = an_sb_record_write(path, &rec, err)) < 0) goto fail_rec;
-  if ((r = an_idrange_alloc(root, &rec.ids, err)) < 0) goto fail_rec;
+  {
+    /* the state directory owns the range: prune of any store leaves it
+     * alone while the directory exists */
+    char owner[PATH_MAX];
+    if (!realpath(path, owner)) { r = an_error_set(err, errno, "resolve %s", path); goto fail_rec; }
+    if ((r = an_idrange_alloc(NULL, owner, &rec.ids, err)) < 0) goto fail_rec;
+  }
   if ((r = an_sb_record_write(path, &rec, err)) < 0) {
     an_error_t e = NULL;
-    an_idrange_free(root, &rec.ids, &e);
+    an_idrange_free(NULL, &rec.ids, &e);
     an_error_free(&e);
     goto fail_rec;
   }
@@ -291,14 +297,9 @@ fail_rec:
   return r;
 }
 
-int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts, bool with_monitor,
-                 struct an_sandbox **out, an_error_t *err) {
-  return an_sb_create_ex(store_root, opts, with_monitor, NULL, NULL, out, err);
-}
-
 int an_sandbox_create(const char *store_root, const struct an_sandbox_opts *opts,
                       struct an_sandbox **out, an_error_t *err) {
-  return an_sb_create(store_root, opts, true, out, err);
+  return an_sb_create(store_root, opts, true, NULL, NULL, out, err);
 }
 
 int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sandbox **out,

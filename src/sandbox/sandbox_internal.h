@@ -46,7 +46,6 @@ struct an_sandbox {
   int ws_fd;
   int init_pidfd;             /* lazily opened, checked against init_start */
   struct an_cgroup *cg;       /* lazily opened */
-  unsigned exec_seq;
   /* exec slot (exec.c): a reusable child cgroup exec-<n> of the sandbox
    * cgroup, held through the flock of <dir>/exec-slots/<n>.lock */
   struct an_cgroup *exec_cg;
@@ -64,6 +63,8 @@ const char *an_sb_root_or_default(const char *root);
 int an_sb_new_id(char id[AN_SANDBOX_ID_LEN + 1], an_error_t *err);
 bool an_sb_valid_id(const char *s);
 uint64_t an_sb_now_ms(void);
+/* CLOCK_MONOTONIC in ms (durations). */
+uint64_t an_sb_mono_ms(void);
 int an_sb_record_write(const char *dir, const struct an_sb_record *rec, an_error_t *err);
 int an_sb_record_read(const char *dir, struct an_sb_record *rec, an_error_t *err);
 void an_sb_record_clear(struct an_sb_record *rec);
@@ -130,9 +131,7 @@ int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid,
 /* Create without a monitor (run_once) or with one (create).  oneshot_argv:
  * pid 1 runs `agentnest-init -- argv...`; stdio: fds for pid 1 (NULL:
  * /dev/null). */
-int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts, bool with_monitor,
-                 struct an_sandbox **out, an_error_t *err);
-int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
+int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
                     bool with_monitor, char *const *oneshot_argv, const int stdio[3],
                     struct an_sandbox **out, an_error_t *err);
 
@@ -140,9 +139,22 @@ int an_sb_create_ex(const char *store_root, const struct an_sandbox_opts *opts,
  * at timeout_ms kill cg (or the process): SIGTERM, kill_grace_ms, SIGKILL.
  * Fills res->output, exit_code, signal, timed_out (exec.c). */
 struct an_output_opts;
+struct an_secret;
 int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
                        uint64_t timeout_ms, uint64_t kill_grace_ms,
                        const struct an_output_opts *oo, struct an_exec_result *res,
                        an_error_t *err);
+
+/* The secrets to redact from one command's output: the sandbox's, then the
+ * call's (eo->secrets).  *list borrows the sandbox's array when the call
+ * has none; else it is *owned, which the caller frees (exec.c).  Errors:
+ * -ENOMEM (the caller must then not capture: redaction fails closed). */
+int an_sb_exec_secrets(const struct an_sandbox *sb, const struct an_exec_opts *eo,
+                       const struct an_secret **list, size_t *n, struct an_secret **owned,
+                       an_error_t *err);
+
+/* res->status from exit_code/signal/timed_out/oom_killed as DESIGN's exit
+ * statuses: 137 OOM kill, 124 timeout, 128+N signal N, else the code. */
+void an_sb_finish_status(struct an_exec_result *res);
 
 #endif

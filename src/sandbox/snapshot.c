@@ -21,22 +21,9 @@
 #include "util/cleanup.h"
 #include "util/fdcopy.h"
 #include "util/safe_path.h"
+#include "sandbox/files_internal.h"
 
 static const struct an_snapshot_opts no_opts;
-
-static void warnf(const struct an_snapshot_opts *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void warnf(const struct an_snapshot_opts *o, const char *fmt, ...) {
-  if (!o->warn) return;
-  va_list ap;
-  va_start(ap, fmt);
-  char *msg = NULL;
-  if (vasprintf(&msg, fmt, ap) >= 0) {
-    o->warn(o->warn_data, msg);
-    free(msg);
-  }
-  va_end(ap);
-}
 
 struct tar_sink {
   int fd;
@@ -184,7 +171,7 @@ static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, an_e
       archive_entry_set_symlink(e, target);
       if (archive_write_header(w->a, e) != ARCHIVE_OK) r = arch_error(w, err, path);
     } else {
-      warnf(w->o, "snapshot: %s skipped (not a regular file, directory or symlink)", path);
+      an_warnf(w->o->warn, w->o->warn_data, "snapshot: %s skipped (not a regular file, directory or symlink)", path);
       continue;
     }
     if (r == 0) w->entries++;
@@ -318,7 +305,7 @@ int an_workspace_restore_ex(int parent_dirfd, const char *workspace_name, const 
   /* On success `tmp` now names the old tree; on failure the partial new one. */
   an_error_t rm_err = NULL;
   if (an_remove_tree_beneath(parent_dirfd, tmp, &rm_err) < 0)
-    warnf(o, "restore: could not remove %s: %s", tmp, rm_err->msg);
+    an_warnf(o->warn, o->warn_data, "restore: could not remove %s: %s", tmp, rm_err->msg);
   an_error_free(&rm_err);
   return r < 0 ? an_error_prefix(err, "restore %s from %s", workspace_name, tar_path) : 0;
 }

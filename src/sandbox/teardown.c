@@ -174,7 +174,7 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
     }
   }
   if (have_rec && rec.ids.size) {
-    int r = an_idrange_free(root, &rec.ids, &e);
+    int r = an_idrange_free(NULL, &rec.ids, &e);
     rep->idrange = r == 0 ? (int64_t) rec.ids.host_uid_base : -1;
     an_error_free(&e);
   }

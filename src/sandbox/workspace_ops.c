@@ -105,9 +105,9 @@ int an_sandbox_snapshot(struct an_sandbox *sb, const char *tar_path, struct an_s
 /* Remove every entry of the directory fd (not the directory itself). */
 static int empty_dir(int dfd, an_error_t *err) {
   int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-  if (dup_fd < 0) return an_error_set(err, errno, "dup");
+  if (dup_fd < 0) return an_error_set(err, errno, "read workspace directory: dup");
   DIR *d = fdopendir(dup_fd);
-  if (!d) { close(dup_fd); return an_error_set(err, errno, "fdopendir"); }
+  if (!d) { close(dup_fd); return an_error_set(err, errno, "read workspace directory: fdopendir"); }
   rewinddir(d);
   struct dirent *de;
   int r = 0;
@@ -122,9 +122,9 @@ static int empty_dir(int dfd, an_error_t *err) {
 /* Move every entry of `from` into `to` (same filesystem). */
 static int move_entries(int from, int to, an_error_t *err) {
   int dup_fd = fcntl(from, F_DUPFD_CLOEXEC, 3);
-  if (dup_fd < 0) return an_error_set(err, errno, "dup");
+  if (dup_fd < 0) return an_error_set(err, errno, "read workspace directory: dup");
   DIR *d = fdopendir(dup_fd);
-  if (!d) { close(dup_fd); return an_error_set(err, errno, "fdopendir"); }
+  if (!d) { close(dup_fd); return an_error_set(err, errno, "read workspace directory: fdopendir"); }
   struct dirent *de;
   int r = 0;
   while ((de = readdir(d))) {

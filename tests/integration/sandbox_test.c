@@ -49,6 +49,9 @@ static void setup(void) {
   if (realpath(q, p)) setenv("AGENTNEST_PROFILES", p, 1);
   snprintf(g_root, sizeof g_root, "/tmp/an-sbtest-%d", (int) getppid());
   mkdir(g_root, 0711);
+  /* id ranges are machine-wide; this run keeps its own so that the
+   * prune test can check it left no reservation behind */
+  setenv("AGENTNEST_IDRANGE_ROOT", g_root, 1);
   char lock[PATH_MAX + 16];
   snprintf(lock, sizeof lock, "%s.lock", g_root);
   int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -534,6 +537,13 @@ Test(sandbox, secrets_are_redacted_even_split_across_reads) {
   cr_assert(an_sandbox_open(g_root, an_sandbox_id(sb), &sb2, &err) == 0, "%s", err ? err->msg : "");
   res = run(sb2, "echo \"$API_TOKEN\"", 0);
   cr_expect_str_eq(res.output.stdout_buf, "[REDACTED:API_TOKEN]\n");
+  an_exec_result_release(&res);
+  /* a call's own secrets are redacted together with the sandbox's */
+  static const struct an_secret call_secret = {"CALL_TOKEN", "call-s3cret"};
+  struct an_exec_opts eo = {.secrets = &call_secret, .nsecrets = 1};
+  char *argv[] = {"sh", "-c", "echo \"$API_TOKEN call-s3cret\"", NULL};
+  cr_assert(an_sandbox_exec(sb2, argv, &eo, &res, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect_str_eq(res.output.stdout_buf, "[REDACTED:API_TOKEN] [REDACTED:CALL_TOKEN]\n");
   an_exec_result_release(&res);
   an_sandbox_close(sb2);
   destroy(sb);

@@ -25,13 +25,6 @@ static const char *image_cache(void) {
   return c && *c ? c : "/var/cache/agentnest/images";
 }
 
-/* Where id ranges are reserved: the store real sandboxes use, so that a
- * test sandbox never shares host ids with a live one. */
-static const char *id_store(void) {
-  const char *c = getenv("AN_TEST_STORE");
-  return c && *c ? c : "/var/lib/agentnest";
-}
-
 bool esc_image_available(const char *image) {
   char p[PATH_MAX];
   struct stat st;
@@ -111,7 +104,7 @@ void esc_sandbox_init(struct esc_sandbox *s, const char *image) {
   snprintf(s->id, sizeof s->id, "esc%dx%d", getpid(), (int) (random() % 100000));
 
   an_error_t err = NULL;
-  cr_assert(an_idrange_alloc(id_store(), &s->ids, &err) == 0, "an_idrange_alloc: %s",
+  cr_assert(an_idrange_alloc(NULL, s->dir, &s->ids, &err) == 0, "an_idrange_alloc: %s",
             err ? err->msg : "?");
   s->have_ids = true;
   uid_t owner = s->ids.host_uid_base + ESC_SANDBOX_UID;
@@ -146,7 +139,7 @@ void esc_sandbox_fini(struct esc_sandbox *s) {
   if (!s->dir[0]) return;
   esc_stop(s);
   an_error_t err = NULL;
-  if (s->have_ids) an_idrange_free(id_store(), &s->ids, &err);
+  if (s->have_ids) an_idrange_free(NULL, &s->ids, &err);
   an_error_free(&err);
   s->have_ids = false;
   an_sandbox_opts_free(s->opts);

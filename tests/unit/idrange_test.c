@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include "agentnest/sandbox.h"
 #include "agentnest/sandbox_opts.h"
 
 static char dir[256], state[300];
@@ -49,8 +51,8 @@ static struct an_idrange_config small_config(uint32_t slots) {
 Test(idrange, two_allocations_differ_and_are_reserved_by_files) {
   struct an_sandbox_ids a = {0}, b = {0};
   an_error_t err = NULL;
-  cr_assert_eq(an_idrange_alloc(state, &a, &err), 0, "%s", err ? err->msg : "");
-  cr_assert_eq(an_idrange_alloc(state, &b, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(an_idrange_alloc(state, NULL, &a, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(an_idrange_alloc(state, NULL, &b, &err), 0, "%s", err ? err->msg : "");
   cr_assert_neq(a.host_uid_base, b.host_uid_base);
   cr_assert_eq(a.size, 65536);
   cr_assert_eq(b.size, 65536);
@@ -77,13 +79,13 @@ Test(idrange, exhausted_then_free_then_realloc_gets_the_range_back) {
   struct an_idrange_config c = small_config(1);
   struct an_sandbox_ids a = {0}, b = {0};
   an_error_t err = NULL;
-  cr_assert_eq(an_idrange_alloc_config(state, &c, &a, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(an_idrange_alloc_config(state, &c, NULL, &a, &err), 0, "%s", err ? err->msg : "");
   cr_assert_eq(a.host_uid_base, 0x10000000u);
-  cr_assert_eq(an_idrange_alloc_config(state, &c, &b, &err), -ENOSPC);
+  cr_assert_eq(an_idrange_alloc_config(state, &c, NULL, &b, &err), -ENOSPC);
   cr_assert(strstr(err->msg, "all 1 ranges of 65536 ids from 268435456 are taken"), "%s", err->msg);
   an_error_free(&err);
   cr_assert_eq(an_idrange_free(state, &a, &err), 0);
-  cr_assert_eq(an_idrange_alloc_config(state, &c, &b, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(an_idrange_alloc_config(state, &c, NULL, &b, &err), 0, "%s", err ? err->msg : "");
   cr_assert_eq(b.host_uid_base, 0x10000000u);
   cr_assert_eq(an_idrange_free(state, &b, &err), 0);
 }
@@ -98,9 +100,9 @@ Test(idrange, ranges_avoid_subuid_subgid_users_and_groups) {
   c.group = write_file("group", "root:x:0:\n");
   struct an_sandbox_ids a = {0}, b = {0};
   an_error_t err = NULL;
-  cr_assert_eq(an_idrange_alloc_config(state, &c, &a, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(an_idrange_alloc_config(state, &c, NULL, &a, &err), 0, "%s", err ? err->msg : "");
   cr_assert_eq(a.host_uid_base, 0x10000000u + 4 * 65536u);
-  cr_assert_eq(an_idrange_alloc_config(state, &c, &b, &err), -ENOSPC);
+  cr_assert_eq(an_idrange_alloc_config(state, &c, NULL, &b, &err), -ENOSPC);
   an_error_free(&err);
   cr_assert_eq(an_idrange_free(state, &a, &err), 0);
 }
@@ -110,7 +112,7 @@ Test(idrange, group_ids_are_avoided_too) {
   c.group = write_file("group", "big:x:268435457:\n");
   struct an_sandbox_ids a = {0};
   an_error_t err = NULL;
-  cr_assert_eq(an_idrange_alloc_config(state, &c, &a, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(an_idrange_alloc_config(state, &c, NULL, &a, &err), 0, "%s", err ? err->msg : "");
   cr_assert_eq(a.host_uid_base, 0x10010000u);
   cr_assert_eq(an_idrange_free(state, &a, &err), 0);
 }
@@ -121,9 +123,9 @@ Test(idrange, ranges_stay_inside_our_own_uid_and_gid_map) {
   c.uid_map = write_file("uid_map", "0 0 268435456\n268435456 1000000 100000\n");
   struct an_sandbox_ids a = {0}, b = {0};
   an_error_t err = NULL;
-  cr_assert_eq(an_idrange_alloc_config(state, &c, &a, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(an_idrange_alloc_config(state, &c, NULL, &a, &err), 0, "%s", err ? err->msg : "");
   cr_assert_eq(a.host_uid_base, 0x10000000u);
-  cr_assert_eq(an_idrange_alloc_config(state, &c, &b, &err), -ENOSPC);
+  cr_assert_eq(an_idrange_alloc_config(state, &c, NULL, &b, &err), -ENOSPC);
   an_error_free(&err);
   cr_assert_eq(an_idrange_free(state, &a, &err), 0);
 }
@@ -133,7 +135,7 @@ Test(idrange, ranges_stay_inside_our_own_uid_and_gid_map) {
 Test(idrange, real_allocation_avoids_this_hosts_subordinate_ids_and_users) {
   struct an_sandbox_ids a = {0};
   an_error_t err = NULL;
-  cr_assert_eq(an_idrange_alloc(state, &a, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(an_idrange_alloc(state, NULL, &a, &err), 0, "%s", err ? err->msg : "");
   uint64_t lo = a.host_uid_base, hi = lo + a.size;
   const char *files[] = {"/etc/subuid", "/etc/subgid", "/etc/passwd", "/etc/group"};
   for (int i = 0; i < 4; i++) {
@@ -173,11 +175,11 @@ Test(idrange, bad_config_is_einval) {
   c.base = 12345;
   struct an_sandbox_ids a = {0};
   an_error_t err = NULL;
-  cr_assert_eq(an_idrange_alloc_config(state, &c, &a, &err), -EINVAL);
+  cr_assert_eq(an_idrange_alloc_config(state, &c, NULL, &a, &err), -EINVAL);
   an_error_free(&err);
   c.base = 0xffff0000u;
   c.slots = 2;
-  cr_assert_eq(an_idrange_alloc_config(state, &c, &a, &err), -EINVAL);
+  cr_assert_eq(an_idrange_alloc_config(state, &c, NULL, &a, &err), -EINVAL);
   an_error_free(&err);
   cr_assert_eq(a.host_uid_base, 0);
 }
@@ -190,8 +192,8 @@ Test(idrange, list_shows_reservations_with_their_pid_for_prune) {
   cr_assert_eq(n, 0);
   struct an_idrange_config c = small_config(3);
   struct an_sandbox_ids a = {0}, b = {0};
-  cr_assert_eq(an_idrange_alloc_config(state, &c, &a, &err), 0);
-  cr_assert_eq(an_idrange_alloc_config(state, &c, &b, &err), 0);
+  cr_assert_eq(an_idrange_alloc_config(state, &c, NULL, &a, &err), 0);
+  cr_assert_eq(an_idrange_alloc_config(state, &c, NULL, &b, &err), 0);
   char junk[400];
   snprintf(junk, sizeof junk, "%s/idranges/notes.txt", state);
   FILE *f = fopen(junk, "w");
@@ -206,11 +208,68 @@ Test(idrange, list_shows_reservations_with_their_pid_for_prune) {
     seen_b |= list[i].ids.host_uid_base == b.host_uid_base;
   }
   cr_assert(seen_a && seen_b);
-  free(list);
+  an_idrange_list_free(list, n);
   cr_assert_eq(an_idrange_free(state, &a, &err), 0);
   cr_assert_eq(an_idrange_list(state, &list, &n, &err), 0);
   cr_assert_eq(n, 1);
   cr_assert_eq(list[0].ids.host_uid_base, b.host_uid_base);
-  free(list);
+  an_idrange_list_free(list, n);
   cr_assert_eq(an_idrange_free(state, &b, &err), 0);
+}
+
+/* Host uids are machine-wide, so reservations are too: two store roots
+ * share one reservation root, and prune of one store releases only a range
+ * whose allocator and owner are both gone — never another store's live
+ * sandbox's range (its state directory, the owner, exists). */
+Test(idrange, prune_of_one_store_keeps_another_stores_live_range) {
+  char shared[400], store_a[400], owner_b[400], gone[400];
+  snprintf(shared, sizeof shared, "%s/shared", dir);
+  snprintf(store_a, sizeof store_a, "%s/store-a", dir);
+  snprintf(owner_b, sizeof owner_b, "%s/store-b-sandbox", dir);
+  snprintf(gone, sizeof gone, "%s/removed-sandbox", dir);
+  cr_assert_eq(mkdir(store_a, 0700), 0);
+  cr_assert_eq(mkdir(owner_b, 0700), 0);
+  setenv("AGENTNEST_IDRANGE_ROOT", shared, 1);
+  cr_assert_str_eq(an_idrange_root(), shared);
+  struct an_idrange_config c = small_config(2);
+  /* reserve from a process that then exits, as the creating CLI does */
+  pid_t child = fork();
+  cr_assert_geq(child, 0);
+  if (child == 0) {
+    struct an_sandbox_ids x = {0};
+    an_error_t e = NULL;
+    int r1 = an_idrange_alloc_config(NULL, &c, owner_b, &x, &e);
+    int r2 = an_idrange_alloc_config(NULL, &c, gone, &x, &e);
+    _exit(r1 == 0 && r2 == 0 ? 0 : 1);
+  }
+  int status = -1;
+  cr_assert_eq(waitpid(child, &status, 0), child);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+  struct an_idrange_reservation *list = NULL;
+  size_t n = 0;
+  an_error_t err = NULL;
+  cr_assert_eq(an_idrange_list(NULL, &list, &n, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(n, 2);
+  uint32_t live_base = 0;
+  for (size_t i = 0; i < n; i++) {
+    cr_assert_eq(list[i].pid, child);
+    cr_assert_not_null(list[i].owner);
+    bool is_live = !strcmp(list[i].owner, owner_b);
+    cr_assert(is_live || !strcmp(list[i].owner, gone), "owner %s", list[i].owner);
+    cr_assert_eq(an_idrange_stale(&list[i]), !is_live, "%s", list[i].owner);
+    if (is_live) live_base = list[i].ids.host_uid_base;
+  }
+  an_idrange_list_free(list, n);
+
+  char *report = NULL;
+  cr_assert_eq(an_sandbox_prune(store_a, false, &report, &err), 0, "%s", err ? err->msg : "");
+  free(report);
+  cr_assert_eq(an_idrange_list(NULL, &list, &n, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(n, 1, "prune left %zu reservations", n);
+  cr_assert_eq(list[0].ids.host_uid_base, live_base);
+  cr_assert_str_eq(list[0].owner, owner_b);
+  cr_assert_eq(an_idrange_free(NULL, &list[0].ids, &err), 0);
+  an_idrange_list_free(list, n);
+  unsetenv("AGENTNEST_IDRANGE_ROOT");
 }

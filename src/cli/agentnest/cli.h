@@ -25,6 +25,26 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* The getopt_long error for argv[optind-1]/optopt, as cli_usage_error. */
 int cli_getopt_error(const char *cmd, int c, int argc, char **argv);
 
+/* A command's handler of one option of its own: `code` is the getopt_long
+ * code, `arg` its value (NULL for a flag).  Returns -1 to go on, or the
+ * exit status to stop the command with (after printing why). */
+typedef int (*cli_opt_fn)(void *ctx, int code, char *arg);
+
+/* Parse a subcommand's options with getopt_long(3) (getopt's own messages
+ * off; `shortopts` starts with ':', and with '+' to stop at the first
+ * operand).  -h/--help prints `usage` to stdout; every other option of
+ * `longopts` goes to on_opt(ctx, ...) (NULL: the command has none); an
+ * unknown option or a missing value is a usage error (125).  Returns -1
+ * when the options are done (optind is the first operand), else the exit
+ * status to return. */
+int cli_parse_opts(const char *cmd, int argc, char **argv, const char *shortopts,
+                   const struct option *longopts, const char *usage, cli_opt_fn on_opt,
+                   void *ctx);
+
+/* cli_opt_fn of a command whose options are all flags meaning one thing:
+ * sets *(bool *) ctx. */
+int cli_opt_flag(void *ctx, int code, char *arg);
+
 /* ---- sandbox options (run, shell, python, create) ---------------------------------------- */
 
 /* getopt_long codes of the sandbox flags (beyond any character). */

@@ -34,6 +34,31 @@ int cli_getopt_error(const char *cmd, int c, int argc, char **argv) {
   return cli_usage_error(cmd, "unknown option '%s'", arg);
 }
 
+int cli_parse_opts(const char *cmd, int argc, char **argv, const char *shortopts,
+                   const struct option *longopts, const char *usage, cli_opt_fn on_opt,
+                   void *ctx) {
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+    if (c == 'h') {
+      fputs(usage, stdout);
+      return 0;
+    }
+    if (c == '?' || c == ':' || !on_opt) return cli_getopt_error(cmd, c, argc, argv);
+    int r = on_opt(ctx, c, optarg);
+    if (r >= 0) return r;
+  }
+  return -1;
+}
+
+int cli_opt_flag(void *ctx, int code, char *arg) {
+  (void) code;
+  (void) arg;
+  *(bool *) ctx = true;
+  return -1;
+}
+
 const char cli_sandbox_opts_help[] =
     "Sandbox options (a profile first, then these flags, which override it):\n"
     "  --image NAME            image from the store (default: python)\n"

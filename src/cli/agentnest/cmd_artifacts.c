@@ -22,26 +22,29 @@ static void warn_stderr(void *data, const char *msg) {
   fprintf(stderr, "agentnest %s: warning: %s\n", (const char *) data, msg);
 }
 
+struct artifacts_flags {
+  const char *to;
+  bool json;
+};
+
+static int artifacts_opt(void *ctx, int code, char *arg) {
+  struct artifacts_flags *f = ctx;
+  if (code == CLI_OPT_TO) f->to = arg;
+  else f->json = true;
+  return -1;
+}
+
 int cmd_artifacts(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {{"to", required_argument, NULL, CLI_OPT_TO},
                                            {"json", no_argument, NULL, CLI_OPT_JSON},
                                            {"help", no_argument, NULL, 'h'},
                                            {0}};
   const char *cmd = argv[0];
-  const char *to = NULL;
-  bool json = g->json;
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(artifacts_usage, stdout);
-      return 0;
-    }
-    if (c == CLI_OPT_TO) to = optarg;
-    else if (c == CLI_OPT_JSON) json = true;
-    else return cli_getopt_error(cmd, c, argc, argv);
-  }
+  struct artifacts_flags f = {.json = g->json};
+  int r = cli_parse_opts(cmd, argc, argv, ":h", longopts, artifacts_usage, artifacts_opt, &f);
+  if (r >= 0) return r;
+  const char *to = f.to;
+  bool json = f.json;
   if (optind >= argc) return cli_usage_error(cmd, "no sandbox ID given");
   const char *id = argv[optind];
   const char *const *globs = (const char *const *) argv + optind + 1;
@@ -53,7 +56,7 @@ int cmd_artifacts(struct an_global_opts *g, int argc, char **argv) {
   if (an_sandbox_open(g->root, id, &sb, &err) < 0) return cli_fail(cmd, &err);
   struct an_artifact_opts ao = {.to_dir = to, .warn = warn_stderr, .warn_data = (void *) cmd};
   struct an_artifact_list l = {0};
-  int r = an_sandbox_artifacts(sb, globs, nglobs, &ao, &l, &err);
+  r = an_sandbox_artifacts(sb, globs, nglobs, &ao, &l, &err);
   an_sandbox_close(sb);
   if (r < 0) return cli_fail(cmd, &err);
   if (json) {

@@ -30,16 +30,8 @@ static bool is_dir(const char *p) {
 int cmd_cp(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {0}};
   const char *cmd = argv[0];
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(cp_usage, stdout);
-      return 0;
-    }
-    return cli_getopt_error(cmd, c, argc, argv);
-  }
+  int r = cli_parse_opts(cmd, argc, argv, "+:h", longopts, cp_usage, NULL, NULL);
+  if (r >= 0) return r;
   if (argc - optind != 2) return cli_usage_error(cmd, "expected LOCAL ID:PATH or ID:PATH LOCAL");
   const char *a = argv[optind], *b = argv[optind + 1];
   struct stat st;
@@ -54,7 +46,6 @@ int cmd_cp(struct an_global_opts *g, int argc, char **argv) {
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
   if (an_sandbox_open(g->root, a_sb ? ida : idb, &sb, &err) < 0) return cli_fail(cmd, &err);
-  int r;
   if (b_sb) {
     /* into the sandbox */
     const char *dest = *pb && strcmp(pb, ".") ? pb : NULL;

@@ -78,21 +78,17 @@ static int demo_exec(struct an_sandbox *sb, char *const argv[], const char *show
   return 0;
 }
 
+static int demo_opt(void *ctx, int code, char *arg) {
+  *(const char **) ctx = arg; /* --image */
+  return -1;
+}
+
 int cmd_demo(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {
       {"image", required_argument, NULL, CLI_OPT_IMAGE}, {"help", no_argument, NULL, 'h'}, {0}};
   const char *image = "python";
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(demo_usage, stdout);
-      return 0;
-    }
-    if (c == CLI_OPT_IMAGE) image = optarg;
-    else return cli_getopt_error("demo", c, argc, argv);
-  }
+  int r = cli_parse_opts("demo", argc, argv, ":h", longopts, demo_usage, demo_opt, &image);
+  if (r >= 0) return r;
   if (optind < argc) return cli_usage_error("demo", "unexpected argument '%s'", argv[optind]);
 
   an_error_t err = NULL;
@@ -109,7 +105,7 @@ int cmd_demo(struct an_global_opts *g, int argc, char **argv) {
   printf("   image %s: 512 MiB, 1 CPU, 256 pids, no network, uid 65532, seccomp + no capabilities\n",
          image);
   struct an_sandbox *sb = NULL;
-  int r = an_sandbox_create(g->root, opts, &sb, &err);
+  r = an_sandbox_create(g->root, opts, &sb, &err);
   an_sandbox_opts_free(opts);
   if (r < 0) return cli_fail("demo", &err);
   printf("   sandbox %s\n", an_sandbox_id(sb));

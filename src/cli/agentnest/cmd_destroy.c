@@ -17,29 +17,29 @@ static const char destroy_usage[] =
     "  --grace DURATION   time between SIGTERM and SIGKILL (e.g. 2s)\n"
     "  -h, --help         this help\n";
 
+struct destroy_flags {
+  const char *cmd;
+  uint64_t grace_ms;
+};
+
+static int destroy_opt(void *ctx, int code, char *arg) {
+  struct destroy_flags *f = ctx;
+  an_error_t err = NULL;
+  if (an_parse_duration_ms(arg, &f->grace_ms, &err) < 0) {
+    an_error_prefix(&err, "--grace %s", arg);
+    return cli_fail(f->cmd, &err);
+  }
+  return -1;
+}
+
 int cmd_destroy(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {
       {"grace", required_argument, NULL, 'g'}, {"help", no_argument, NULL, 'h'}, {0}};
   const char *cmd = argv[0];
-  uint64_t grace = 0;
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(destroy_usage, stdout);
-      return 0;
-    }
-    if (c == 'g') {
-      an_error_t err = NULL;
-      if (an_parse_duration_ms(optarg, &grace, &err) < 0) {
-        an_error_prefix(&err, "--grace %s", optarg);
-        return cli_fail(cmd, &err);
-      }
-      continue;
-    }
-    return cli_getopt_error(cmd, c, argc, argv);
-  }
+  struct destroy_flags f = {.cmd = cmd};
+  int r = cli_parse_opts(cmd, argc, argv, ":h", longopts, destroy_usage, destroy_opt, &f);
+  if (r >= 0) return r;
+  uint64_t grace = f.grace_ms;
   if (optind >= argc) return cli_usage_error(cmd, "no sandbox ID given");
   int status = 0;
   for (int i = optind; i < argc; i++) {

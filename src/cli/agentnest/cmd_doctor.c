@@ -21,16 +21,9 @@ int cmd_doctor(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {
       {"json", no_argument, NULL, CLI_OPT_JSON}, {"help", no_argument, NULL, 'h'}, {0}};
   const char *cmd = argv[0];
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(doctor_usage, stdout);
-      return 0;
-    }
-    if (c != CLI_OPT_JSON) return cli_getopt_error(cmd, c, argc, argv);
-  }
+  bool json_flag = true; /* the report is always JSON; --json is accepted */
+  int r = cli_parse_opts(cmd, argc, argv, ":h", longopts, doctor_usage, cli_opt_flag, &json_flag);
+  if (r >= 0) return r;
   if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
   char *json = NULL;
   bool ok = false;

@@ -23,17 +23,8 @@ int cmd_events(struct an_global_opts *g, int argc, char **argv) {
       {"follow", no_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'}, {0}};
   const char *cmd = argv[0];
   bool follow = false;
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":fh", longopts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(events_usage, stdout);
-      return 0;
-    }
-    if (c == 'f') follow = true;
-    else return cli_getopt_error(cmd, c, argc, argv);
-  }
+  int r = cli_parse_opts(cmd, argc, argv, ":fh", longopts, events_usage, cli_opt_flag, &follow);
+  if (r >= 0) return r;
   if (argc - optind != 1) return cli_usage_error(cmd, "expected one sandbox ID");
   an_error_t err = NULL;
   if (an_sandbox_events(g->root, argv[optind], follow, print_event, NULL, &err) < 0)

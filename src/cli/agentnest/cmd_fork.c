@@ -15,21 +15,13 @@ static const char fork_usage[] =
 int cmd_fork(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {0}};
   const char *cmd = argv[0];
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(fork_usage, stdout);
-      return 0;
-    }
-    return cli_getopt_error(cmd, c, argc, argv);
-  }
+  int r = cli_parse_opts(cmd, argc, argv, ":h", longopts, fork_usage, NULL, NULL);
+  if (r >= 0) return r;
   if (argc - optind != 1) return cli_usage_error(cmd, "expected one sandbox ID");
   struct an_sandbox *sb = NULL, *copy = NULL;
   an_error_t err = NULL;
   if (an_sandbox_open(g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
-  int r = an_sandbox_fork(sb, &copy, &err);
+  r = an_sandbox_fork(sb, &copy, &err);
   an_sandbox_close(sb);
   if (r < 0) return cli_fail(cmd, &err);
   printf("%s\n", an_sandbox_id(copy));

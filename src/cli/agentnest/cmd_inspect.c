@@ -17,22 +17,14 @@ static const char inspect_usage[] =
 int cmd_inspect(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {0}};
   const char *cmd = argv[0];
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(inspect_usage, stdout);
-      return 0;
-    }
-    return cli_getopt_error(cmd, c, argc, argv);
-  }
+  int r = cli_parse_opts(cmd, argc, argv, "+:h", longopts, inspect_usage, NULL, NULL);
+  if (r >= 0) return r;
   if (argc - optind != 1) return cli_usage_error(cmd, "expected one sandbox ID");
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
   if (an_sandbox_open(g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
   char *doc = NULL;
-  int r = an_sandbox_inspect(sb, &doc, &err);
+  r = an_sandbox_inspect(sb, &doc, &err);
   an_sandbox_close(sb);
   if (r < 0) return cli_fail(cmd, &err);
   fputs(doc, stdout);

@@ -25,17 +25,8 @@ int cmd_prune(struct an_global_opts *g, int argc, char **argv) {
       {"all", no_argument, NULL, CLI_OPT_ALL}, {"help", no_argument, NULL, 'h'}, {0}};
   const char *cmd = argv[0];
   bool all = false;
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(prune_usage, stdout);
-      return 0;
-    }
-    if (c == CLI_OPT_ALL) all = true;
-    else return cli_getopt_error(cmd, c, argc, argv);
-  }
+  int r = cli_parse_opts(cmd, argc, argv, ":h", longopts, prune_usage, cli_opt_flag, &all);
+  if (r >= 0) return r;
   if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
   an_error_t err = NULL;
   char *report = NULL;

@@ -32,23 +32,14 @@ int cmd_snapshot(struct an_global_opts *g, int argc, char **argv) {
       {"json", no_argument, NULL, CLI_OPT_JSON}, {"help", no_argument, NULL, 'h'}, {0}};
   const char *cmd = argv[0];
   bool json = g->json;
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(snapshot_usage, stdout);
-      return 0;
-    }
-    if (c == CLI_OPT_JSON) json = true;
-    else return cli_getopt_error(cmd, c, argc, argv);
-  }
+  int r = cli_parse_opts(cmd, argc, argv, ":h", longopts, snapshot_usage, cli_opt_flag, &json);
+  if (r >= 0) return r;
   if (argc - optind != 2) return cli_usage_error(cmd, "expected ID FILE.tar");
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
   if (an_sandbox_open(g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
   struct an_snapshot_info info = {0};
-  int r = an_sandbox_snapshot(sb, argv[optind + 1], &info, &err);
+  r = an_sandbox_snapshot(sb, argv[optind + 1], &info, &err);
   an_sandbox_close(sb);
   if (r < 0) return cli_fail(cmd, &err);
   if (json) {
@@ -73,29 +64,32 @@ int cmd_snapshot(struct an_global_opts *g, int argc, char **argv) {
   return 0;
 }
 
+struct restore_flags {
+  const char *cmd;
+  const char *sha;
+};
+
+static int restore_opt(void *ctx, int code, char *arg) {
+  struct restore_flags *f = ctx;
+  f->sha = !strncmp(arg, "sha256:", 7) ? arg + 7 : arg;
+  size_t n = strspn(f->sha, "0123456789abcdefABCDEF");
+  if (n != 64 || f->sha[n]) return cli_usage_error(f->cmd, "--sha256 %s: expected 64 hex digits", arg);
+  return -1;
+}
+
 int cmd_restore(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {
       {"sha256", required_argument, NULL, CLI_OPT_SHA256}, {"help", no_argument, NULL, 'h'}, {0}};
   const char *cmd = argv[0];
-  const char *sha = NULL;
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(restore_usage, stdout);
-      return 0;
-    }
-    if (c != CLI_OPT_SHA256) return cli_getopt_error(cmd, c, argc, argv);
-    sha = !strncmp(optarg, "sha256:", 7) ? optarg + 7 : optarg;
-    size_t n = strspn(sha, "0123456789abcdefABCDEF");
-    if (n != 64 || sha[n]) return cli_usage_error(cmd, "--sha256 %s: expected 64 hex digits", optarg);
-  }
+  struct restore_flags f = {.cmd = cmd};
+  int r = cli_parse_opts(cmd, argc, argv, ":h", longopts, restore_usage, restore_opt, &f);
+  if (r >= 0) return r;
+  const char *sha = f.sha;
   if (argc - optind != 2) return cli_usage_error(cmd, "expected ID FILE.tar");
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
   if (an_sandbox_open(g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
-  int r = an_sandbox_restore(sb, argv[optind + 1], sha, &err);
+  r = an_sandbox_restore(sb, argv[optind + 1], sha, &err);
   an_sandbox_close(sb);
   if (r < 0) {
     an_error_prefix(&err, "restore %s", argv[optind + 1]);
