@@ -65,10 +65,14 @@ static struct an_sandbox *create_sandbox(void) {
 
 static void setup(void) {
   if (access(CACHE "/busybox/layout", F_OK) != 0) cr_skip_test("image cache absent: make images");
-  char p[PATH_MAX];
-  if (!realpath("build/agentnest-init", p)) cr_skip_test("build/agentnest-init missing (make)");
+  /* the build under test ($AN_TEST_BUILD: build-asan in check-asan) */
+  const char *bdir = getenv("AN_TEST_BUILD"), *sdir = getenv("AN_TEST_SRC");
+  char p[PATH_MAX], q[PATH_MAX + 32];
+  snprintf(q, sizeof q, "%s/agentnest-init", bdir && *bdir ? bdir : "build");
+  if (!realpath(q, p)) cr_skip_test("%s missing (make)", q);
   setenv("AGENTNEST_INIT", p, 1);
-  if (realpath("profiles", p)) setenv("AGENTNEST_PROFILES", p, 1);
+  snprintf(q, sizeof q, "%s/profiles", sdir && *sdir ? sdir : ".");
+  if (realpath(q, p)) setenv("AGENTNEST_PROFILES", p, 1);
   snprintf(g_store, sizeof g_store, "/tmp/an-esc-store-%d", (int) getppid());
   mkdir(g_store, 0711);
   char lock[PATH_MAX + 16];
