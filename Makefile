@@ -32,6 +32,14 @@ TEST_BIN  := $(TEST_SRC:%.c=$(BUILD)/%)
 HELPER_SRC:= $(sort $(wildcard tests/helpers/*.c))
 HELPER_BIN:= $(HELPER_SRC:%.c=$(BUILD)/%)
 
+# The flags and install paths a build was made with, rewritten only when they
+# change: everything compiled depends on it, so `make install PREFIX=/usr`
+# after a plain `make` rebuilds what bakes the paths in (AN_DATADIR, the .pc)
+# instead of installing /usr/local ones.
+FLAGS_STAMP := $(BUILD)/flags.stamp
+FLAGS_NOW := $(CC) $(OPT) $(SANFLAGS) $(VERSION) $(PREFIX) $(BINDIR) $(LIBDIR) $(INCDIR) $(DATADIR)
+$(shell mkdir -p $(BUILD) && { [ "$$(cat $(FLAGS_STAMP) 2>/dev/null)" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP); })
+
 .PHONY: all deps install check check-all check-asan check-cgroupv2 test-bins images demo bench bench-quick clean help fuzz
 all: $(BUILD)/libagentnest.a $(BUILD)/libagentnest.so $(BUILD)/agentnest $(BUILD)/agentnest-oci $(BUILD)/agentnest-init $(BUILD)/agentnest.pc
 
@@ -51,7 +59,7 @@ help:
 deps:
 	./rootfs-tools/install-deps.sh
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -73,20 +81,25 @@ $(BUILD)/agentnest-init: $(sort $(wildcard src/cli/init/*.c))
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -O2 -static $(WARN) -o $@ $^
 
-$(BUILD)/agentnest.pc: agentnest.pc.in Makefile
+$(BUILD)/agentnest.pc: agentnest.pc.in Makefile $(FLAGS_STAMP)
 	sed -e 's|@PREFIX@|$(PREFIX)|;s|@LIBDIR@|$(LIBDIR)|;s|@INCDIR@|$(INCDIR)|;s|@VERSION@|$(VERSION)|;s|@PKGS@|$(PKGS)|' $< > $@
 
 $(BUILD)/tests/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -static -Wall -Wextra -Werror -o $@ $<
 
-$(BUILD)/tests/%: tests/%.c $(TLIB_OBJ) $(BUILD)/libagentnest.a
+# -MMD: a test binary and a tests/lib object are rebuilt when a header they
+# include changes; .SECONDARY: make keeps the tests/lib objects (they are
+# only prerequisites of a pattern rule, which would make them intermediate).
+$(BUILD)/tests/%: tests/%.c $(TLIB_OBJ) $(BUILD)/libagentnest.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/lib -o $@ $< $(TLIB_OBJ) $(BUILD)/libagentnest.a $(LDFLAGS) $(LIBS) -lcriterion
+	$(CC) $(CFLAGS) -Itests/lib -MMD -MP -MT $@ -MF $@.d -o $@ $< $(TLIB_OBJ) $(BUILD)/libagentnest.a $(LDFLAGS) $(LIBS) -lcriterion
 
-$(BUILD)/tests/lib/%.o: tests/lib/%.c
+$(BUILD)/tests/lib/%.o: tests/lib/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/lib -c $< -o $@
+	$(CC) $(CFLAGS) -Itests/lib -MMD -MP -c $< -o $@
+
+.SECONDARY: $(TLIB_OBJ)
 
 test-bins: all $(TEST_BIN) $(HELPER_BIN)
 
@@ -132,8 +145,8 @@ install: all
 	install -m 0644 include/agentnest.h $(DESTDIR)$(INCDIR)/
 	install -m 0644 include/agentnest/*.h $(DESTDIR)$(INCDIR)/agentnest/
 	install -m 0644 $(BUILD)/agentnest.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
-	-install -m 0644 profiles/*.json $(DESTDIR)$(DATADIR)/profiles/
-	-install -m 0644 profiles/seccomp/*.json $(DESTDIR)$(DATADIR)/profiles/seccomp/
+	install -m 0644 profiles/*.json $(DESTDIR)$(DATADIR)/profiles/
+	install -m 0644 profiles/seccomp/*.json $(DESTDIR)$(DATADIR)/profiles/seccomp/
 	install -m 0644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 
 clean:

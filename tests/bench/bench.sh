@@ -3,12 +3,14 @@
 # crun and runc, measured in one run on one machine (DESIGN.md "Numbers we
 # hold ourselves to").  Prints a table and writes build/bench/results.json.
 #
-# Usage: tests/bench/bench.sh [--quick] [--out FILE] [--no-density]   (as root)
+# Usage: tests/bench/bench.sh [--quick] [--out FILE] [--no-density] [--oci-only]   (as root)
 #   --quick       CI smoke mode (~2 min): few runs, N=10 density, 1 MB workspace.
 #                 Asserts only that every metric is present with numbers (or an
 #                 explicit "n/a (reason)"); never that a time is below a bound.
 #   --out FILE    JSON output (default $BUILD/bench/results.json)
 #   --no-density  skip cost growth and density (the long part of a full run)
+#   --oci-only    only the runtime comparison: agentnest-oci vs crun vs runc
+#                 (and the floors); every sandbox-layer row is "n/a (--oci-only)"
 # Env: BUILD (default build), AN_IMAGES (default /var/cache/agentnest/images),
 #      IMAGE (default python, the default image), KEEP=1 keeps the work dir,
 #      BENCH_PRUNE=1 always runs `agentnest prune --all` at cleanup (see below),
@@ -29,13 +31,14 @@
 # bound except the "targets" summary, which only reports met / not met.
 set -uo pipefail
 
-QUICK=0; DENSITY=1; OUT=
+QUICK=0; DENSITY=1; OCI_ONLY=0; OUT=
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --no-density) DENSITY=0 ;;
+    --oci-only) OCI_ONLY=1; DENSITY=0 ;;
     --out) OUT=$2; shift ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -249,7 +252,8 @@ measure $G "unshare -n true (new netns)" "unshare -n /bin/true" '{"note":"DESIGN
 
 # ---------------------------------------------------------------- sandbox layer
 SB_OK=1; SB_WHY=
-if ! have_an_cmd run; then SB_OK=0; SB_WHY="agentnest run not available (sandbox CLI not built/merged)"
+if [ "$OCI_ONLY" = 1 ]; then SB_OK=0; SB_WHY="--oci-only"
+elif ! have_an_cmd run; then SB_OK=0; SB_WHY="agentnest run not available (sandbox CLI not built/merged)"
 elif [ ! -d "$AN_IMAGES/$IMAGE/layout" ]; then SB_OK=0; SB_WHY="no image $AN_IMAGES/$IMAGE/layout (make images)"
 elif ! $ANR image import "$AN_IMAGES/$IMAGE/layout" --name "$IMAGE" >/dev/null 2>"$WORK/imp.err"; then
   SB_OK=0; SB_WHY="image import failed: $(tail -1 "$WORK/imp.err")"
@@ -339,7 +343,9 @@ done
 # image import of the default image into a fresh temp store each run; reference:
 # GNU tar extracting the same layer blobs (no verification, no store).
 G=image
-if have_an_cmd image && [ -d "$AN_IMAGES/$IMAGE/layout" ]; then
+if [ "$OCI_ONLY" = 1 ]; then
+  na $G "agentnest image import $IMAGE" "--oci-only"; na $G "reference: tar -x of the same layers" "--oci-only"
+elif have_an_cmd image && [ -d "$AN_IMAGES/$IMAGE/layout" ]; then
   L=$AN_IMAGES/$IMAGE/layout
   MRUNS=$RUNS_IMPORT MWARM=0 measure $G "agentnest image import $IMAGE" \
     "$AN --root $WORK/imp image import $L --name $IMAGE" '{}' --prepare "rm -rf $WORK/imp"

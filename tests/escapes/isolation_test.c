@@ -18,6 +18,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 #include "escape_fixture.h"
+#include "util.h"
 #include "ws_fixture.h"
 
 #define REEXEC_MARK "AN_ESC_REEXEC_MARK"
@@ -46,23 +47,16 @@ static void teardown(void) {
 
 TestSuite(isolation, .init = setup, .fini = teardown, .timeout = 180);
 
-static void write_file(const char *dir, const char *rel, const char *content, mode_t mode) {
-  char p[PATH_MAX * 2];
-  snprintf(p, sizeof p, "%s/%s", dir, rel);
-  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-  cr_assert(fd >= 0, "create %s: %s", p, strerror(errno));
-  cr_assert(write(fd, content, strlen(content)) == (ssize_t) strlen(content));
-  cr_assert(fchmod(fd, mode) == 0);
-  close(fd);
-}
-
 Test(isolation, bl_01_runtime_binary_unreachable_through_proc_exe) {
   char self_before[65], self_after[65];
   cr_assert(ws_file_sha256("/proc/self/exe", self_before));
   /* a watcher loops over /proc/[0-9]*\/exe trying to open each for writing */
   esc_start(&S, ESC_PROBE " exe_watch:8 > /workspace/watch; echo > /workspace/done; exec sleep 120",
             NULL);
-  write_file(S.ws, "selfexe.sh", "#!/proc/self/exe\n", 0755);
+  char selfexe[PATH_MAX + 16];
+  snprintf(selfexe, sizeof selfexe, "%s/selfexe.sh", S.ws);
+  const char *shebang = "#!/proc/self/exe\n";
+  an_test_write_file(selfexe, shebang, strlen(shebang), 0755);
   int reexec = 0, ran = 0;
   for (int i = 0; i < 50; i++) {
     struct esc_result r = {0};
@@ -185,11 +179,10 @@ static void set_file_caps(const char *path, unsigned rootid, bool v3) {
 }
 
 Test(isolation, bl_04_inheritable_and_file_capabilities_gain_nothing) {
-  char src[PATH_MAX], dst[PATH_MAX + 16], cmd[3 * PATH_MAX];
+  char src[PATH_MAX], dst[PATH_MAX + 16];
   esc_helper_path("probe", src, sizeof src);
   snprintf(dst, sizeof dst, "%s/fcap", S.ws);
-  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", src, dst);
-  cr_assert_eq(system(cmd), 0);
+  an_test_copy_file(src, dst, 0755);
   set_file_caps(dst, S.ids.host_uid_base, true); /* effective for the sandbox's root */
   struct esc_result r = {0};
   esc_sh(&S, &r, "grep -E '^Cap(Inh|Amb):' /proc/self/status; /workspace/fcap whoami");
@@ -198,30 +191,14 @@ Test(isolation, bl_04_inheritable_and_file_capabilities_gain_nothing) {
   esc_result_free(&r);
   /* negative control: on the host a file-capability binary run by an
    * unprivileged user does gain its capabilities */
-  char dir[64], host_copy[128];
-  snprintf(dir, sizeof dir, "/tmp/an-esc-fcap-%d-XXXXXX", getpid());
-  cr_assert(mkdtemp(dir) && chmod(dir, 0755) == 0);
-  snprintf(host_copy, sizeof host_copy, "%s/fcap", dir);
-  snprintf(cmd, sizeof cmd, "cp '%s' '%s' && chmod 755 '%s'", src, host_copy, host_copy);
-  cr_assert_eq(system(cmd), 0);
+  char host_copy[PATH_MAX];
+  snprintf(host_copy, sizeof host_copy, "%s/fcap-host", S.dir); /* S.dir: 0711 */
+  an_test_copy_file(src, host_copy, 0755);
   set_file_caps(host_copy, 0, false);
-  int mfd = memfd_create("fcap", MFD_CLOEXEC);
-  pid_t p = fork();
-  cr_assert(p >= 0);
-  if (p == 0) {
-    if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0) _exit(90);
-    dup2(mfd, 1);
-    execl(host_copy, host_copy, "whoami", (char *) NULL);
-    _exit(91);
-  }
   int st;
-  waitpid(p, &st, 0);
-  char buf[128] = "";
-  cr_assert(pread(mfd, buf, sizeof buf - 1, 0) >= 0);
-  close(mfd);
-  unlink(host_copy);
-  rmdir(dir);
+  char *buf = esc_host_exec_unprivileged(host_copy, "whoami", &st);
   cr_assert_str_eq(buf, "whoami euid=65534,capeff=202000\n", "host control: %s", buf);
+  free(buf);
 }
 
 Test(isolation, bl_05_sys_fs_cgroup_not_writable) {
@@ -269,34 +246,29 @@ static void check_proc_variant(const char *what) {
 
 Test(isolation, bl_06_fake_or_symlinked_proc_in_the_image) {
   const char *root = esc_copy_rootfs(&S);
-  char p[PATH_MAX * 2], cmd[PATH_MAX * 3];
+  char p[PATH_MAX * 2];
   /* (a) fake attr and status files under proc/ */
-  snprintf(cmd, sizeof cmd, "mkdir -p '%s/proc/self/attr' && echo fake > '%s/proc/self/attr/exec' && "
-                            "echo fake > '%s/proc/self/attr/current' && echo 'Seccomp: 0' > '%s/proc/self/status'",
-           root, root, root, root);
-  cr_assert_eq(system(cmd), 0);
+  cr_assert_eq(an_test_sh("mkdir -p '%s/proc/self/attr' && echo fake > '%s/proc/self/attr/exec' && "
+                          "echo fake > '%s/proc/self/attr/current' && echo 'Seccomp: 0' > '%s/proc/self/status'",
+                          root, root, root, root), 0);
   check_proc_variant("proc with fake files");
   /* (b) proc a symlink to tmp, and to ../../.. */
-  snprintf(cmd, sizeof cmd, "rm -rf '%s/proc' && ln -s tmp '%s/proc'", root, root);
-  cr_assert_eq(system(cmd), 0);
+  cr_assert_eq(an_test_sh("rm -rf '%s/proc' && ln -s tmp '%s/proc'", root, root), 0);
   check_proc_variant("proc -> tmp");
   snprintf(p, sizeof p, "%s/tmp/self", root);
   struct stat st;
   cr_assert(lstat(p, &st) < 0, "procfs landed at the symlink target %s", p);
-  snprintf(cmd, sizeof cmd, "rm -f '%s/proc' && ln -s ../../.. '%s/proc'", root, root);
-  cr_assert_eq(system(cmd), 0);
+  cr_assert_eq(an_test_sh("rm -f '%s/proc' && ln -s ../../.. '%s/proc'", root, root), 0);
   check_proc_variant("proc -> ../../..");
   /* (c) proc a regular file */
-  snprintf(cmd, sizeof cmd, "rm -f '%s/proc' && echo x > '%s/proc'", root, root);
-  cr_assert_eq(system(cmd), 0);
+  cr_assert_eq(an_test_sh("rm -f '%s/proc' && echo x > '%s/proc'", root, root), 0);
   check_proc_variant("proc a regular file");
-  /* nothing mounted on the host outside the rootfs */
-  char mi[1 << 16];
-  int fd = open("/proc/self/mountinfo", O_RDONLY);
-  ssize_t n = read(fd, mi, sizeof mi - 1);
-  close(fd);
-  mi[n > 0 ? n : 0] = '\0';
+  /* nothing mounted on the host outside the rootfs (all of mountinfo: a
+   * single read(2) of it may return only its first part) */
+  char *mi = an_test_read_file("/proc/self/mountinfo", NULL);
+  cr_assert_not_null(mi, "read /proc/self/mountinfo: %s", strerror(errno));
   cr_assert_null(strstr(mi, S.dir), "a mount under %s is left on the host", S.dir);
+  free(mi);
   esc_evidence_assert_unchanged(&E);
 }
 
@@ -322,32 +294,26 @@ static void check_dev_null_variant(const char *what) {
 
 Test(isolation, bl_07_masked_paths_survive_a_swapped_dev_null) {
   const char *root = esc_copy_rootfs(&S);
-  char cmd[PATH_MAX * 3];
-  snprintf(cmd, sizeof cmd, "rm -f '%s/dev/null' && ln -s /proc/sys/kernel/core_pattern '%s/dev/null'",
-           root, root);
-  cr_assert_eq(system(cmd), 0);
+  cr_assert_eq(an_test_sh("rm -f '%s/dev/null' && ln -s /proc/sys/kernel/core_pattern '%s/dev/null'",
+                          root, root), 0);
   check_dev_null_variant("dev/null -> core_pattern");
-  snprintf(cmd, sizeof cmd, "rm -f '%s/dev/null' && echo x > '%s/dev/null'", root, root);
-  cr_assert_eq(system(cmd), 0);
+  cr_assert_eq(an_test_sh("rm -f '%s/dev/null' && echo x > '%s/dev/null'", root, root), 0);
   check_dev_null_variant("dev/null a regular file");
-  snprintf(cmd, sizeof cmd, "rm -f '%s/dev/null'", root);
-  cr_assert_eq(system(cmd), 0);
+  cr_assert_eq(an_test_sh("rm -f '%s/dev/null'", root), 0);
   check_dev_null_variant("dev/null missing");
-  snprintf(cmd, sizeof cmd, "rm -rf '%s/dev' && ln -s /proc/sys/kernel '%s/dev'", root, root);
-  cr_assert_eq(system(cmd), 0);
+  cr_assert_eq(an_test_sh("rm -rf '%s/dev' && ln -s /proc/sys/kernel '%s/dev'", root, root), 0);
   check_dev_null_variant("dev -> /proc/sys/kernel");
 }
 
 Test(isolation, bl_18_supplementary_groups_exact) {
   const char *root = esc_copy_rootfs(&S);
-  char cmd[PATH_MAX * 3], p[PATH_MAX * 2];
-  snprintf(cmd, sizeof cmd,
-           "echo 'agent2:x:1000:1000::/workspace:/bin/sh' >> '%s/etc/passwd' && "
-           "printf 'agent2:x:1000:\\nsecret:x:2000:\\n' >> '%s/etc/group' && mkdir -p '%s/opt'",
-           root, root, root);
-  cr_assert_eq(system(cmd), 0);
-  write_file(root, "opt/denied", "group-denied\n", 0604);
+  char p[PATH_MAX * 2];
+  cr_assert_eq(an_test_sh("echo 'agent2:x:1000:1000::/workspace:/bin/sh' >> '%s/etc/passwd' && "
+                          "printf 'agent2:x:1000:\\nsecret:x:2000:\\n' >> '%s/etc/group' && mkdir -p '%s/opt'",
+                          root, root, root), 0);
   snprintf(p, sizeof p, "%s/opt/denied", root);
+  const char *denied = "group-denied\n";
+  an_test_write_file(p, denied, strlen(denied), 0604);
   /* owner 0:1000 inside the sandbox's user namespace */
   cr_assert(chown(p, S.ids.host_uid_base, S.ids.host_uid_base + 1000) == 0);
   cr_assert(chmod(p, 0604) == 0);
@@ -391,9 +357,7 @@ Test(isolation, bl_18_supplementary_groups_exact) {
  * become its stdin. */
 Test(isolation, failed_create_leaves_the_callers_fds_open) {
   const char *root = esc_copy_rootfs(&S);
-  char cmd[PATH_MAX * 3];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s/proc' && ln -s ../../.. '%s/proc'", root, root);
-  cr_assert_eq(system(cmd), 0);
+  cr_assert_eq(an_test_sh("rm -rf '%s/proc' && ln -s ../../.. '%s/proc'", root, root), 0);
   char *argv[] = {"/bin/true", NULL};
   struct an_spec *spec = esc_build_spec(&S, argv);
   struct esc_result r = {0};

@@ -28,7 +28,7 @@
 #include "agentnest.h"
 #include "agentnest/sandbox.h"
 #include "escape_fixture.h"
-#include "image_fixture.h"
+#include "util.h"
 #include "ws_fixture.h"
 
 #define CACHE "/var/cache/agentnest/images"
@@ -65,10 +65,14 @@ static struct an_sandbox *create_sandbox(void) {
 
 static void setup(void) {
   if (access(CACHE "/busybox/layout", F_OK) != 0) cr_skip_test("image cache absent: make images");
-  char p[PATH_MAX];
-  if (!realpath("build/agentnest-init", p)) cr_skip_test("build/agentnest-init missing (make)");
+  /* the build under test ($AN_TEST_BUILD: build-asan in check-asan) */
+  const char *bdir = getenv("AN_TEST_BUILD"), *sdir = getenv("AN_TEST_SRC");
+  char p[PATH_MAX], q[PATH_MAX + 32];
+  snprintf(q, sizeof q, "%s/agentnest-init", bdir && *bdir ? bdir : "build");
+  if (!realpath(q, p)) cr_skip_test("%s missing (make)", q);
   setenv("AGENTNEST_INIT", p, 1);
-  if (realpath("profiles", p)) setenv("AGENTNEST_PROFILES", p, 1);
+  snprintf(q, sizeof q, "%s/profiles", sdir && *sdir ? sdir : ".");
+  if (realpath(q, p)) setenv("AGENTNEST_PROFILES", p, 1);
   snprintf(g_store, sizeof g_store, "/tmp/an-esc-store-%d", (int) getppid());
   mkdir(g_store, 0711);
   char lock[PATH_MAX + 16];
@@ -105,17 +109,9 @@ static void teardown(void) {
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
   (void) stats;
-  char root[PATH_MAX], lock[PATH_MAX + 16];
+  char root[PATH_MAX];
   snprintf(root, sizeof root, "/tmp/an-esc-store-%d", (int) getpid());
-  if (access(root, F_OK) != 0) return;
-  char *report = NULL;
-  an_error_t err = NULL;
-  an_sandbox_prune(root, true, &report, &err);
-  free(report);
-  an_error_free(&err);
-  tb_rm_rf(root);
-  snprintf(lock, sizeof lock, "%s.lock", root);
-  unlink(lock);
+  an_test_store_remove(root);
 }
 
 TestSuite(sandbox_api, .init = setup, .fini = teardown, .timeout = 180);
@@ -131,16 +127,6 @@ static char *sh(struct an_sandbox *sb, const char *script, int *st) {
   char *out = strdup(res.output.stdout_buf ? res.output.stdout_buf : "");
   an_exec_result_release(&res);
   return out;
-}
-
-static void assert_all(const char *out, const char *actions, const char *allowed) {
-  char *copy = strdup(actions), *save = NULL;
-  for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
-    char *colon = strchr(t, ':');
-    if (colon) *colon = '\0';
-    esc_assert_probe(out, t, allowed);
-  }
-  free(copy);
 }
 
 Test(sandbox_api, exec_identity_caps_nnp_seccomp) {
@@ -162,7 +148,7 @@ Test(sandbox_api, exec_denied_syscalls_bl_12_to_16) {
   char script[1024];
   snprintf(script, sizeof script, PROBE " %s", acts);
   char *out = sh(SB, script, NULL);
-  assert_all(out, acts, "EPERM ENOSYS SIGSYS ENOTTY");
+  esc_assert_probe_all(out, acts, "EPERM ENOSYS SIGSYS ENOTTY");
   esc_assert_probe(out, "tiocsti_own_pty", "EPERM");
   free(out);
   out = sh(SB, PROBE " clone3 clone3_newuser_newns open_dev_userfaultfd", NULL);

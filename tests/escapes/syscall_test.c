@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "escape_fixture.h"
+#include "util.h"
 
 #define DENIED "EPERM ENOSYS SIGSYS"
 
@@ -41,16 +42,6 @@ TestSuite(syscalls, .init = setup, .fini = teardown, .timeout = 120);
 
 /* Assert every action of `actions` (space separated, "name[:arg]") got one
  * of `allowed` in `out`. */
-static void assert_all(const char *out, const char *actions, const char *allowed) {
-  char *copy = strdup(actions), *save = NULL;
-  for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
-    char *colon = strchr(t, ':');
-    if (colon) *colon = '\0';
-    esc_assert_probe(out, t, allowed);
-  }
-  free(copy);
-}
-
 /* A host process to aim ptrace/process_vm_writev/kill controls at. */
 static pid_t spawn_victim(void) {
   pid_t p = fork();
@@ -74,7 +65,7 @@ Test(syscalls, bl_11_tiocsti_blocked) {
   char *out = esc_probe(&S, acts);
   cr_assert_eq(esc_count_lines(out, "tiocsti") + esc_count_lines(out, "tioclinux"), 8, "%s", out);
   cr_assert_eq(esc_count_lines(out, " OK"), 0, "a terminal ioctl succeeded:\n%s", out);
-  assert_all(out, acts, "EPERM ENOTTY EIO ENXIO SIGSYS");
+  esc_assert_probe_all(out, acts, "EPERM ENOTTY EIO ENXIO SIGSYS");
   free(out);
   /* on a pty of its own the kernel would allow it: only the filter (with
    * the request masked to 32 bits) stops it */
@@ -94,7 +85,7 @@ Test(syscalls, bl_11_tiocsti_blocked) {
   cr_assert_eq(esc_run_spec(&S, spec, slave, &r), 0);
   an_spec_free(spec);
   cr_assert_eq(esc_count_lines(r.out, " OK"), 0, "TIOCSTI on the caller's pty:\n%s", r.out);
-  assert_all(r.out, "tiocsti tiocsti_high_bits", "EPERM ENOTTY EIO ENXIO");
+  esc_assert_probe_all(r.out, "tiocsti tiocsti_high_bits", "EPERM ENOTTY EIO ENXIO");
   esc_result_free(&r);
   cr_assert(fcntl(slave, F_SETFL, O_NONBLOCK) == 0);
   char b[16];
@@ -114,7 +105,7 @@ Test(syscalls, bl_12_x32_and_i386_abi_denied) {
   static const char *acts = "unshare_user keyctl mount_tmpfs:/tmp x32_unshare_user x32_keyctl "
                             "x32_getpid i386_unshare_user i386_keyctl i386_mount i386_getpid";
   char *out = esc_probe(&S, acts);
-  assert_all(out, acts, DENIED);
+  esc_assert_probe_all(out, acts, DENIED);
   free(out);
   /* negative control: the host runs i386 syscalls through int $0x80 (IA32
    * emulation), so the probe's i386 path is real; x32 answers per kernel
@@ -134,7 +125,7 @@ Test(syscalls, bl_13_clone3_enosys_threads_work) {
   esc_assert_probe(out, "clone_newuser_newns", "EPERM");
   free(out);
   out = esc_host_probe(NULL, "clone3 clone3_newuser_newns clone_newuser_newns");
-  assert_all(out, "clone3 clone3_newuser_newns clone_newuser_newns", "OK");
+  esc_assert_probe_all(out, "clone3 clone3_newuser_newns clone_newuser_newns", "OK");
   free(out);
 
   /* glibc falls back from clone3's ENOSYS to clone: threads start */
@@ -153,7 +144,7 @@ Test(syscalls, bl_13_clone3_enosys_threads_work) {
 
 Test(syscalls, bl_14_keyring_unreachable) {
   char *out = esc_probe(&S, "keyctl add_key request_key read:/proc/keys");
-  assert_all(out, "keyctl add_key request_key", DENIED);
+  esc_assert_probe_all(out, "keyctl add_key request_key", DENIED);
   esc_assert_probe(out, "read", "EMPTY EACCES ENOENT EPERM");
   free(out);
   /* negative control: on the host the calls reach the kernel (add_key goes
@@ -170,7 +161,7 @@ Test(syscalls, bl_15_exploit_helper_syscalls_denied) {
                             "kexec_load finit_module open_by_handle_at lookup_dcookie swapon reboot "
                             "process_vm_writev:1 io_uring_setup";
   char *out = esc_probe(&S, acts);
-  assert_all(out, acts, DENIED);
+  esc_assert_probe_all(out, acts, DENIED);
   esc_assert_probe(out, "io_uring_setup", "EPERM"); /* the recorded policy: denied */
   free(out);
   struct esc_result r = {0};
@@ -193,7 +184,7 @@ Test(syscalls, bl_15_exploit_helper_syscalls_denied) {
            (int) v, (int) v);
   out = esc_host_probe(NULL, acts_host);
   reap(v);
-  assert_all(out, "userfaultfd userfaultfd_user_mode_only perf_event_open bpf_prog_load "
+  esc_assert_probe_all(out, "userfaultfd userfaultfd_user_mode_only perf_event_open bpf_prog_load "
                   "open_by_handle_at io_uring_setup ptrace_attach", "OK");
   esc_assert_probe(out, "kexec_load", "EINVAL ENOSYS");     /* 1000 segments; or no CONFIG_KEXEC */
   esc_assert_probe(out, "finit_module", "EBADF ENOSYS");    /* fd -1; or no CONFIG_MODULES */
@@ -209,7 +200,7 @@ Test(syscalls, bl_16_nested_userns_cgroup_release_agent) {
                             "fsmount mount_tmpfs:/tmp mount_cgroup:/tmp umount2:/tmp pivot_root:/tmp "
                             "chroot:/tmp";
   char *out = esc_probe(&S, acts);
-  assert_all(out, acts, "EPERM"); /* the filter (and no caps), not a resource error */
+  esc_assert_probe_all(out, acts, "EPERM"); /* the filter (and no caps), not a resource error */
   free(out);
   struct esc_result r = {0};
   esc_sh(&S, &r, "unshare -Ur true; echo rc=$?; "
@@ -230,7 +221,7 @@ Test(syscalls, bl_16_nested_userns_cgroup_release_agent) {
            "chroot:%s mount_tmpfs:%s umount2:%s pivot_root:%s",
            host_dir, host_dir, host_dir, host_dir);
   out = esc_host_probe(host_dir, host_acts);
-  assert_all(out, "unshare_user unshare_mnt clone_newuser_newns setns fsopen fsconfig fsmount "
+  esc_assert_probe_all(out, "unshare_user unshare_mnt clone_newuser_newns setns fsopen fsconfig fsmount "
                   "mount_tmpfs umount2 pivot_root chroot", "OK");
   free(out);
 }
@@ -254,9 +245,7 @@ Test(syscalls, mknod_and_setuid_bits_gain_nothing) {
   char src[PATH_MAX], dst[PATH_MAX + 32];
   esc_helper_path("probe", src, sizeof src);
   snprintf(dst, sizeof dst, "%s/suid", S.ws);
-  char cmd[3 * PATH_MAX];
-  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", src, dst);
-  cr_assert_eq(system(cmd), 0);
+  an_test_copy_file(src, dst, 0755);
   cr_assert_eq(chown(dst, S.ids.host_uid_base, S.ids.host_uid_base), 0);
   cr_assert_eq(chmod(dst, 04755), 0);
   struct esc_result r = {0};
@@ -270,24 +259,14 @@ Test(syscalls, mknod_and_setuid_bits_gain_nothing) {
   /* negative control: on the host a set-uid file runs with its owner's euid */
   char host_copy[128];
   snprintf(host_copy, sizeof host_copy, "%s/suid", host_dir);
-  snprintf(cmd, sizeof cmd, "cp '%s' '%s' && chown 1:1 '%s' && chmod 4755 '%s' && chmod 755 '%s'", src,
-           host_copy, host_copy, host_copy, host_dir);
-  cr_assert_eq(system(cmd), 0);
-  int mfd = memfd_create("suid-out", MFD_CLOEXEC);
-  pid_t p = fork();
-  cr_assert(p >= 0);
-  if (p == 0) {
-    if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0) _exit(90);
-    dup2(mfd, 1);
-    execl(host_copy, host_copy, "whoami", (char *) NULL);
-    _exit(91);
-  }
+  an_test_copy_file(src, host_copy, 0755);
+  cr_assert_eq(chown(host_copy, 1, 1), 0);  /* chown clears set-uid: chmod after it */
+  cr_assert_eq(chmod(host_copy, 04755), 0);
+  cr_assert_eq(chmod(host_dir, 0755), 0);
   int st;
-  waitpid(p, &st, 0);
-  char buf[256] = "";
-  cr_assert(pread(mfd, buf, sizeof buf - 1, 0) >= 0);
-  close(mfd);
+  char *buf = esc_host_exec_unprivileged(host_copy, "whoami", &st);
   unlink(host_copy);
   cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "host control status %d", st);
   cr_assert(strstr(buf, "whoami euid=1,"), "host control: set-uid did not apply: %s", buf);
+  free(buf);
 }

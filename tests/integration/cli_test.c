@@ -107,7 +107,7 @@ static void import_image(const char *name) {
   snprintf(stamp, sizeof stamp, "%s/.imported-%s", root, name);
   if (stat(stamp, &st) == 0) return;
   cr_assert_eq(an("image import '%s' --name %s", lay, name), 0, "import %s: %s", name, err_text);
-  tb_write_file(stamp, "", 0);
+  an_test_write_file(stamp, "", 0, 0644);
 }
 
 static void setup(void) {
@@ -135,7 +135,7 @@ static void teardown(void) {
   free(out_text);
   free(err_text);
   out_text = err_text = NULL;
-  tb_rm_rf(work);
+  an_test_rm_tree(work);
 }
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
@@ -151,8 +151,8 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
     if (!realpath(rel, an_bin)) an_bin[0] = 0;
   }
   if (stat(r, &st) == 0) {
-    if (an_bin[0]) tb_sh("'%s' --root '%s' prune --all >/dev/null 2>&1", an_bin, r);
-    tb_rm_rf(r);
+    if (an_bin[0]) an_test_sh("'%s' --root '%s' prune --all >/dev/null 2>&1", an_bin, r);
+    an_test_rm_tree(r);
   }
 }
 
@@ -267,7 +267,7 @@ Test(cli, json_reports_timeout_and_truncation) {
 }
 
 Test(cli, put_and_get_move_files_in_and_out) {
-  tb_sh("mkdir -p '%s/src/sub' && echo hello > '%s/src/sub/a.txt' && echo top > '%s/in.txt'", work,
+  an_test_sh("mkdir -p '%s/src/sub' && echo hello > '%s/src/sub/a.txt' && echo top > '%s/in.txt'", work,
         work, work);
   cr_assert_eq(an("shell --image busybox --put in.txt --put src:tree --get 'out/*.txt:got' "
                   "'cat in.txt tree/sub/a.txt; mkdir out; echo result > out/r.txt; echo no > out/r.bin'"),
@@ -291,7 +291,7 @@ Test(cli, get_with_dotdot_glob_is_refused) {
 Test(cli, python_runs_code_and_files) {
   cr_expect_eq(an("python 'print(6*7)'"), 0, "%s", err_text);
   cr_expect_str_eq(out_text, "42\n");
-  tb_sh("printf 'import sys\\nprint(\"file\", sys.argv[1])\\n' > '%s/prog.py'", work);
+  an_test_sh("printf 'import sys\\nprint(\"file\", sys.argv[1])\\n' > '%s/prog.py'", work);
   cr_expect_eq(an("python prog.py arg1"), 0, "%s", err_text);
   cr_expect_str_eq(out_text, "file arg1\n");
   cr_expect_eq(an("python missing.py"), 125);
@@ -396,7 +396,7 @@ Test(cli, exec_timeout_leaves_the_sandbox_and_its_files) {
 
 Test(cli, cp_both_ways_and_refusals) {
   char *id = create_sandbox("");
-  tb_sh("echo payload > '%s/h.txt'", work);
+  an_test_sh("echo payload > '%s/h.txt'", work);
   cr_expect_eq(an("cp h.txt %s:h.txt", id), 0, "%s", err_text);
   cr_expect_eq(an("exec %s -- cat h.txt", id), 0);
   cr_expect_str_eq(out_text, "payload\n");

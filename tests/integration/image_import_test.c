@@ -23,8 +23,8 @@ static char *snap_outside(void);
 
 static void setup(void) {
   snprintf(canary, sizeof canary, "/tmp/an-icanary-%d", (int) getpid());
-  tb_rm_rf(canary);
-  cr_assert_eq(tb_sh("mkdir -p %s/store %s/work %s/sub && echo precious > %s/canary", canary, canary,
+  an_test_rm_tree(canary);
+  cr_assert_eq(an_test_sh("mkdir -p %s/store %s/work %s/sub && echo precious > %s/canary", canary, canary,
                      canary, canary), 0);
   snprintf(store, sizeof store, "%s/store", canary);
   snprintf(work, sizeof work, "%s/work", canary);
@@ -32,7 +32,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-  tb_rm_rf(canary);
+  an_test_rm_tree(canary);
   free(before);
 }
 
@@ -256,9 +256,9 @@ Test(image_import, docker_archive_layer_not_matching_diff_id_is_refused) {
   struct tb_buf o = tb_tar(other, 1, 0);
   char dg[72], p[600];
   tb_digest(layers[0].data, layers[0].len, dg);
-  cr_assert_eq(tb_sh("mkdir -p %s && tar -C %s -xf %s", dir, dir, tar), 0);
+  cr_assert_eq(an_test_sh("mkdir -p %s && tar -C %s -xf %s", dir, dir, tar), 0);
   snprintf(p, sizeof p, "%s/%s/layer.tar", dir, dg + 7);
-  tb_write_file(p, o.data, o.len);
+  an_test_write_file(p, o.data, o.len, 0644);
   cr_assert_eq(unlink(tar), 0);
   tb_tar_dir(dir, tar);
   import_fails(tar, NULL, "digest mismatch");
@@ -275,7 +275,7 @@ Test(image_import, rootfs_tar_plain_gzip_and_zstd_are_imported) {
     char tar[300];
     snprintf(tar, sizeof tar, "%s/rootfs-%d.tar", work, i);
     struct tb_buf t = tb_tar(e, 3, comp[i]);
-    tb_write_file(tar, t.data, t.len);
+    an_test_write_file(tar, t.data, t.len, 0644);
     tb_free(&t);
     struct an_image_info *info = import_ok(tar, "rootfs");
     cr_assert_eq(info->source, AN_IMAGE_SOURCE_ROOTFS_TAR);
@@ -298,7 +298,7 @@ Test(image_import, layer_blob_digest_mismatch_leaves_nothing) {
   tb_oci_layout(dir, layers, 1, NULL, digest, dg);
   layers[0].data[600] ^= 1;                  /* same size, other bytes */
   snprintf(p, sizeof p, "%s/blobs/sha256/%s", dir, dg[0] + 7);
-  tb_write_file(p, layers[0].data, layers[0].len);
+  an_test_write_file(p, layers[0].data, layers[0].len, 0644);
   import_fails(dir, "x", "digest mismatch");
   tb_free(&layers[0]);
   assert_clean_end();
@@ -329,7 +329,7 @@ Test(image_import, corrupt_config_blob_is_refused) {
   tb_oci_layout(dir, layers, 1, NULL, digest, NULL);
   /* overwrite the manifest blob: its digest no longer matches index.json */
   snprintf(p, sizeof p, "%s/blobs/sha256/%s", dir, digest + 7);
-  tb_write_file(p, "{}", 2);
+  an_test_write_file(p, "{}", 2, 0644);
   import_fails(dir, "x", "size mismatch");
   tb_free(&layers[0]);
   assert_clean_end();
@@ -454,7 +454,7 @@ Test(image_import, hostile_outer_archive_cannot_escape_either) {
                          {'l', "blobs", "/", 0},
                          {'f', "../../evil-outer", "x", 0}};
   struct tb_buf t = tb_tar(e, 4, 0);
-  tb_write_file(tar, t.data, t.len);
+  an_test_write_file(tar, t.data, t.len, 0644);
   /* "../../evil-outer" is not an archive member name: detected as a rootfs tar, and refused */
   import_fails(tar, "outer", "path escapes the root");
   tb_free(&t);
@@ -464,7 +464,7 @@ Test(image_import, hostile_outer_archive_cannot_escape_either) {
 Test(image_import, stale_temp_dirs_are_swept_by_the_next_import) {
   char p[400];
   snprintf(p, sizeof p, "%s/images/.tmp-999999-deadbeef/image/rootfs/etc", store);
-  cr_assert_eq(tb_sh("mkdir -p %s && echo x > %s/f", p, p), 0);
+  cr_assert_eq(an_test_sh("mkdir -p %s && echo x > %s/f", p, p), 0);
   char dir[300], digest[72];
   snprintf(dir, sizeof dir, "%s/layout", work);
   two_layer_layout(dir, digest);
@@ -519,7 +519,7 @@ Test(image_import, umoci_built_layout_imports) {
   if (access("/usr/bin/umoci", X_OK) != 0) cr_skip_test("umoci not installed");
   char dir[300];
   snprintf(dir, sizeof dir, "%s/umoci", work);
-  cr_assert_eq(tb_sh("mkdir -p %s && cd %s && mkdir -p tree/etc && echo from-umoci > tree/etc/msg && ln -s etc/msg tree/link && "
+  cr_assert_eq(an_test_sh("mkdir -p %s && cd %s && mkdir -p tree/etc && echo from-umoci > tree/etc/msg && ln -s etc/msg tree/link && "
                      "umoci init --layout lay && umoci new --image lay:latest && "
                      "umoci unpack --image lay:latest b >/dev/null && cp -a tree/. b/rootfs/ && "
                      "umoci repack --image lay:latest b >/dev/null && "
@@ -542,7 +542,7 @@ Test(image_import, skopeo_copied_layout_imports) {
   char dir[300], digest[72];
   snprintf(dir, sizeof dir, "%s/layout", work);
   two_layer_layout(dir, digest);
-  cr_assert_eq(tb_sh("skopeo --insecure-policy copy -q oci:%s oci:%s/skopeo:copied >/dev/null 2>&1 || "
+  cr_assert_eq(an_test_sh("skopeo --insecure-policy copy -q oci:%s oci:%s/skopeo:copied >/dev/null 2>&1 || "
                      "skopeo --insecure-policy copy oci:%s:example.com/test:1.0 oci:%s/skopeo:copied",
                      dir, work, dir, work), 0);
   char src[400];
@@ -566,18 +566,18 @@ Test(image_import, cli_import_ls_inspect_rm_and_exit_125_on_error) {
   snprintf(dir, sizeof dir, "%s/layout", work);
   two_layer_layout(dir, digest);
   snprintf(out, sizeof out, "%s/out", work);
-  cr_assert_eq(tb_sh("%s --root %s image import %s --name cli:1 > %s", cli(), store, dir, out), 0);
+  cr_assert_eq(an_test_sh("%s --root %s image import %s --name cli:1 > %s", cli(), store, dir, out), 0);
   FILE *f = fopen(out, "r");
   char line[200] = "";
   cr_assert(fgets(line, sizeof line, f));
   fclose(f);
   cr_assert(!strncmp(line, digest, 71), "stdout: %s", line);
-  cr_assert_eq(tb_sh("%s --root %s image ls | grep -q '^cli:1 '", cli(), store), 0);
-  cr_assert_eq(tb_sh("%s --root %s image ls --json | grep -q '\"cli:1\"'", cli(), store), 0);
-  cr_assert_eq(tb_sh("%s --root %s image inspect cli:1 | grep -q '\"Id\": \"%s\"'", cli(), store, digest), 0);
-  cr_assert_eq(tb_sh("%s image import --help | grep -q Usage", cli()), 0);
-  cr_assert_eq(tb_sh("%s --root %s image rm cli:1", cli(), store), 0);
-  cr_assert_eq(tb_sh("%s --root %s image inspect cli:1 2>/dev/null", cli(), store), 125);
+  cr_assert_eq(an_test_sh("%s --root %s image ls | grep -q '^cli:1 '", cli(), store), 0);
+  cr_assert_eq(an_test_sh("%s --root %s image ls --json | grep -q '\"cli:1\"'", cli(), store), 0);
+  cr_assert_eq(an_test_sh("%s --root %s image inspect cli:1 | grep -q '\"Id\": \"%s\"'", cli(), store, digest), 0);
+  cr_assert_eq(an_test_sh("%s image import --help | grep -q Usage", cli()), 0);
+  cr_assert_eq(an_test_sh("%s --root %s image rm cli:1", cli(), store), 0);
+  cr_assert_eq(an_test_sh("%s --root %s image inspect cli:1 2>/dev/null", cli(), store), 125);
 
   /* a hostile layer: status 125 and the message names the layer and the entry */
   char evil[300], dg[1][72], d2[72];
@@ -586,7 +586,7 @@ Test(image_import, cli_import_ls_inspect_rm_and_exit_125_on_error) {
   struct tb_buf t = tb_tar(e, 1, 0);
   tb_oci_layout(evil, &t, 1, NULL, d2, dg);
   tb_free(&t);
-  cr_assert_eq(tb_sh("%s --root %s image import %s 2> %s", cli(), store, evil, out), 125);
+  cr_assert_eq(an_test_sh("%s --root %s image import %s 2> %s", cli(), store, evil, out), 125);
   f = fopen(out, "r");
   char msg[1000] = "";
   cr_assert(fgets(msg, sizeof msg, f));
@@ -606,7 +606,7 @@ Test(image_import, skopeo_written_docker_archive_and_oci_archive_import) {
   snprintf(dtar, sizeof dtar, "%s/sk-docker.tar", work);
   snprintf(otar, sizeof otar, "%s/sk-oci.tar", work);
   two_layer_layout(dir, digest);
-  cr_assert_eq(tb_sh("skopeo --insecure-policy copy -q oci:%s:example.com/test:1.0 docker-archive:%s:sk/docker:1 && "
+  cr_assert_eq(an_test_sh("skopeo --insecure-policy copy -q oci:%s:example.com/test:1.0 docker-archive:%s:sk/docker:1 && "
                      "skopeo --insecure-policy copy -q oci:%s:example.com/test:1.0 oci-archive:%s:sk-oci",
                      dir, dtar, dir, otar), 0);
   struct an_image_info *d = import_ok(dtar, NULL);

@@ -158,7 +158,7 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
   an_sandbox_prune(root, true, &report, &err);
   free(report);
   an_error_free(&err);
-  tb_rm_rf(root);
+  an_test_rm_tree(root);
   snprintf(lock, sizeof lock, "%s.lock", root);
   unlink(lock);
 }
@@ -518,7 +518,7 @@ Test(sandbox, events_list_and_prune_all) {
   char line[4096];
   while (f && fgets(line, sizeof line, f)) cr_expect(!strstr(line, g_root), "mount remains: %s", line);
   if (f) fclose(f);
-  tb_rm_rf(g_root);
+  an_test_rm_tree(g_root);
 }
 
 Test(sandbox, secrets_are_redacted_even_split_across_reads) {
@@ -696,7 +696,7 @@ Test(sandbox, creator_sigkill_at_any_point_then_prune_leaves_nothing) {
   char line[4096];
   while (f && fgets(line, sizeof line, f)) cr_expect(!strstr(line, g_root), "mount remains: %s", line);
   if (f) fclose(f);
-  tb_rm_rf(g_root);
+  an_test_rm_tree(g_root);
 }
 
 Test(sandbox, run_once_returns_the_result_and_leaves_nothing) {

@@ -9,42 +9,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/sendfile.h>
 #include <unistd.h>
 #include "bundle.h"
 #include "agentnest/cgroup.h"
 #include "rm_tree.h"
+#include "util.h"
 
 static int counter;
-
-static void copy_file(const char *from, const char *to, mode_t mode) {
-  int in = open(from, O_RDONLY | O_CLOEXEC);
-  cr_assert(in >= 0, "open %s: %s", from, strerror(errno));
-  struct stat st;
-  cr_assert(fstat(in, &st) == 0);
-  int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  cr_assert(out >= 0, "create %s: %s", to, strerror(errno));
-  off_t off = 0;
-  while (off < st.st_size) {
-    ssize_t n = sendfile(out, in, &off, st.st_size - off);
-    cr_assert(n > 0, "copy %s: %s", from, strerror(errno));
-  }
-  close(in);
-  close(out);
-}
-
-static void mkdirs(const char *path) {
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; *p; p++) {
-    if (*p == '/') {
-      *p = '\0';
-      mkdir(buf, 0755);
-      *p = '/';
-    }
-  }
-  mkdir(buf, 0755);
-}
 
 void an_test_bundle_make(struct an_test_bundle *b, const char *tag) {
   memset(b, 0, sizeof *b);
@@ -58,10 +29,10 @@ void an_test_bundle_make(struct an_test_bundle *b, const char *tag) {
   char path[512];
   for (int i = 0; dirs[i]; i++) {
     snprintf(path, sizeof path, "%s/%s", b->rootfs, dirs[i]);
-    mkdirs(path);
+    an_test_mkdirs(path);
   }
   snprintf(path, sizeof path, "%s/bin/busybox", b->rootfs);
-  copy_file("/bin/busybox", path, 0755);
+  an_test_copy_file("/bin/busybox", path, 0755);
   FILE *list = popen("/bin/busybox --list", "r");
   cr_assert(list);
   char name[128];
@@ -129,7 +100,7 @@ void an_test_bundle_install_helper(const struct an_test_bundle *b, const char *n
   char from[512], to[512];
   snprintf(from, sizeof from, "%s/tests/helpers/%s", build ? build : "build", name);
   snprintf(to, sizeof to, "%s/bin/%s", b->rootfs, name);
-  copy_file(from, to, 0755);
+  an_test_copy_file(from, to, 0755);
 }
 
 void an_test_bundle_write(const struct an_test_bundle *b, const char *rel, const char *content,
@@ -138,13 +109,9 @@ void an_test_bundle_write(const struct an_test_bundle *b, const char *rel, const
   snprintf(path, sizeof path, "%s/%s", b->rootfs, rel);
   char *slash = strrchr(path, '/');
   *slash = '\0';
-  mkdirs(path);
+  an_test_mkdirs(path);
   *slash = '/';
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-  cr_assert(fd >= 0, "create %s: %s", path, strerror(errno));
-  cr_assert(write(fd, content, strlen(content)) == (ssize_t) strlen(content));
-  fchmod(fd, mode);
-  close(fd);
+  an_test_write_file(path, content, strlen(content), mode);
 }
 
 int an_test_run_capture(const struct an_spec *spec, const struct an_test_bundle *b, char **out,

@@ -10,13 +10,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "agentnest/container.h"
 #include "escape_fixture.h"
+#include "util.h"
 #include "ws_fixture.h"
 #include "rm_tree.h"
 
@@ -66,24 +66,6 @@ int esc_count_lines(const char *s, const char *needle) {
   return n;
 }
 
-static void copy_file(const char *from, const char *to, mode_t mode) {
-  int in = open(from, O_RDONLY | O_CLOEXEC);
-  cr_assert(in >= 0, "open %s: %s", from, strerror(errno));
-  struct stat st;
-  cr_assert(fstat(in, &st) == 0);
-  /* O_EXCL|O_NOFOLLOW: never write through a planted link */
-  int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  cr_assert(out >= 0, "create %s: %s", to, strerror(errno));
-  off_t off = 0;
-  while (off < st.st_size) {
-    ssize_t n = sendfile(out, in, &off, (size_t) (st.st_size - off));
-    cr_assert(n > 0, "copy %s: %s", from, strerror(errno));
-  }
-  cr_assert(fchmod(out, mode) == 0);
-  close(in);
-  close(out);
-}
-
 void esc_sandbox_init(struct esc_sandbox *s, const char *image) {
   memset(s, 0, sizeof *s);
   s->stdin_fd = -1;
@@ -115,7 +97,7 @@ void esc_sandbox_init(struct esc_sandbox *s, const char *image) {
   cr_assert(mkdir(probes, 0755) == 0);
   esc_helper_path("probe", from, sizeof from);
   snprintf(to, sizeof to, "%s/probe", probes);
-  copy_file(from, to, 0755);
+  an_test_copy_file(from, to, 0755);  /* new file: never through a planted link */
 
   cr_assert(an_sandbox_opts_new(&s->opts, &err) == 0, "opts: %s", err ? err->msg : "?");
   const char *src = getenv("AN_TEST_SRC");
@@ -209,11 +191,10 @@ int esc_run_spec(struct esc_sandbox *s, const struct an_spec *spec, int stdin_fd
 }
 
 const char *esc_copy_rootfs(struct esc_sandbox *s) {
-  char dst[PATH_MAX], cmd[3 * PATH_MAX];
+  char dst[PATH_MAX];
   snprintf(dst, sizeof dst, "%s/rootfs", s->dir);
   /* dst does not exist yet: cp creates every entry, never writes through one */
-  snprintf(cmd, sizeof cmd, "cp -a '%s' '%s'", s->rootfs, dst);
-  cr_assert_eq(system(cmd), 0, "%s", cmd);
+  cr_assert_eq(an_test_sh("cp -a '%s' '%s'", s->rootfs, dst), 0, "cp -a %s %s", s->rootfs, dst);
   snprintf(s->rootfs, sizeof s->rootfs, "%s", dst);
   return s->rootfs;
 }
@@ -311,6 +292,34 @@ void esc_assert_probe(const char *out, const char *action, const char *allowed) 
   char needle[70];
   snprintf(needle, sizeof needle, " %s ", got);
   cr_assert(strstr(words, needle), "%s: got %s, expected one of: %s", action, got, allowed);
+}
+
+void esc_assert_probe_all(const char *out, const char *actions, const char *allowed) {
+  char *copy = strdup(actions), *save = NULL;
+  cr_assert_not_null(copy);
+  for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+    char *colon = strchr(t, ':');
+    if (colon) *colon = '\0';
+    esc_assert_probe(out, t, allowed);
+  }
+  free(copy);
+}
+
+char *esc_host_exec_unprivileged(const char *path, const char *arg, int *status) {
+  int out = memfd_create("esc-host-exec", MFD_CLOEXEC);
+  cr_assert(out >= 0, "memfd_create: %s", strerror(errno));
+  pid_t pid = fork();
+  cr_assert(pid >= 0, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0) _exit(90);
+    if (dup2(out, 1) < 0) _exit(92);
+    execl(path, path, arg, (char *) NULL);
+    _exit(91);
+  }
+  while (waitpid(pid, status, 0) < 0 && errno == EINTR) {}
+  char *res = read_memfd(out);
+  close(out);
+  return res;
 }
 
 char *esc_host_probe(const char *mount_dir, const char *actions) {

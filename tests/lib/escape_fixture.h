@@ -121,6 +121,8 @@ const char *esc_probe_result(const char *out, const char *action, char *buf, siz
 /* Assert the probe's result for `action` is one of the space-separated
  * words in `allowed`. */
 void esc_assert_probe(const char *out, const char *action, const char *allowed);
+/* The same for every action of `actions` (space separated, "name[:arg]"). */
+void esc_assert_probe_all(const char *out, const char *actions, const char *allowed);
 
 /* Run the probe on the HOST (as root), the negative control: in a forked
  * child that first enters a private mount namespace (mount propagation
@@ -128,6 +130,12 @@ void esc_assert_probe(const char *out, const char *action, const char *allowed);
  * mount/umount2/pivot_root controls change nothing outside.  Returns the
  * probe's output (heap). */
 char *esc_host_probe(const char *mount_dir, const char *actions);
+
+/* The negative control of an exec-privilege test (set-uid bit, file
+ * capabilities): run the host file `path` with the one argument `arg` as
+ * host uid/gid 65534 in a forked child; returns its stdout (heap) and its
+ * wait status in *status. */
+char *esc_host_exec_unprivileged(const char *path, const char *arg, int *status);
 
 /* Evidence: record host state before, assert it unchanged after. */
 void esc_evidence_record(struct esc_host_evidence *e);

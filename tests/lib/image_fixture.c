@@ -6,16 +6,15 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <openssl/evp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "image_fixture.h"
 #include "rm_tree.h"
+#include "util.h"
 
 void tb_free(struct tb_buf *b) { free(b->data); b->data = NULL; b->len = 0; }
 
@@ -159,18 +158,11 @@ void tb_patch_size(struct tb_buf *t, const char *name, uint64_t size) {
   fix_checksum(h);
 }
 
-void tb_write_file(const char *path, const void *buf, size_t len) {
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f, "open %s: %s", path, strerror(errno));
-  cr_assert_eq(fwrite(buf, 1, len, f), len);
-  fclose(f);
-}
-
 static void write_blob(const char *dir, const void *buf, size_t len, char out[72]) {
   tb_digest(buf, len, out);
   char path[4096];
   snprintf(path, sizeof path, "%s/blobs/sha256/%s", dir, out + 7);
-  tb_write_file(path, buf, len);
+  an_test_write_file(path, buf, len, 0644);
 }
 
 /* diff_id: digest of the uncompressed tar (config.md rootfs.diff_ids) */
@@ -200,11 +192,12 @@ static const char *layer_mt(const struct tb_buf *l) {
 
 void tb_oci_layout(const char *dir, const struct tb_buf *layers, size_t n, const char *ref_name,
                    char *manifest_digest, char (*layer_digests)[72]) {
-  cr_assert_eq(tb_sh("mkdir -p '%s/blobs/sha256'", dir), 0);
   char path[4096];
+  snprintf(path, sizeof path, "%s/blobs/sha256", dir);
+  an_test_mkdirs(path);
   snprintf(path, sizeof path, "%s/oci-layout", dir);
   const char *ol = "{\"imageLayoutVersion\":\"1.0.0\"}";
-  tb_write_file(path, ol, strlen(ol));
+  an_test_write_file(path, ol, strlen(ol), 0644);
   char *cfg = NULL, *man = NULL, *idx = NULL, *ids = strdup(""), *lay = strdup("");
   char (*dg)[72] = calloc(n + 1, 72);
   for (size_t i = 0; i < n; i++) {
@@ -235,7 +228,7 @@ void tb_oci_layout(const char *dir, const struct tb_buf *layers, size_t n, const
   cr_assert(asprintf(&idx, "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
                            "\"digest\":\"%s\",\"size\":%zu%s}]}", mdg, strlen(man), ann) > 0);
   snprintf(path, sizeof path, "%s/index.json", dir);
-  tb_write_file(path, idx, strlen(idx));
+  an_test_write_file(path, idx, strlen(idx), 0644);
   free(cfg); free(man); free(idx); free(ids); free(lay); free(dg);
 }
 
@@ -279,7 +272,7 @@ void tb_tar_dir(const char *dir, const char *out) {
 void tb_docker_archive(const char *out, const struct tb_buf *layers, size_t n, const char *repotag) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s.d", out);
-  cr_assert_eq(tb_sh("rm -rf '%s' && mkdir -p '%s'", dir, dir), 0);
+  cr_assert_eq(an_test_sh("rm -rf '%s' && mkdir -p '%s'", dir, dir), 0);
   char *ids = strdup(""), *lay = strdup(""), *t;
   for (size_t i = 0; i < n; i++) {
     char dg[72], path[4200];
@@ -287,7 +280,7 @@ void tb_docker_archive(const char *out, const struct tb_buf *layers, size_t n, c
     snprintf(path, sizeof path, "%s/%s", dir, dg + 7);
     cr_assert_eq(mkdir(path, 0755), 0);
     snprintf(path, sizeof path, "%s/%s/layer.tar", dir, dg + 7);
-    tb_write_file(path, layers[i].data, layers[i].len);
+    an_test_write_file(path, layers[i].data, layers[i].len, 0644);
     cr_assert(asprintf(&t, "%s%s\"%s\"", ids, i ? "," : "", dg) > 0);
     free(ids); ids = t;
     cr_assert(asprintf(&t, "%s%s\"%s/layer.tar\"", lay, i ? "," : "", dg + 7) > 0);
@@ -298,14 +291,14 @@ void tb_docker_archive(const char *out, const struct tb_buf *layers, size_t n, c
                            "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[%s]}}", ids) > 0);
   tb_digest(cfg, strlen(cfg), cdg);
   snprintf(path, sizeof path, "%s/%s.json", dir, cdg + 7);
-  tb_write_file(path, cfg, strlen(cfg));
+  an_test_write_file(path, cfg, strlen(cfg), 0644);
   cr_assert(asprintf(&man, "[{\"Config\":\"%s.json\",\"RepoTags\":[\"%s\"],\"Layers\":[%s]}]", cdg + 7, repotag, lay) > 0);
   snprintf(path, sizeof path, "%s/manifest.json", dir);
-  tb_write_file(path, man, strlen(man));
+  an_test_write_file(path, man, strlen(man), 0644);
   snprintf(path, sizeof path, "%s/repositories", dir);
-  tb_write_file(path, "{}", 2);
+  an_test_write_file(path, "{}", 2, 0644);
   tb_tar_dir(dir, out);
-  tb_rm_rf(dir);
+  an_test_rm_tree(dir);
   free(ids); free(lay); free(cfg); free(man);
 }
 
@@ -349,17 +342,4 @@ char *tb_snapshot(const char *dir, const char *exclude) {
   char *r = snap_buf;
   snap_buf = NULL;
   return r;
-}
-
-void tb_rm_rf(const char *path) { an_test_rm_tree(path); }
-
-int tb_sh(const char *fmt, ...) {
-  char *cmd;
-  va_list ap;
-  va_start(ap, fmt);
-  cr_assert(vasprintf(&cmd, fmt, ap) > 0);
-  va_end(ap);
-  int st = system(cmd);
-  free(cmd);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

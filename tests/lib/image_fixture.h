@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "rm_tree.h"
+#include "util.h"
 
 /* entry tables list only the fields they need */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -49,16 +51,8 @@ void tb_tar_dir(const char *dir, const char *out);
  * <n>/layer.tar, manifest.json with RepoTags [repotag]). */
 void tb_docker_archive(const char *out, const struct tb_buf *layers, size_t n, const char *repotag);
 
-/* Write a buffer to a file. */
-void tb_write_file(const char *path, const void *buf, size_t len);
-
 /* The CANARY: a host directory tree whose every file, dir and symlink is
  * recorded (path, type, size, mtime, content hash) except the subtree
  * `exclude` (the target).  Equal snapshots = untouched. */
 char *tb_snapshot(const char *dir, const char *exclude);
-
-/* rm -rf (never following symlinks). */
-void tb_rm_rf(const char *path);
-/* Run a shell command, returns its exit status. */
-int tb_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "ws_fixture.h"
 #include "rm_tree.h"
+#include "util.h"
 
 static void hex(const unsigned char *d, unsigned n, char *out) {
   for (unsigned i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", d[i]);
@@ -41,10 +42,7 @@ bool ws_file_sha256(const char *path, char out[65]) {
 }
 
 void ws_write(const char *path, const char *content) {
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f, "create %s", path);
-  fputs(content, f);
-  cr_assert_eq(fclose(f), 0);
+  an_test_write_file(path, content, strlen(content), 0644);
 }
 
 /* Recursive digest; entries sorted for a stable result. */

@@ -36,7 +36,7 @@ int ws_count_named(const char *dir, const char *name, const char *exclude);
 bool ws_file_sha256(const char *path, char out[65]);
 /* sha256 hex of a buffer. */
 void ws_buf_sha256(const void *buf, size_t len, char out[65]);
-/* Write a host file (aborts on failure). */
+/* Write a host file: content as a string, mode 0644 (an_test_write_file). */
 void ws_write(const char *path, const char *content);
 /* snprintf into a char array; fails the test on truncation. */
 #define ws_path(buf, ...)                                                    \

@@ -22,8 +22,8 @@ static char warnings[8192];
 
 static void setup(void) {
   snprintf(canary, sizeof canary, "/tmp/an-canary-%d", (int) getpid());
-  tb_rm_rf(canary);
-  cr_assert_eq(tb_sh("mkdir -p %s/a/b/rootfs %s/sub && echo precious > %s/canary && echo x > %s/sub/file",
+  an_test_rm_tree(canary);
+  cr_assert_eq(an_test_sh("mkdir -p %s/a/b/rootfs %s/sub && echo precious > %s/canary && echo x > %s/sub/file",
                      canary, canary, canary, canary), 0);
   snprintf(rootfs, sizeof rootfs, "%s/a/b/rootfs", canary);
   snprintf(snap_path_excl, sizeof snap_path_excl, "%s", rootfs);
@@ -32,7 +32,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-  tb_rm_rf(canary);
+  an_test_rm_tree(canary);
   free(before);
 }
 
@@ -277,7 +277,7 @@ Test(image_unpack, bl_32_whiteouts_and_opaque_whiteouts_hide_lower_entries) {
   cr_assert(exists_in_root("a/new"));
   cr_assert(!exists_in_root("a/b"));
   cr_assert(!exists_in_root("secret/token"));
-  cr_assert_eq(tb_sh("test -z \"$(find %s -name '.wh.*')\"", rootfs), 0, "a .wh.* name remains");
+  cr_assert_eq(an_test_sh("test -z \"$(find %s -name '.wh.*')\"", rootfs), 0, "a .wh.* name remains");
   assert_canary_untouched();
 }
 

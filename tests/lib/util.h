@@ -1,0 +1,40 @@
+/* tests/lib/util.h — the small host-side file and shell helpers every test
+ * fixture needs: make directories, write, read and copy a file, run a shell
+ * command, remove a test's sandbox store.  Helpers that fail the test on error say so ("asserts"); they
+ * call criterion, so they run only inside a test or its .init/.fini.
+ * Removing a tree lives in rm_tree.h. */
+#ifndef AN_TEST_UTIL_H
+#define AN_TEST_UTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* mkdir -p with mode 0755; existing directories are fine (asserts on any
+ * other error). */
+void an_test_mkdirs(const char *path);
+
+/* Make `path` hold the `len` bytes of `buf` (created or truncated; O_NOFOLLOW:
+ * never written through a symlink at `path`), mode exactly `mode` (umask
+ * does not apply).  Asserts. */
+void an_test_write_file(const char *path, const void *buf, size_t len, mode_t mode);
+
+/* Copy the regular file `from` to a NEW file `to` (O_EXCL|O_NOFOLLOW: never
+ * over an existing file or through a planted link), mode exactly `mode`.
+ * Asserts. */
+void an_test_copy_file(const char *from, const char *to, mode_t mode);
+
+/* The whole content of `path` (heap, NUL-terminated; *len, may be NULL,
+ * gets its length), or NULL with errno set if it cannot be read. */
+char *an_test_read_file(const char *path, size_t *len);
+
+/* Run `sh -c` on the printf-formatted command; returns its exit status
+ * (128+N when killed by signal N).  Quote paths yourself ('%s'). */
+int an_test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Remove a test run's private sandbox store `root` (absolute), if present:
+ * prune every sandbox in it (an_sandbox_prune, all), remove the tree and
+ * its lock file "<root>.lock".  Best effort, no assertion: meant for a
+ * ReportHook(POST_ALL), after the tests. */
+void an_test_store_remove(const char *root);
+
+#endif
