@@ -245,8 +245,7 @@ static int apply_resources(struct an_cgroup *cg, const struct an_spec_resources 
 #define IS2 (l->h[i].version == 2)
   if (V(AN_CG_MEMORY) && (r = IS2 ? an_cg_v2_memory_apply(cg->dir[i], res, err)
                                   : an_cg_v1_memory_apply(cg->dir[i], res, err)) < 0) return r;
-  if (V(AN_CG_CPUSET) && (r = IS2 ? an_cg_v2_cpuset_apply(cg->dir[i], res, err)
-                                  : an_cg_v1_cpuset_apply(cg->dir[i], res, err)) < 0) return r;
+  if (V(AN_CG_CPUSET) && (r = an_cg_cpuset_apply(cg->dir[i], res, err)) < 0) return r;
   if (V(AN_CG_CPU)) {
     if (IS2)
       r = an_cg_v2_cpu_apply(cg->dir[i], res, err);
@@ -260,8 +259,8 @@ static int apply_resources(struct an_cgroup *cg, const struct an_spec_resources 
                                 : an_cg_v1_pids_apply(cg->dir[i], res, err)) < 0) return r;
   if (V(AN_CG_IO) && (r = IS2 ? an_cg_v2_io_apply(cg->dir[i], res, err)
                               : an_cg_v1_blkio_apply(cg->dir[i], res, err)) < 0) return r;
-  if (V(AN_CG_HUGETLB) && (r = IS2 ? an_cg_v2_hugetlb_apply(cg->dir[i], res, err)
-                                   : an_cg_v1_hugetlb_apply(cg->dir[i], res, err)) < 0) return r;
+  if (V(AN_CG_HUGETLB) && (r = an_cg_hugetlb_apply(cg->dir[i], l->h[i].version, res, err)) < 0)
+    return r;
 #undef V
 #undef IS2
   if (l->unified >= 0 && (r = an_cg_v2_unified_apply(cg->dir[l->unified], res, err)) < 0) return r;

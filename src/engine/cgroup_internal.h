@@ -95,25 +95,27 @@ uint32_t an_cg_wanted_ctrls(const struct an_spec_resources *res, bool with_devic
 /* Field name used in messages for a controller ("linux.resources.memory"). */
 const char *an_cg_ctrl_field(enum an_cg_ctrl c);
 
+/* --- controllers named alike on both versions (dir: the cgroup's directory
+ * in that controller's hierarchy; version: 1 or 2) ------------------------ */
+int an_cg_cpuset_apply(const char *dir, const struct an_spec_resources *res, an_error_t *err);
+int an_cg_hugetlb_apply(const char *dir, int version, const struct an_spec_resources *res,
+                        an_error_t *err);
+
 /* --- controllers: v1 (one directory of that controller's hierarchy) ------ */
 int an_cg_v1_memory_apply(const char *dir, const struct an_spec_resources *res, an_error_t *err);
 int an_cg_v1_cpu_apply(const char *cpu_dir, const char *cpuacct_dir,
                        const struct an_spec_resources *res, an_error_t *err);
 int an_cg_v1_cpuset_init(const char *dir, an_error_t *err);   /* copy parent's cpus/mems when empty */
-int an_cg_v1_cpuset_apply(const char *dir, const struct an_spec_resources *res, an_error_t *err);
 int an_cg_v1_pids_apply(const char *dir, const struct an_spec_resources *res, an_error_t *err);
 int an_cg_v1_devices_apply(const char *dir, const struct an_spec_resources *res, an_error_t *err);
 int an_cg_v1_blkio_apply(const char *dir, const struct an_spec_resources *res, an_error_t *err);
-int an_cg_v1_hugetlb_apply(const char *dir, const struct an_spec_resources *res, an_error_t *err);
 int an_cg_v1_freezer_set(const char *dir, bool frozen, an_error_t *err);
 
 /* --- controllers: v2 (the cgroup's directory in the cgroup2 hierarchy) --- */
 int an_cg_v2_memory_apply(const char *dir, const struct an_spec_resources *res, an_error_t *err);
 int an_cg_v2_cpu_apply(const char *dir, const struct an_spec_resources *res, an_error_t *err);
-int an_cg_v2_cpuset_apply(const char *dir, const struct an_spec_resources *res, an_error_t *err);
 int an_cg_v2_pids_apply(const char *dir, const struct an_spec_resources *res, an_error_t *err);
 int an_cg_v2_io_apply(const char *dir, const struct an_spec_resources *res, an_error_t *err);
-int an_cg_v2_hugetlb_apply(const char *dir, const struct an_spec_resources *res, an_error_t *err);
 int an_cg_v2_devices_apply(int dirfd, const char *dir, const struct an_spec_resources *res,
                            an_error_t *err);
 int an_cg_v2_unified_apply(const char *dir, const struct an_spec_resources *res, an_error_t *err);

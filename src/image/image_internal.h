@@ -13,6 +13,17 @@
 #include <yajl/yajl_tree.h>
 #include "agentnest/error.h"
 #include "agentnest/image.h"
+
+/* This machine's architecture in the OCI image-spec's GOARCH words (image
+ * config "architecture", image index platform): an index entry for another
+ * architecture is skipped, a rootfs tar's generated config names this one. */
+#if defined(__x86_64__)
+#define HOST_ARCH "amd64"
+#elif defined(__aarch64__)
+#define HOST_ARCH "arm64"
+#else
+#define HOST_ARCH "unknown"
+#endif
 #include "util/cleanup.h"
 #include "util/fdcopy.h"
 #include "util/json_tree.h"

@@ -15,14 +15,6 @@
 #define MT_DOCKER_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
 #define ANN_REF_NAME "org.opencontainers.image.ref.name"
 
-#if defined(__x86_64__)
-#define HOST_ARCH "amd64"
-#elif defined(__aarch64__)
-#define HOST_ARCH "arm64"
-#else
-#define HOST_ARCH "unknown"
-#endif
-
 bool an_layer_media_type_ok(const char *mt) {
   static const char *ok[] = {
       "application/vnd.oci.image.layer.v1.tar",

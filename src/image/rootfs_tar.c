@@ -13,14 +13,6 @@
 
 #define S(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
 
-#if defined(__x86_64__)
-#define HOST_ARCH "amd64"
-#elif defined(__aarch64__)
-#define HOST_ARCH "arm64"
-#else
-#define HOST_ARCH "unknown"
-#endif
-
 int an_rootfs_tar_plan(const struct an_image_source *s, struct an_image_plan *p,
                        an_error_t *err) {
   int fd = an_source_open_file(s, NULL, err);

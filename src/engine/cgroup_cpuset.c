@@ -1,8 +1,9 @@
-/* engine/cgroup_v1_cpuset.c — the v1 cpuset controller
- * (cgroup-v1/cpusets.rst): a new v1 cpuset has empty cpuset.cpus and
- * cpuset.mems and then refuses tasks (ENOSPC), so every level the runtime
- * uses gets its parent's values when empty; linux.resources.cpu.cpus/mems
- * are then written as given. */
+/* engine/cgroup_cpuset.c — the cpuset controller.  linux.resources.cpu.cpus
+ * and .mems are written as given to cpuset.cpus and cpuset.mems, which both
+ * versions name alike (cgroup-v2.rst "Cpuset", cgroup-v1/cpusets.rst).  On
+ * v2 an empty value means "inherit the parent's"; a new v1 cpuset instead has
+ * empty cpuset.cpus and cpuset.mems and then refuses tasks (ENOSPC), so on v1
+ * every level the runtime uses first gets its parent's values when empty. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,7 @@ int an_cg_v1_cpuset_init(const char *dir, an_error_t *err) {
   return copy_if_empty(dir, parent, "cpuset.mems", err);
 }
 
-int an_cg_v1_cpuset_apply(const char *dir, const struct an_spec_resources *r, an_error_t *err) {
+int an_cg_cpuset_apply(const char *dir, const struct an_spec_resources *r, an_error_t *err) {
   int ret;
   if (r->cpu_cpus && *r->cpu_cpus && (ret = an_cg_write(dir, "cpuset.cpus", r->cpu_cpus, err)) < 0)
     return ret;
