@@ -383,17 +383,8 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
   l->st.pid = l->pid;
   l->st.status = AN_STATUS_CREATED;
   if ((r = an_state_write(l->dirfd, &l->st, err)) < 0) goto fail;
-  if (o->pid_file && *o->pid_file) {
-    char buf[32];
-    int n = snprintf(buf, sizeof buf, "%d", l->pid);
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s.tmp", o->pid_file);
-    FILE *f = fopen(tmp, "we");
-    if (!f || fwrite(buf, 1, n, f) != (size_t) n || fclose(f) != 0 || rename(tmp, o->pid_file) < 0) {
-      r = an_error_set(err, errno ? errno : EIO, "write pid file %s", o->pid_file);
-      goto fail;
-    }
-  }
+  if (o->pid_file && *o->pid_file && (r = an_pid_file_write(o->pid_file, l->pid, err)) < 0)
+    goto fail;
   return 0;
 fail:
   an_error_prefix(err, "create container %s", o->id);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "agentnest/cgroup.h"
 #include "engine/container_internal.h"
+#include "engine/exec_spawn.h"
 #include "engine/init.h"
 #include "engine/process.h"
 #include "engine/seccomp.h"
@@ -29,8 +30,8 @@
 #include "util/cleanup.h"
 
 struct exec_ctx {
-  int dirfd, init_pidfd, sync_fd, pidfd;
-  pid_t pid;
+  int dirfd, init_pidfd;
+  struct an_exec_child child;
   struct an_container_state *st;
   struct an_spec *spec;
   struct an_cgroup *cg;
@@ -40,12 +41,94 @@ struct exec_ctx {
 static void exec_release(struct exec_ctx *x) {
   if (x->dirfd >= 0) close(x->dirfd);
   if (x->init_pidfd >= 0) close(x->init_pidfd);
-  if (x->sync_fd >= 0) close(x->sync_fd);
-  if (x->pidfd >= 0) close(x->pidfd);
+  an_exec_child_close(&x->child);
   an_container_state_free(x->st);
   an_spec_free(x->spec);
   an_cgroup_free(x->cg);
   an_seccomp_program_free(x->seccomp);
+}
+
+int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_error_t *err) {
+  *c = (struct an_exec_child){.pid = -1, .pidfd = -1, .sync_fd = -1, .master = -1};
+  /* Every namespace type the container has is joined through init's pidfd;
+   * the pid and time namespaces are entered by this thread around clone3. */
+  int flags = t->spec->linux.ns_flags;
+  struct an_ns_plan plan = {.userns_fd = -1, .pidns_fd = -1, .timens_fd = -1};
+  plan.join_fd[0] = t->init_pidfd;
+  plan.join_flag[0] = flags & ~(CLONE_NEWPID | CLONE_NEWTIME);
+  plan.n_join = plan.join_flag[0] ? 1 : 0;
+  plan.all_flags = flags;
+
+  int sp[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+    return an_error_set(err, errno, "exec in %s: sync socketpair", t->what);
+  c->sync_fd = sp[0];
+  struct an_init_config cfg = {
+    .spec = t->spec, .process = t->process, .rootfs = t->rootfs, .parent_pid = getpid(),
+    .sync_fd = sp[1], .parent_sync_fd = sp[0], .start_fd = -1, .state_dirfd = t->state_dirfd,
+    .ns = &plan, .in_userns = flags & CLONE_NEWUSER, .seccomp = t->seccomp,
+    .stdio = {t->stdio[0], t->stdio[1], t->stdio[2]}, .exec_only = true,
+  };
+  cleanup_close int own_pid = -1;
+  if (flags & CLONE_NEWPID) {
+    own_pid = open("/proc/thread-self/ns/pid", O_RDONLY | O_CLOEXEC);
+    if (own_pid < 0 || setns(t->init_pidfd, CLONE_NEWPID) < 0) {
+      int e = errno;
+      close(sp[1]);
+      an_exec_child_close(c);
+      return an_error_set(err, e, "exec in %s: enter its pid namespace", t->what);
+    }
+  }
+  int cgfd = t->cg ? an_cgroup_clone_fd(t->cg) : -1;
+  pid_t pid = an_process_clone(0, cgfd, &c->pidfd, err);
+  if (pid == 0) an_init_main(&cfg);
+  /* back to our own pid namespace for later children (best effort: this
+   * process makes no more children in the container's otherwise) */
+  if (own_pid >= 0 && setns(own_pid, CLONE_NEWPID) < 0) {}
+  close(sp[1]);
+  if (pid < 0) {
+    an_exec_child_close(c);
+    return an_error_prefix(err, "exec in %s", t->what);
+  }
+  c->pid = pid;
+  int r = 0;
+  if (t->cg && cgfd < 0 && (r = an_cgroup_enter(t->cg, pid, err)) < 0) goto fail;
+  /* [1] ids mapped (nothing to map: joined), cgroup entered */
+  if ((r = an_sync_send(c->sync_fd, AN_SYNC_IDMAPPED, -1, err)) < 0) goto fail;
+  /* [4] ready: identity, capabilities, PATH lookup done */
+  if ((r = an_sync_wait(c->sync_fd, AN_SYNC_READY, &c->master, err)) < 0) goto fail;
+  return 0;
+fail:
+  an_exec_abort(c);
+  return r;
+}
+
+int an_exec_go(struct an_exec_child *c, an_error_t *err) {
+  /* [5] go, [6] execve */
+  int r = an_sync_send(c->sync_fd, AN_SYNC_GO, -1, err);
+  if (r == 0) r = an_sync_wait_exec(c->sync_fd, err);
+  if (r < 0) return r;
+  close(c->sync_fd);
+  c->sync_fd = -1;
+  return 0;
+}
+
+void an_exec_child_close(struct an_exec_child *c) {
+  if (c->sync_fd >= 0) close(c->sync_fd);
+  if (c->master >= 0) close(c->master);
+  if (c->pidfd >= 0) close(c->pidfd);
+  c->sync_fd = c->master = c->pidfd = -1;
+}
+
+void an_exec_abort(struct an_exec_child *c) {
+  if (c->pidfd >= 0) {
+    an_error_t e = NULL;
+    an_process_signal(c->pidfd, SIGKILL, &e);
+    an_error_free(&e);
+    siginfo_t si = {0};
+    while (waitid(P_PIDFD, (id_t) c->pidfd, &si, WEXITED) < 0 && errno == EINTR) {}
+  }
+  an_exec_child_close(c);
 }
 
 static int exec_start(struct exec_ctx *x, const char *state_root, const char *id,
@@ -77,61 +160,21 @@ static int exec_start(struct exec_ctx *x, const char *state_root, const char *id
   }
   if (x->st->cgroup_path && (r = an_cgroup_open(x->st->cgroup_path, &x->cg, err)) < 0) return r;
 
-  /* Which namespaces to join: every type the container has; the pid and
-   * time namespaces are entered by the parent around clone3. */
-  int flags = 0;
-  for (size_t i = 0; i < x->spec->linux.n_namespaces; i++)
-    flags |= x->spec->linux.namespaces[i].clone_flag;
-  struct an_ns_plan plan = {.userns_fd = -1, .pidns_fd = -1, .timens_fd = -1};
-  plan.join_fd[0] = x->init_pidfd;
-  plan.join_flag[0] = flags & ~(CLONE_NEWPID | CLONE_NEWTIME);
-  plan.n_join = plan.join_flag[0] ? 1 : 0;
-  plan.all_flags = flags;
-
-  int sp[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
-    return an_error_set(err, errno, "sync socketpair for exec in container %s", id);
-  x->sync_fd = sp[0];
-  struct an_init_config cfg = {
-    .spec = x->spec, .process = proc, .rootfs = x->st->rootfs, .parent_pid = getpid(),
-    .sync_fd = sp[1], .parent_sync_fd = sp[0], .start_fd = -1, .state_dirfd = x->dirfd,
-    .ns = &plan,
-    .in_userns = flags & CLONE_NEWUSER, .seccomp = x->seccomp,
+  char what[128];
+  snprintf(what, sizeof what, "container %s", id);
+  struct an_exec_target t = {
+    .what = what, .spec = x->spec, .process = proc, .rootfs = x->st->rootfs,
+    .init_pidfd = x->init_pidfd, .state_dirfd = x->dirfd, .cg = x->cg, .seccomp = x->seccomp,
     .stdio = {stdio ? stdio[0] : -1, stdio ? stdio[1] : -1, stdio ? stdio[2] : -1},
-    .exec_only = true,
   };
-  cleanup_close int own_pid = -1;
-  if (flags & CLONE_NEWPID) {
-    char nspath[64];
-    snprintf(nspath, sizeof nspath, "/proc/%d/ns/pid", x->st->pid);
-    cleanup_close int target = open(nspath, O_RDONLY | O_CLOEXEC);
-    own_pid = open("/proc/thread-self/ns/pid", O_RDONLY | O_CLOEXEC);
-    if (target < 0 || own_pid < 0 || setns(target, CLONE_NEWPID) < 0) {
-      int e = errno;
-      close(sp[1]);
-      return an_error_set(err, e, "exec: enter pid namespace of container %s", id);
-    }
-  }
-  int cgfd = x->cg ? an_cgroup_clone_fd(x->cg) : -1;
-  pid_t pid = an_process_clone(0, cgfd, &x->pidfd, err);
-  if (pid == 0) an_init_main(&cfg);
-  if (own_pid >= 0) setns(own_pid, CLONE_NEWPID);
-  close(sp[1]);
-  if (pid < 0) return pid;
-  x->pid = pid;
-  if (x->cg && cgfd < 0 && (r = an_cgroup_enter(x->cg, pid, err)) < 0) return r;
-  /* [1] */
-  if ((r = an_sync_send(x->sync_fd, AN_SYNC_IDMAPPED, -1, err)) < 0) return r;
-  /* [4] */
-  cleanup_close int master = -1;
-  if ((r = an_sync_wait(x->sync_fd, AN_SYNC_READY, &master, err)) < 0) return r;
-  if (master >= 0 && (r = an_terminal_send_master(console_socket, master, err)) < 0) return r;
+  if ((r = an_exec_clone(&t, &x->child, err)) < 0) return r;
+  if (x->child.master >= 0 &&
+      (r = an_terminal_send_master(console_socket, x->child.master, err)) < 0)
+    return r;
   /* Unlock the state while the process runs. */
   close(x->dirfd);
   x->dirfd = -1;
-  /* [5] go, [6] execve */
-  if ((r = an_sync_send(x->sync_fd, AN_SYNC_GO, -1, err)) < 0) return r;
-  return an_sync_wait_exec(x->sync_fd, err);
+  return an_exec_go(&x->child, err);
 }
 
 int an_container_exec(const char *state_root, const char *id, const struct an_spec_process *proc,
@@ -145,32 +188,24 @@ int an_container_exec_stdio(const char *state_root, const char *id,
                             const struct an_spec_process *proc, const int stdio[3], bool detach,
                             const char *console_socket, const char *pid_file, pid_t *pid_out,
                             an_error_t *err) {
-  struct exec_ctx x = {.dirfd = -1, .init_pidfd = -1, .sync_fd = -1, .pidfd = -1};
+  struct exec_ctx x = {.dirfd = -1, .init_pidfd = -1,
+                       .child = {.pidfd = -1, .sync_fd = -1, .master = -1}};
   int r = exec_start(&x, state_root, id, proc, stdio, console_socket, err);
   if (r < 0) {
-    if (x.pidfd >= 0) {
-      an_error_t e = NULL;
-      an_process_signal(x.pidfd, SIGKILL, &e);
-      an_error_free(&e);
-      while (waitpid(x.pid, NULL, 0) < 0 && errno == EINTR) {}
-    }
     an_error_prefix(err, "exec in container %s", id);
+    an_exec_abort(&x.child);
     exec_release(&x);
     return r;
   }
-  if (pid_out) *pid_out = x.pid;
-  if (pid_file && *pid_file) {
-    FILE *f = fopen(pid_file, "we");
-    if (f) {
-      fprintf(f, "%d", x.pid);
-      fclose(f);
-    }
-  }
-  if (detach) {
+  if (pid_out) *pid_out = x.child.pid;
+  if (pid_file && *pid_file && (r = an_pid_file_write(pid_file, x.child.pid, err)) < 0) {
+    /* like create: a process whose pid could not be recorded is not left running */
+    an_error_prefix(err, "exec in container %s", id);
+    an_exec_abort(&x.child);
     exec_release(&x);
-    return 0;
+    return r;
   }
-  r = an_process_wait(x.pidfd, err);
+  if (!detach) r = an_process_wait(x.child.pidfd, err);
   exec_release(&x);
   return r;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -101,5 +102,22 @@ int an_process_wait(int pidfd, an_error_t *err) {
 int an_process_signal(int pidfd, int sig, an_error_t *err) {
   if (syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0)
     return an_error_set(err, errno, "send signal %d (pidfd_send_signal on pidfd %d)", sig, pidfd);
+  return 0;
+}
+
+int an_pid_file_write(const char *path, pid_t pid, an_error_t *err) {
+  char tmp[PATH_MAX];
+  if ((size_t) snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
+    return an_error_set(err, ENAMETOOLONG, "pid file %s", path);
+  FILE *f = fopen(tmp, "we");
+  if (!f) return an_error_set(err, errno, "write pid file %s", tmp);
+  int w = fprintf(f, "%d", (int) pid);
+  int e = w < 0 ? (errno ? errno : EIO) : 0;
+  if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
+  if (!e && rename(tmp, path) < 0) e = errno;
+  if (e) {
+    unlink(tmp);
+    return an_error_set(err, e, "write pid file %s", path);
+  }
   return 0;
 }

@@ -416,6 +416,31 @@ Test(oci_cli, exec_runs_with_env_cwd_user_and_returns_its_status, .fini = fini_b
   cr_assert_eq(oci_cmd(&B, "exec --user x @e1 true"), 1);
 }
 
+Test(oci_cli, exec_pid_file_is_written_and_an_unwritable_one_fails_the_exec, .fini = fini_bundle) {
+  oci_bundle_make(&B, "execpf", SLEEPER);
+  cr_assert_eq(oci_cmd(&B, "run -d @ep1"), 0, "%s", err_of());
+  cr_assert(wait_status("@ep1", "running"));
+  char pidfile[PATH_MAX];
+  snprintf(pidfile, sizeof pidfile, "%s/exec.pid", B.dir);
+  cr_assert_eq(oci_cmd(&B, "exec -d --pid-file %s @ep1 sleep 30", pidfile), 0, "%s", err_of());
+  FILE *f = fopen(pidfile, "r");
+  cr_assert(f, "no pid file %s", pidfile);
+  int pid = 0;
+  cr_assert_eq(fscanf(f, "%d", &pid), 1);
+  fclose(f);
+  cr_assert(pid > 1 && alive(pid), "pid file names %d, not a live process", pid);
+  /* the process of an exec whose pid file cannot be written is not left running */
+  cr_assert_eq(oci_cmd(&B, "exec -d --pid-file %s/no/such/dir/p @ep1 sleep 31", B.dir), 1);
+  char *e = err_of();
+  cr_assert(strstr(e, "write pid file") && strstr(e, "ENOENT"), "%s", e);
+  free(e);
+  cr_assert_eq(oci_cmd(&B, "exec @ep1 sh -c 'ps -o args | grep -c \"^sleep 31\" || true'"), 0,
+               "%s", err_of());
+  char *o = out_of();
+  cr_assert_str_eq(o, "0\n", "the exec with the bad pid file left 'sleep 31' running");
+  free(o);
+}
+
 Test(oci_cli, exec_process_file_and_cap_and_no_new_privs, .fini = fini_bundle) {
   oci_bundle_make(&B, "execp", SLEEPER);
   cr_assert_eq(oci_cmd(&B, "run -d @p1"), 0, "%s", err_of());

@@ -1,0 +1,65 @@
+/* engine/exec_spawn.h — one more process in a live container (internal).
+ * The one implementation of joining a container, used by the runc-style
+ * exec (engine/exec.c, an_container_exec) and by the sandbox layer's exec
+ * (sandbox/exec_spawn.c, which adds a per-exec child cgroup and pipes).
+ * The process joins every namespace of the container's init through its
+ * pidfd (setns(2) with a pidfd: the set is taken atomically from the right
+ * process; the pid namespace is entered by the calling thread around clone3
+ * so the child is born in it), lands in `cg`, and runs the exec-only init
+ * path (engine/init.h): identity, capabilities, no_new_privs, the
+ * container's seccomp filter, no runtime fds, cwd confined to the root.
+ * Sync points are the engine's (engine/sync.h) [1], [4], then [5], [6]. */
+#ifndef AN_ENGINE_EXEC_SPAWN_H
+#define AN_ENGINE_EXEC_SPAWN_H
+
+#include <sys/types.h>
+#include "agentnest/cgroup.h"
+#include "agentnest/error.h"
+#include "agentnest/spec.h"
+#include "engine/seccomp.h"
+
+struct an_exec_target {
+  const char *what;                         /* "container ID" / "sandbox ID", for messages */
+  const struct an_spec *spec;               /* the container's spec (linux.ns_flags) */
+  const struct an_spec_process *process;    /* what to run (args[0] looked up in PATH) */
+  const char *rootfs;                       /* host path of the root, for messages */
+  int init_pidfd;                           /* pidfd of the container's pid 1 (borrowed) */
+  int state_dirfd;                          /* locked state dir the child must not keep, or -1 */
+  struct an_cgroup *cg;                     /* cgroup to land in, or NULL (borrowed) */
+  const struct an_seccomp_program *seccomp; /* filter to load, or NULL (borrowed) */
+  int stdio[3];                             /* fds for 0, 1, 2; -1 keeps the caller's */
+};
+
+/* A process cloned into the container and stopped at sync point [4] (its
+ * identity, capabilities and PATH lookup done; not yet exec'd). */
+struct an_exec_child {
+  pid_t pid;
+  int pidfd;    /* owned: O_CLOEXEC */
+  int sync_fd;  /* owned: the parent's end of the sync socket */
+  int master;   /* owned: the terminal's master when process.terminal, else -1 */
+};
+
+/* Clone t->process into the container and run it to sync point [4].  On
+ * success *c holds the child (its fds owned by the caller: pass it to
+ * an_exec_go or an_exec_abort).  On failure nothing is left: a child that
+ * was made is killed and reaped.  Errors: -errno of socketpair, setns (entering
+ * the pid namespace), clone3, the cgroup write, or the child's own report
+ * (e.g. -ENOENT args[0] not found, -EACCES not executable), each naming
+ * t->what. */
+int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_error_t *err);
+
+/* Sync points [5] go and [6]: wait until the child has called execve.  On
+ * success c->sync_fd is closed and c->pidfd, c->pid stay the caller's.
+ * Errors: the child's report of a failed execve (its errno), -EPIPE when it
+ * died first.  On failure the caller still owns c (an_exec_abort). */
+int an_exec_go(struct an_exec_child *c, an_error_t *err);
+
+/* Kill (SIGKILL) and reap a child of an_exec_clone that will not be run, and
+ * close its fds.  Safe on a child whose fds are -1. */
+void an_exec_abort(struct an_exec_child *c);
+
+/* Close the child's fds (sync socket, terminal master, pidfd) and leave the
+ * process alone: for a detached exec. */
+void an_exec_child_close(struct an_exec_child *c);
+
+#endif
