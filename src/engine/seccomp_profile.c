@@ -136,7 +136,7 @@ static int parse_syscalls(yajl_val v, const char *path, const struct profile_tar
     struct an_spec_seccomp_syscall *sc = &s->syscalls[s->n_syscalls++];
     if ((r = parse_rule(rule, item, sc, err)) < 0) return r;
     if (!applies) {
-      an_spec_strv_free(sc->names);
+      an_strv_free(sc->names);
       free(sc->args);
       memset(sc, 0, sizeof *sc);
       s->n_syscalls--;

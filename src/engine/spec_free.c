@@ -5,12 +5,6 @@
 #include "agentnest/spec.h"
 #include "engine/spec_internal.h"
 
-void an_spec_strv_free(char **v) {
-  if (!v) return;
-  for (char **s = v; *s; s++) free(*s);
-  free(v);
-}
-
 static void free_kv(struct an_spec_key_value *kv, size_t n) {
   for (size_t i = 0; kv && i < n; i++) { free(kv[i].key); free(kv[i].value); }
   free(kv);
@@ -19,8 +13,8 @@ static void free_kv(struct an_spec_key_value *kv, size_t n) {
 static void free_hooks(struct an_spec_hook *h, size_t n) {
   for (size_t i = 0; h && i < n; i++) {
     free(h[i].path);
-    an_spec_strv_free(h[i].args);
-    an_spec_strv_free(h[i].env);
+    an_strv_free(h[i].args);
+    an_strv_free(h[i].env);
   }
   free(h);
 }
@@ -28,16 +22,16 @@ static void free_hooks(struct an_spec_hook *h, size_t n) {
 static void free_process(struct an_spec_process *p) {
   if (!p) return;
   free(p->cwd);
-  an_spec_strv_free(p->env);
-  an_spec_strv_free(p->args);
+  an_strv_free(p->env);
+  an_strv_free(p->args);
   free(p->user.additional_gids);
   free(p->user.username);
   if (p->capabilities) {
-    an_spec_strv_free(p->capabilities->bounding);
-    an_spec_strv_free(p->capabilities->effective);
-    an_spec_strv_free(p->capabilities->inheritable);
-    an_spec_strv_free(p->capabilities->permitted);
-    an_spec_strv_free(p->capabilities->ambient);
+    an_strv_free(p->capabilities->bounding);
+    an_strv_free(p->capabilities->effective);
+    an_strv_free(p->capabilities->inheritable);
+    an_strv_free(p->capabilities->permitted);
+    an_strv_free(p->capabilities->ambient);
     free(p->capabilities);
   }
   free(p->rlimits);
@@ -67,11 +61,11 @@ static void free_resources(struct an_spec_resources *r) {
 void an_spec_seccomp_free(struct an_spec_seccomp *s) {
   if (!s) return;
   free(s->architectures);
-  an_spec_strv_free(s->flags);
+  an_strv_free(s->flags);
   free(s->listener_path);
   free(s->listener_metadata);
   for (size_t i = 0; s->syscalls && i < s->n_syscalls; i++) {
-    an_spec_strv_free(s->syscalls[i].names);
+    an_strv_free(s->syscalls[i].names);
     free(s->syscalls[i].args);
   }
   free(s->syscalls);
@@ -87,8 +81,8 @@ static void free_linux(struct an_spec_linux *l) {
   free_resources(l->resources);
   free(l->cgroups_path);
   an_spec_seccomp_free(l->seccomp);
-  an_spec_strv_free(l->masked_paths);
-  an_spec_strv_free(l->readonly_paths);
+  an_strv_free(l->masked_paths);
+  an_strv_free(l->readonly_paths);
   free(l->rootfs_propagation);
   free(l->mount_label);
   for (size_t i = 0; l->devices && i < l->n_devices; i++) free(l->devices[i].path);
@@ -104,7 +98,7 @@ void an_spec_free(struct an_spec *spec) {
     free(m->destination);
     free(m->type);
     free(m->source);
-    an_spec_strv_free(m->options);
+    an_strv_free(m->options);
     free(m->uid_mappings);
     free(m->gid_mappings);
   }

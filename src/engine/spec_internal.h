@@ -10,9 +10,8 @@
 #define AN_ENGINE_SPEC_INTERNAL_H
 
 #include "agentnest/spec.h"
+#include "util/cleanup.h"
 #include "util/json_tree.h"
-
-void an_spec_strv_free(char **v);
 
 /* Sections (spec_parse_linux.c, spec_parse_resources.c, spec_parse_seccomp.c). */
 int an_spec_parse_linux(yajl_val v, const char *path, struct an_spec_linux *out,

@@ -55,7 +55,7 @@ int an_spec_get_abs_path_strv(yajl_val v, const char *path, char ***out, an_erro
   char sub[AN_JSON_PATH_MAX];
   for (size_t i = 0; strv[i]; i++)
     if (strv[i][0] != '/') {
-      an_spec_strv_free(strv);
+      an_strv_free(strv);
       return an_json_error(err, an_json_path_index(sub, path, i), "must be an absolute path");
     }
   *out = strv;

@@ -29,11 +29,6 @@ static int strv_append(char ***v, const char *s) {
   return 0;
 }
 
-static void strv_free(char **v) {
-  for (char **p = v; p && *p; p++) free(*p);
-  free(v);
-}
-
 /* Parse a process.json: wrapped as the "process" of a minimal config so the
  * one runtime-spec parser (spec.h) handles it. */
 static int load_process_file(const char *path, struct an_spec **holder, an_error_t *err) {
@@ -71,8 +66,8 @@ static int apply_flags(struct an_spec_process *p, const struct exec_flags *fl, i
     char **args = calloc(argc + 1, sizeof *args);
     if (!args) return an_error_set(err, ENOMEM, "args");
     for (int i = 0; i < argc; i++)
-      if (!(args[i] = strdup(argv[i]))) { strv_free(args); return an_error_set(err, ENOMEM, "args"); }
-    strv_free(p->args);
+      if (!(args[i] = strdup(argv[i]))) { an_strv_free(args); return an_error_set(err, ENOMEM, "args"); }
+    an_strv_free(p->args);
     p->args = args;
   }
   for (char **e = fl->env; e && *e; e++)
