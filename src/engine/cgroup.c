@@ -545,22 +545,21 @@ int an_cgroup_kill(struct an_cgroup *cg, int sig, an_error_t *err) {
  *    where the fork failed (kernels < 6.12) or hierarchically (later).  A
  *    cgroup without the controller enabled (an exec child on v2) reports
  *    its nearest ancestor inside the container, which has it. */
+struct event_sum { const char *file, *key; uint64_t *sum; };
+
+static int event_visit(const char *dir, void *arg, an_error_t *err) {
+  struct event_sum *e = arg;
+  uint64_t v = 0;
+  int r = an_cg_read_key(dir, e->file, e->key, &v, err);
+  if (r < 0) return r;
+  *e->sum += v;
+  return 0;
+}
+
 static int v1_event_sum(const char *dir, const char *file, const char *key, uint64_t *sum,
                         an_error_t *err) {
-  uint64_t v = 0;
-  int r = an_cg_read_key(dir, file, key, &v, err);
-  if (r < 0) return r;
-  *sum += v;
-  cleanup_closedir DIR *d = opendir(dir);
-  if (!d) return an_error_set(err, errno, "open cgroup %s", dir);
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-    cleanup_free char *sub = NULL;
-    if (asprintf(&sub, "%s/%s", dir, de->d_name) < 0) return an_error_set(err, ENOMEM, "path");
-    if ((r = v1_event_sum(sub, file, key, sum, err)) < 0) return r;
-  }
-  return 0;
+  struct event_sum e = {file, key, sum};
+  return an_cg_walk(dir, event_visit, NULL, &e, false, err);
 }
 
 /* `v1_from_base`: on v1 sum from the container cgroup down, not from this

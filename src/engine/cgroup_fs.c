@@ -131,23 +131,40 @@ static int rmdir_retry(const char *p, an_error_t *err) {
   }
 }
 
-int an_cg_rmdir_tree(const char *dir, an_error_t *err) {
+int an_cg_walk(const char *dir, an_cg_visit_fn pre, an_cg_visit_fn post, void *arg,
+               bool keep_going, an_error_t *err) {
+  int ret = 0, r;
+  if (pre && (r = pre(dir, arg, err)) < 0) return r;
   cleanup_closedir DIR *d = opendir(dir);
   if (!d) {
-    if (errno == ENOENT) return 0;
+    if (errno == ENOENT) return 0;   /* removed meanwhile */
     return an_error_set(err, errno, "open cgroup %s", dir);
   }
   struct dirent *de;
-  int ret = 0;
   while ((de = readdir(d))) {
     if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
     cleanup_free char *sub = NULL;
     if (asprintf(&sub, "%s/%s", dir, de->d_name) < 0) return an_error_set(err, ENOMEM, "path");
-    int r = an_cg_rmdir_tree(sub, err);
-    if (r < 0 && ret == 0) ret = r;
+    an_error_t sub_err = NULL;
+    r = an_cg_walk(sub, pre, post, arg, keep_going, &sub_err);
+    if (r == -ENOENT) { an_error_free(&sub_err); continue; }   /* removed meanwhile */
+    if (r < 0) {
+      if (err && !*err) *err = sub_err; else an_error_free(&sub_err);
+      if (!keep_going) return r;
+      if (ret == 0) ret = r;
+    }
   }
-  int r = rmdir_retry(dir, err);
-  return ret < 0 ? ret : r;
+  if (post && (r = post(dir, arg, err)) < 0 && ret == 0) ret = r;
+  return ret;
+}
+
+static int rmdir_visit(const char *dir, void *arg, an_error_t *err) {
+  (void) arg;
+  return rmdir_retry(dir, err);
+}
+
+int an_cg_rmdir_tree(const char *dir, an_error_t *err) {
+  return an_cg_walk(dir, NULL, rmdir_visit, NULL, true, err);
 }
 
 static int append_pid(pid_t **pids, size_t *n, size_t *cap, pid_t p) {
@@ -162,7 +179,10 @@ static int append_pid(pid_t **pids, size_t *n, size_t *cap, pid_t p) {
   return 0;
 }
 
-int an_cg_collect_pids(const char *dir, pid_t **pids, size_t *n, size_t *cap, an_error_t *err) {
+struct pid_list { pid_t **pids; size_t *n, *cap; };
+
+static int procs_visit(const char *dir, void *arg, an_error_t *err) {
+  struct pid_list *l = arg;
   cleanup_free char *procs = NULL;
   int r = an_cg_read(dir, "cgroup.procs", &procs, err);
   if (r < 0) return r;
@@ -170,27 +190,17 @@ int an_cg_collect_pids(const char *dir, pid_t **pids, size_t *n, size_t *cap, an
     char *end;
     long v = strtol(s, &end, 10);
     if (end == s) break;
-    if (v > 0 && append_pid(pids, n, cap, (pid_t) v) < 0)
+    if (v > 0 && append_pid(l->pids, l->n, l->cap, (pid_t) v) < 0)
       return an_error_set(err, ENOMEM, "list pids of %s", dir);
     s = end;
     while (*s == '\n' || *s == ' ') s++;
   }
-  cleanup_closedir DIR *d = opendir(dir);
-  if (!d) return an_error_set(err, errno, "open cgroup %s", dir);
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-    cleanup_free char *sub = NULL;
-    if (asprintf(&sub, "%s/%s", dir, de->d_name) < 0) return an_error_set(err, ENOMEM, "path");
-    an_error_t sub_err = NULL;
-    r = an_cg_collect_pids(sub, pids, n, cap, &sub_err);
-    if (r == -ENOENT) { an_error_free(&sub_err); continue; }   /* removed meanwhile */
-    if (r < 0) {
-      if (err && !*err) *err = sub_err; else an_error_free(&sub_err);
-      return r;
-    }
-  }
   return 0;
+}
+
+int an_cg_collect_pids(const char *dir, pid_t **pids, size_t *n, size_t *cap, an_error_t *err) {
+  struct pid_list l = {pids, n, cap};
+  return an_cg_walk(dir, procs_visit, NULL, &l, false, err);
 }
 
 bool an_cg_host_has_swap(void) {

@@ -79,6 +79,15 @@ int an_cg_read_key(const char *dir, const char *file, const char *key, uint64_t 
 bool an_cg_file_exists(const char *dir, const char *file);
 /* Whether /proc/swaps lists any swap area. */
 bool an_cg_host_has_swap(void);
+/* Visit `dir` and every cgroup directory below it: pre(dir) before its
+ * children, post(dir) after them (either may be NULL).  A cgroup that
+ * vanishes during the walk (ENOENT, e.g. an exec's child cgroup removed
+ * meanwhile) is skipped.  The first error stops the walk, or with
+ * `keep_going` the walk visits everything and returns the first error.
+ * Errors: what a visitor returned; errno of opendir; -ENOMEM. */
+typedef int (*an_cg_visit_fn)(const char *dir, void *arg, an_error_t *err);
+int an_cg_walk(const char *dir, an_cg_visit_fn pre, an_cg_visit_fn post, void *arg,
+               bool keep_going, an_error_t *err);
 /* Remove dir and every cgroup below it, deepest first (retrying EBUSY a
  * little while exiting tasks leave).  A missing dir is not an error. */
 int an_cg_rmdir_tree(const char *dir, an_error_t *err);
