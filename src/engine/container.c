@@ -27,6 +27,7 @@
 #include "engine/container_internal.h"
 #include "engine/hooks.h"
 #include "engine/init.h"
+#include "engine/landlock.h"
 #include "engine/mount.h"
 #include "engine/namespaces.h"
 #include "engine/process.h"
@@ -179,7 +180,7 @@ static int validate(struct launch *l, an_error_t *err) {
                         p->cwd ? p->cwd : "");
   if (p->terminal && !l->opts->console_socket)
     return an_error_set(err, EINVAL, "process.terminal: needs a console socket");
-  return 0;
+  return an_landlock_check(s, err);
 }
 
 static int validate_namespaces(struct launch *l, an_error_t *err) {

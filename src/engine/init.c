@@ -24,6 +24,7 @@
 #include "engine/mount.h"
 #include "engine/rlimits.h"
 #include "engine/rootfs.h"
+#include "engine/landlock.h"
 #include "engine/seccomp.h"
 #include "engine/sync.h"
 #include "engine/sysctl.h"
@@ -143,6 +144,10 @@ static int setup_process(const struct an_init_config *c, int *pty_master, an_err
     if (r < 0) return r;
   }
   r = enter_cwd(p->cwd, err);
+  if (r < 0) return r;
+  /* Landlock while CAP_SYS_ADMIN in the user namespace still allows it
+   * without no_new_privs, and before a seccomp filter could deny its calls */
+  r = an_landlock_apply(c->spec, err);
   if (r < 0) return r;
   /* Without no_new_privs, installing the filter needs CAP_SYS_ADMIN: do it
    * while we still have it (runc does the same). */

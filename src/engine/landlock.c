@@ -70,9 +70,8 @@ static int add_path_rule(int ruleset, const char *path, unsigned long long handl
   return 0;
 }
 
-int an_landlock_confine_writes(const char **writable_paths, size_t n, an_error_t *err) {
-  if (!writable_paths || n == 0)
-    return an_error_set(err, EINVAL, "landlock: no writable paths given");
+/* As an_landlock_confine_writes; n == 0 denies every write. */
+static int confine(const char **writable_paths, size_t n, an_error_t *err) {
   int abi = an_landlock_abi_version();
   if (abi == -EOPNOTSUPP) return an_error_set(err, EOPNOTSUPP, "landlock: not supported by this kernel");
   if (abi < 0) return an_error_set(err, -abi, "landlock: query ABI version");
@@ -86,6 +85,12 @@ int an_landlock_confine_writes(const char **writable_paths, size_t n, an_error_t
   if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
     return an_error_set(err, errno, "landlock: restrict self");
   return 0;
+}
+
+int an_landlock_confine_writes(const char **writable_paths, size_t n, an_error_t *err) {
+  if (!writable_paths || n == 0)
+    return an_error_set(err, EINVAL, "landlock: no writable paths given");
+  return confine(writable_paths, n, err);
 }
 
 static bool has_option(char *const *options, const char *opt) {
@@ -115,4 +120,42 @@ int an_landlock_writable_paths(const struct an_spec *spec, const char ***paths, 
   *paths = an_steal(&v);
   *n = k;
   return 0;
+}
+
+int an_landlock_mode_of(const struct an_spec *spec, enum an_landlock_mode *mode, an_error_t *err) {
+  *mode = AN_LANDLOCK_OFF;
+  for (size_t i = 0; i < spec->n_annotations; i++) {
+    const struct an_spec_key_value *a = &spec->annotations[i];
+    if (!a->key || strcmp(a->key, AN_LANDLOCK_ANNOTATION) != 0) continue;
+    const char *v = a->value ? a->value : "";
+    if (!strcmp(v, "off")) *mode = AN_LANDLOCK_OFF;
+    else if (!strcmp(v, "if-available")) *mode = AN_LANDLOCK_IF_AVAILABLE;
+    else if (!strcmp(v, "required")) *mode = AN_LANDLOCK_REQUIRED;
+    else
+      return an_error_set(err, EINVAL, "annotations[\"" AN_LANDLOCK_ANNOTATION "\"]: unknown value "
+                          "\"%.64s\" (want off, if-available or required)", v);
+  }
+  return 0;
+}
+
+int an_landlock_check(const struct an_spec *spec, an_error_t *err) {
+  enum an_landlock_mode mode;
+  int r = an_landlock_mode_of(spec, &mode, err);
+  if (r < 0) return r;
+  if (mode == AN_LANDLOCK_REQUIRED && an_landlock_abi_version() < 1)
+    return an_error_set(err, EOPNOTSUPP, "annotations[\"" AN_LANDLOCK_ANNOTATION "\"]: Landlock "
+                        "is required but this kernel does not offer it (no landlock in "
+                        "/sys/kernel/security/lsm, or built without CONFIG_SECURITY_LANDLOCK)");
+  return 0;
+}
+
+int an_landlock_apply(const struct an_spec *spec, an_error_t *err) {
+  enum an_landlock_mode mode;
+  int r = an_landlock_mode_of(spec, &mode, err);
+  if (r < 0 || mode == AN_LANDLOCK_OFF) return r;
+  if (mode == AN_LANDLOCK_IF_AVAILABLE && an_landlock_abi_version() < 1) return 0;
+  cleanup_free const char **paths = NULL;
+  size_t n = 0;
+  if ((r = an_landlock_writable_paths(spec, &paths, &n, err)) < 0) return r;
+  return confine(paths, n, err);
 }

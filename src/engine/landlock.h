@@ -64,4 +64,32 @@ int an_landlock_confine_writes(const char **writable_paths, size_t n, an_error_t
 int an_landlock_writable_paths(const struct an_spec *spec, const char ***paths, size_t *n,
                                an_error_t *err);
 
+/* Whether a container asks for Landlock: the annotation
+ * "org.agentnest.landlock" (runtime-spec "annotations": implementation-
+ * specific keys in reverse domain notation) with the value
+ *   "off"           (or no annotation) — not applied;
+ *   "if-available"  — applied where the kernel has Landlock, skipped where it
+ *                     has not (the sandbox layer's default, DESIGN "landlock");
+ *   "required"      — applied, and a kernel without Landlock refuses the
+ *                     container (fail closed).
+ * Errors: -EINVAL another value, naming it. */
+#define AN_LANDLOCK_ANNOTATION "org.agentnest.landlock"
+enum an_landlock_mode { AN_LANDLOCK_OFF, AN_LANDLOCK_IF_AVAILABLE, AN_LANDLOCK_REQUIRED };
+int an_landlock_mode_of(const struct an_spec *spec, enum an_landlock_mode *mode, an_error_t *err);
+
+/* Check, before a container is made, that what the spec asks for can be
+ * enforced: -EINVAL a bad annotation value; -EOPNOTSUPP "required" on a
+ * kernel without Landlock (message says so). */
+int an_landlock_check(const struct an_spec *spec, an_error_t *err);
+
+/* Apply what the spec asks for (an_landlock_mode_of) to the calling process:
+ * nothing when off or when "if-available" finds no Landlock; else confine
+ * writes to an_landlock_writable_paths(spec) — with no writable mount at
+ * all, every write is denied.  Called by the container's init and by each
+ * exec'd process after pivot_root, before the identity change (so that
+ * CAP_SYS_ADMIN in the user namespace allows it without no_new_privs) and
+ * before seccomp.  Errors: as an_landlock_mode_of, an_landlock_confine_writes
+ * (-EOPNOTSUPP only when "required"). */
+int an_landlock_apply(const struct an_spec *spec, an_error_t *err);
+
 #endif

@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 #include "agentnest/sandbox_opts.h"
 #include "agentnest/spec.h"
+#include "engine/landlock.h"
 #include "sandbox/opts_internal.h"
 #include "sandbox/spec_build_internal.h"
 #include "agentnest/seccomp_profile.h"
@@ -306,6 +307,16 @@ static bool build_linux(struct an_spec *spec, const struct an_sandbox_opts *opts
   return build_resources(spec, opts);
 }
 
+/* DESIGN "landlock": where the kernel has it, writes are confined to the
+ * writable mounts as a second line behind the mount flags (the engine reads
+ * the annotation, engine/landlock.h). */
+static bool build_annotations(struct an_spec *spec) {
+  if (!(spec->annotations = calloc(1, sizeof *spec->annotations))) return false;
+  spec->n_annotations = 1;
+  return dup_str(&spec->annotations[0].key, AN_LANDLOCK_ANNOTATION) &&
+         dup_str(&spec->annotations[0].value, "if-available");
+}
+
 int an_sandbox_build_spec_without_seccomp(const struct an_sandbox_opts *opts,
                                           const struct an_sandbox_image *img,
                                           const struct an_sandbox_ids *ids, const char *sandbox_id,
@@ -321,7 +332,8 @@ int an_sandbox_build_spec_without_seccomp(const struct an_sandbox_opts *opts,
   spec->root.readonly = true;
   bool ok = dup_str(&spec->oci_version, OCI_VERSION) && dup_str(&spec->root.path, img->rootfs) &&
             dup_str(&spec->hostname, hostname) && build_process(spec, opts, img, argv) &&
-            build_mounts(spec, opts, workspace_host_path) && build_linux(spec, opts, ids);
+            build_mounts(spec, opts, workspace_host_path) && build_linux(spec, opts, ids) &&
+            build_annotations(spec);
   if (!ok) {
     an_spec_free(spec);
     return an_error_set(err, ENOMEM, "sandbox spec");

@@ -306,3 +306,68 @@ Test(engine_controls, exec_installs_the_seccomp_filter_kept_at_create) {
   cr_assert_eq(an_container_delete(B.state_root, B.id, true, &err), 0, "%s", err ? err->msg : "");
   an_spec_free(spec);
 }
+
+/* --- Landlock (annotation org.agentnest.landlock, engine/landlock.h) ------------ */
+
+static void set_landlock(struct an_spec *spec, const char *value) {
+  spec->annotations = calloc(1, sizeof *spec->annotations);
+  spec->annotations[0].key = strdup("org.agentnest.landlock");
+  spec->annotations[0].value = strdup(value);
+  spec->n_annotations = 1;
+}
+
+/* /proc is mounted read-write, but it is not among the paths Landlock allows
+ * writes beneath (engine/landlock.h: proc, sysfs, cgroup and mqueue mounts
+ * are left out): a process may write its own /proc/self/comm unless Landlock
+ * confines its writes; /dev/shm, a writable tmpfs, stays writable. */
+static const char *write_probe =
+  "echo probe 2>/dev/null >/proc/self/comm && echo PROC-WRITTEN; "
+  "echo b > /dev/shm/probe && echo SHM-WRITTEN; exit 0";
+
+Test(engine_controls, landlock_required_confines_init_and_exec_writes_to_writable_mounts) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "sh", "-c", write_probe, NULL);
+  /* negative control: without the annotation /proc/self/comm is writable */
+  char *out = NULL;
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, &out, &err);
+  cr_assert_eq(r, 0, "status %d: %s", r, err ? err->msg : "");
+  cr_assert(strstr(out, "PROC-WRITTEN") && strstr(out, "SHM-WRITTEN"), "control: %s", out);
+  free(out);
+  out = NULL;
+
+  set_landlock(spec, "required");
+  r = an_test_run_capture(spec, &B, &out, &err);
+  cr_assert_eq(r, 0, "status %d: %s", r, err ? err->msg : "");
+  cr_assert(!strstr(out, "PROC-WRITTEN"), "Landlock let init write /proc/self/comm: %s", out);
+  cr_assert(strstr(out, "SHM-WRITTEN"), "Landlock denied a writable mount: %s", out);
+  free(out);
+
+  /* an exec'd process does not descend from init: it is confined too */
+  an_test_set_args(spec, "sleep", "60", NULL);
+  struct an_container_opts o = an_test_bundle_opts(&B);
+  o.detach = true;
+  cr_assert_eq(an_container_run(spec, &o, &err), 0, "%s", err ? err->msg : "");
+  struct an_spec_process p = *spec->process;
+  char *args[] = {"sh", "-c", "echo probe 2>/dev/null >/proc/self/comm && exit 3; "
+                  "echo b > /dev/shm/probe || exit 4; exit 0", NULL};
+  p.args = args;
+  r = an_container_exec(B.state_root, B.id, &p, false, NULL, NULL, NULL, &err);
+  cr_assert_eq(r, 0, "exec: status %d (3: /proc/self/comm written, 4: /dev/shm denied): %s", r,
+               err ? err->msg : "");
+  cr_assert_eq(an_container_delete(B.state_root, B.id, true, &err), 0, "%s", err ? err->msg : "");
+  an_spec_free(spec);
+}
+
+Test(engine_controls, landlock_annotation_with_an_unknown_value_is_refused_and_nothing_left) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "true", NULL);
+  set_landlock(spec, "sometimes");
+  struct an_container_opts o = an_test_bundle_opts(&B);
+  an_error_t err = NULL;
+  int r = an_container_run(spec, &o, &err);
+  cr_assert_eq(r, -EINVAL, "run returned %d", r);
+  cr_assert(err && strstr(err->msg, "org.agentnest.landlock") && strstr(err->msg, "sometimes"),
+            "%s", err ? err->msg : "");
+  an_error_free(&err);
+  assert_nothing_left();
+  an_spec_free(spec);
+}
