@@ -1,5 +1,5 @@
 /* engine/state.c — the per-container state directory and state.json (see
- * state.h).  Written with yajl_gen, read with util/json_tree. */
+ * state.h).  Written with util/json_gen, read with util/json_tree. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <yajl/yajl_gen.h>
 #include "engine/state.h"
 #include "util/cleanup.h"
+#include "util/json_gen.h"
 #include "util/json_tree.h"
 
 int an_state_validate_id(const char *id, an_error_t *err) {
@@ -134,54 +134,37 @@ char *an_state_now_rfc3339(void) {
   return out;
 }
 
-#define GS(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
-
-static void gen_kv(yajl_gen g, const char *k, const char *v) {
-  GS(g, k);
-  if (v) GS(g, v);
-  else yajl_gen_null(g);
-}
-
 int an_state_to_json(const struct an_container_state *st, bool internal, char **json,
                      an_error_t *err) {
-  yajl_gen g = yajl_gen_alloc(NULL);
-  if (!g) return an_error_set(err, ENOMEM, "state json");
-  yajl_gen_config(g, yajl_gen_beautify, 1);
-  yajl_gen_map_open(g);
-  gen_kv(g, "ociVersion", st->oci_version ? st->oci_version : "1.2.0");
-  gen_kv(g, "id", st->id);
-  gen_kv(g, "status", an_container_status_name(st->status));
-  GS(g, "pid");
-  yajl_gen_integer(g, st->status == AN_STATUS_STOPPED ? 0 : st->pid);
-  gen_kv(g, "bundle", st->bundle ? st->bundle : "");
-  gen_kv(g, "rootfs", st->rootfs ? st->rootfs : "");
-  gen_kv(g, "created", st->created ? st->created : "");
-  gen_kv(g, "owner", st->owner ? st->owner : "");
-  GS(g, "annotations");
-  yajl_gen_map_open(g);
+  cleanup_jgen struct an_jgen j;
+  if (an_jgen_init(&j, true) < 0)
+    return an_error_set(err, ENOMEM, "%s of container %s: JSON", AN_STATE_FILE, st->id);
+  struct an_jgen *g = &j;
+  an_jgen_map_open(g);
+  an_jgen_kv_str(g, "ociVersion", st->oci_version ? st->oci_version : "1.2.0");
+  an_jgen_kv_str(g, "id", st->id);
+  an_jgen_kv_str(g, "status", an_container_status_name(st->status));
+  an_jgen_kv_i64(g, "pid", st->status == AN_STATUS_STOPPED ? 0 : st->pid);
+  an_jgen_kv_str(g, "bundle", st->bundle ? st->bundle : "");
+  an_jgen_kv_str(g, "rootfs", st->rootfs ? st->rootfs : "");
+  an_jgen_kv_str(g, "created", st->created ? st->created : "");
+  an_jgen_kv_str(g, "owner", st->owner ? st->owner : "");
+  an_jgen_key(g, "annotations");
+  an_jgen_map_open(g);
   for (size_t i = 0; i < st->n_annotations; i++)
-    gen_kv(g, st->annotations[i].key, st->annotations[i].value ? st->annotations[i].value : "");
-  yajl_gen_map_close(g);
+    an_jgen_kv_str(g, st->annotations[i].key, st->annotations[i].value ? st->annotations[i].value : "");
+  an_jgen_map_close(g);
   if (internal) {
-    GS(g, "agentnest");
-    yajl_gen_map_open(g);
-    GS(g, "startTime");
-    yajl_gen_integer(g, (long long) st->start_time);
-    gen_kv(g, "cgroupPath", st->cgroup_path);
-    yajl_gen_map_close(g);
+    an_jgen_key(g, "agentnest");
+    an_jgen_map_open(g);
+    an_jgen_kv_u64(g, "startTime", st->start_time);
+    an_jgen_kv_str(g, "cgroupPath", st->cgroup_path);
+    an_jgen_map_close(g);
   }
-  yajl_gen_map_close(g);
-  const unsigned char *buf;
-  size_t len;
-  int r = 0;
-  if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok) {
-    r = an_error_set(err, EINVAL, "state json: generator error");
-  } else {
-    *json = strndup((const char *) buf, len);
-    if (!*json) r = an_error_set(err, ENOMEM, "state json");
-  }
-  yajl_gen_free(g);
-  return r;
+  an_jgen_map_close(g);
+  int r = an_jgen_finish(&j, json, NULL);
+  if (r < 0) return an_error_set(err, -r, "%s of container %s: JSON", AN_STATE_FILE, st->id);
+  return 0;
 }
 
 int an_state_write(int dirfd, const struct an_container_state *st, an_error_t *err) {

@@ -133,7 +133,7 @@ int an_docker_archive_plan(const struct an_image_source *s, struct an_image_plan
                            an_error_t *err);
 int an_rootfs_tar_plan(const struct an_image_source *s, struct an_image_plan *p,
                        an_error_t *err);
-/* Build a manifest JSON from a config and layer descriptors (yajl_gen). */
+/* Build a manifest JSON from a config and layer descriptors (util/json_gen). */
 int an_manifest_synthesize(struct an_image_plan *p, const char *config_media_type,
                            an_error_t *err);
 /* Is this a layer media type we can apply?  (OCI and Docker schema2) */

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <yajl/yajl_gen.h>
 #include "image/image_internal.h"
 #include "util/cleanup.h"
+#include "util/json_gen.h"
 
 #define TMP_PREFIX ".tmp-"
 
@@ -44,33 +44,25 @@ static int lock_and_sweep(int imagesfd, an_error_t *err) {
   return an_store_lock(imagesfd, ".lock", LOCK_SH, err);
 }
 
-#define S(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
-
 static int write_meta(int dirfd, const struct an_image_plan *p, enum an_image_source_kind kind,
                       uint64_t size, an_error_t *err) {
   char now[32];
   time_t t = time(NULL);
   struct tm tm;
   strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-  yajl_gen g = yajl_gen_alloc(NULL);
-  if (!g) return an_error_set(err, ENOMEM, "meta.json");
-  yajl_gen_config(g, yajl_gen_beautify, 1);
-  yajl_gen_map_open(g);
-  S(g, "digest"); S(g, p->manifest_digest);
-  S(g, "source"); S(g, an_image_source_kind_name(kind));
-  S(g, "imported"); S(g, now);
-  S(g, "size"); yajl_gen_integer(g, (long long) size);
-  S(g, "layers");
-  yajl_gen_array_open(g);
-  for (size_t i = 0; i < p->n_layers; i++) S(g, p->layers[i].digest);
-  yajl_gen_array_close(g);
-  yajl_gen_map_close(g);
-  const unsigned char *buf;
-  size_t len;
-  yajl_gen_get_buf(g, &buf, &len);
-  int r = an_write_file_atomic_at(dirfd, "meta.json", buf, len, false, err);
-  yajl_gen_free(g);
-  return r;
+  cleanup_jgen struct an_jgen j;
+  if (an_jgen_init(&j, true) < 0) return an_error_set(err, ENOMEM, "meta.json: JSON");
+  an_jgen_map_open(&j);
+  an_jgen_kv_str(&j, "digest", p->manifest_digest);
+  an_jgen_kv_str(&j, "source", an_image_source_kind_name(kind));
+  an_jgen_kv_str(&j, "imported", now);
+  an_jgen_kv_u64(&j, "size", size);
+  an_jgen_key(&j, "layers");
+  an_jgen_array_open(&j);
+  for (size_t i = 0; i < p->n_layers; i++) an_jgen_str(&j, p->layers[i].digest);
+  an_jgen_array_close(&j);
+  an_jgen_map_close(&j);
+  return an_jgen_write_file_at(&j, dirfd, "meta.json", false, err);
 }
 
 /* Unpack plan p from source s into tmpfd/"image". Returns bytes unpacked. */

@@ -1,49 +1,40 @@
 /* image/manifest_gen.c — synthesise an OCI-shaped manifest for sources that
- * have none (docker-archive, rootfs tar), with yajl_gen, so that every stored
+ * have none (docker-archive, rootfs tar), with util/json_gen, so that every stored
  * image has a manifest.json and a manifest digest as its id.  Same input ->
  * same bytes -> same digest (import is idempotent). */
 #include <errno.h>
 #include <string.h>
-#include <yajl/yajl_gen.h>
 #include "image/image_internal.h"
-
-#define S(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
+#include "util/json_gen.h"
 
 int an_manifest_synthesize(struct an_image_plan *p, const char *config_media_type,
                            an_error_t *err) {
   char cdg[AN_DIGEST_SIZE];
   int r = an_digest_buffer(p->config, p->config_len, "image config", cdg, err);
   if (r < 0) return r;
-  yajl_gen g = yajl_gen_alloc(NULL);
-  if (!g) return an_error_set(err, ENOMEM, "yajl_gen_alloc");
-  yajl_gen_map_open(g);
-  S(g, "schemaVersion"); yajl_gen_integer(g, 2);
-  S(g, "mediaType"); S(g, "application/vnd.oci.image.manifest.v1+json");
-  S(g, "config");
-  yajl_gen_map_open(g);
-  S(g, "mediaType"); S(g, config_media_type);
-  S(g, "digest"); S(g, cdg);
-  S(g, "size"); yajl_gen_integer(g, (long long) p->config_len);
-  yajl_gen_map_close(g);
-  S(g, "layers");
-  yajl_gen_array_open(g);
+  cleanup_jgen struct an_jgen j;
+  if (an_jgen_init(&j, false) < 0) return an_error_set(err, ENOMEM, "synthesised manifest: JSON");
+  an_jgen_map_open(&j);
+  an_jgen_kv_i64(&j, "schemaVersion", 2);
+  an_jgen_kv_str(&j, "mediaType", "application/vnd.oci.image.manifest.v1+json");
+  an_jgen_key(&j, "config");
+  an_jgen_map_open(&j);
+  an_jgen_kv_str(&j, "mediaType", config_media_type);
+  an_jgen_kv_str(&j, "digest", cdg);
+  an_jgen_kv_u64(&j, "size", p->config_len);
+  an_jgen_map_close(&j);
+  an_jgen_key(&j, "layers");
+  an_jgen_array_open(&j);
   for (size_t i = 0; i < p->n_layers; i++) {
-    yajl_gen_map_open(g);
-    S(g, "mediaType"); S(g, p->layers[i].media_type);
-    S(g, "digest"); S(g, p->layers[i].digest);
-    S(g, "size"); yajl_gen_integer(g, p->layers[i].size);
-    yajl_gen_map_close(g);
+    an_jgen_map_open(&j);
+    an_jgen_kv_str(&j, "mediaType", p->layers[i].media_type);
+    an_jgen_kv_str(&j, "digest", p->layers[i].digest);
+    an_jgen_kv_i64(&j, "size", p->layers[i].size);
+    an_jgen_map_close(&j);
   }
-  yajl_gen_array_close(g);
-  yajl_gen_map_close(g);
-  const unsigned char *buf;
-  size_t len;
-  if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok || !(p->manifest = strndup((const char *) buf, len)))
-    r = an_error_set(err, ENOMEM, "manifest");
-  else {
-    p->manifest_len = len;
-    r = an_digest_buffer(p->manifest, len, "manifest", p->manifest_digest, err);
-  }
-  yajl_gen_free(g);
-  return r;
+  an_jgen_array_close(&j);
+  an_jgen_map_close(&j);
+  r = an_jgen_finish(&j, &p->manifest, &p->manifest_len);
+  if (r < 0) return an_error_set(err, -r, "synthesised manifest: JSON");
+  return an_digest_buffer(p->manifest, p->manifest_len, "manifest", p->manifest_digest, err);
 }

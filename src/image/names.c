@@ -5,9 +5,9 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <string.h>
-#include <yajl/yajl_gen.h>
 #include "image/image_internal.h"
 #include "util/cleanup.h"
+#include "util/json_gen.h"
 
 int an_image_ref_parse(const char *name, char **ref, char digest[AN_DIGEST_SIZE],
                        an_error_t *err) {
@@ -134,8 +134,6 @@ int an_names_load(int imagesfd, struct an_names *n, an_error_t *err) {
   return r;
 }
 
-#define S(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
-
 int an_names_save(int imagesfd, const struct an_names *n, an_error_t *err) {
   cleanup_free size_t *order = calloc(n->n + 1, sizeof *order);
   if (!order) return an_error_set(err, ENOMEM, "names.json");
@@ -144,22 +142,13 @@ int an_names_save(int imagesfd, const struct an_names *n, an_error_t *err) {
     for (size_t j = i; j > 0 && strcmp(n->names[order[j - 1]], n->names[order[j]]) > 0; j--) {
       size_t t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
     }
-  yajl_gen g = yajl_gen_alloc(NULL);
-  if (!g) return an_error_set(err, ENOMEM, "names.json");
-  yajl_gen_config(g, yajl_gen_beautify, 1);
-  yajl_gen_map_open(g);
-  S(g, "names");
-  yajl_gen_map_open(g);
-  for (size_t i = 0; i < n->n; i++) {
-    S(g, n->names[order[i]]);
-    S(g, n->digests[order[i]]);
-  }
-  yajl_gen_map_close(g);
-  yajl_gen_map_close(g);
-  const unsigned char *buf;
-  size_t len;
-  yajl_gen_get_buf(g, &buf, &len);
-  int r = an_write_file_atomic_at(imagesfd, "names.json", buf, len, true, err);
-  yajl_gen_free(g);
-  return r;
+  cleanup_jgen struct an_jgen j;
+  if (an_jgen_init(&j, true) < 0) return an_error_set(err, ENOMEM, "names.json: JSON");
+  an_jgen_map_open(&j);
+  an_jgen_key(&j, "names");
+  an_jgen_map_open(&j);
+  for (size_t i = 0; i < n->n; i++) an_jgen_kv_str(&j, n->names[order[i]], n->digests[order[i]]);
+  an_jgen_map_close(&j);
+  an_jgen_map_close(&j);
+  return an_jgen_write_file_at(&j, imagesfd, "names.json", true, err);
 }

@@ -8,10 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yajl/yajl_gen.h>
 #include "image/image_internal.h"
-
-#define S(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
+#include "util/json_gen.h"
 
 int an_rootfs_tar_plan(const struct an_image_source *s, struct an_image_plan *p,
                        an_error_t *err) {
@@ -49,33 +47,30 @@ int an_rootfs_tar_plan(const struct an_image_source *s, struct an_image_plan *p,
   p->layers[0].size = (int64_t) total;
   p->layers[0].path = NULL;   /* the source file itself */
 
-  yajl_gen g = yajl_gen_alloc(NULL);
-  if (!g) return an_error_set(err, ENOMEM, "yajl_gen_alloc");
-  yajl_gen_map_open(g);
-  S(g, "architecture"); S(g, HOST_ARCH);
-  S(g, "os"); S(g, "linux");
-  S(g, "config");
-  yajl_gen_map_open(g);
-  S(g, "Env");
-  yajl_gen_array_open(g);
-  S(g, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-  yajl_gen_array_close(g);
-  yajl_gen_map_close(g);
-  S(g, "rootfs");
-  yajl_gen_map_open(g);
-  S(g, "type"); S(g, "layers");
-  S(g, "diff_ids");
-  yajl_gen_array_open(g);
-  S(g, dg);
-  yajl_gen_array_close(g);
-  yajl_gen_map_close(g);
-  yajl_gen_map_close(g);
-  const unsigned char *out;
-  size_t len;
-  yajl_gen_get_buf(g, &out, &len);
-  p->config = strndup((const char *) out, len);
-  p->config_len = len;
-  yajl_gen_free(g);
-  if (!p->config || !(p->names = calloc(1, sizeof *p->names))) return an_error_set(err, ENOMEM, "config");
+  cleanup_jgen struct an_jgen j;
+  if (an_jgen_init(&j, false) < 0) return an_error_set(err, ENOMEM, "image config of %s: JSON", s->path);
+  an_jgen_map_open(&j);
+  an_jgen_kv_str(&j, "architecture", HOST_ARCH);
+  an_jgen_kv_str(&j, "os", "linux");
+  an_jgen_key(&j, "config");
+  an_jgen_map_open(&j);
+  an_jgen_key(&j, "Env");
+  an_jgen_array_open(&j);
+  an_jgen_str(&j, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  an_jgen_array_close(&j);
+  an_jgen_map_close(&j);
+  an_jgen_key(&j, "rootfs");
+  an_jgen_map_open(&j);
+  an_jgen_kv_str(&j, "type", "layers");
+  an_jgen_key(&j, "diff_ids");
+  an_jgen_array_open(&j);
+  an_jgen_str(&j, dg);
+  an_jgen_array_close(&j);
+  an_jgen_map_close(&j);
+  an_jgen_map_close(&j);
+  r = an_jgen_finish(&j, &p->config, &p->config_len);
+  if (r < 0) return an_error_set(err, -r, "image config of %s: JSON", s->path);
+  if (!(p->names = calloc(1, sizeof *p->names)))
+    return an_error_set(err, ENOMEM, "image names of %s", s->path);
   return an_manifest_synthesize(p, "application/vnd.oci.image.config.v1+json", err);
 }

@@ -11,9 +11,9 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yajl/yajl_gen.h>
 #include "image/image_internal.h"
 #include "util/cleanup.h"
+#include "util/json_gen.h"
 
 #define BENEATH (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)
 
@@ -219,22 +219,6 @@ int an_image_list(const char *store_root, struct an_image_info ***list, size_t *
   return 0;
 }
 
-#define S(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
-
-static void gen_strv(yajl_gen g, const char *key, char **v) {
-  S(g, key);
-  if (!v) { yajl_gen_null(g); return; }
-  yajl_gen_array_open(g);
-  for (; *v; v++) S(g, *v);
-  yajl_gen_array_close(g);
-}
-
-static void gen_str(yajl_gen g, const char *key, const char *v) {
-  S(g, key);
-  if (v) S(g, v);
-  else yajl_gen_null(g);
-}
-
 int an_image_inspect(const char *store_root, const char *name, char **json, an_error_t *err) {
   struct an_image_info *info = NULL;
   int r = an_image_resolve(store_root, name, &info, err);
@@ -247,44 +231,44 @@ int an_image_inspect(const char *store_root, const char *name, char **json, an_e
   yajl_val mv = NULL;
   if (r == 0) an_json_parse(manifest, strlen(manifest), "manifest.json", &mv, err);
   if (!mv) { an_image_info_free(info); return r < 0 ? r : -EINVAL; }
-  yajl_gen g = yajl_gen_alloc(NULL);
-  if (!g) { yajl_tree_free(mv); an_image_info_free(info); return an_error_set(err, ENOMEM, "inspect"); }
-  yajl_gen_config(g, yajl_gen_beautify, 1);
-  yajl_gen_map_open(g);
-  gen_str(g, "Id", info->digest);
-  gen_strv(g, "RepoTags", info->names);
-  gen_str(g, "Created", info->created);
-  gen_str(g, "Imported", info->imported);
-  S(g, "Size"); yajl_gen_integer(g, (long long) info->size);
-  gen_str(g, "Source", an_image_source_kind_name(info->source));
-  gen_str(g, "Rootfs", info->rootfs);
-  gen_str(g, "Architecture", info->config.architecture);
-  gen_str(g, "Os", info->config.os);
-  S(g, "Config");
-  yajl_gen_map_open(g);
-  gen_strv(g, "Env", info->config.env);
-  gen_strv(g, "Entrypoint", info->config.entrypoint);
-  gen_strv(g, "Cmd", info->config.cmd);
-  gen_str(g, "WorkingDir", info->config.working_dir);
-  gen_str(g, "User", info->config.user);
-  yajl_gen_map_close(g);
-  S(g, "Layers");
-  yajl_gen_array_open(g);
+  cleanup_jgen struct an_jgen j;
+  if (an_jgen_init(&j, true) < 0) {
+    yajl_tree_free(mv);
+    an_image_info_free(info);
+    return an_error_set(err, ENOMEM, "inspect image %s: JSON", name);
+  }
+  struct an_jgen *g = &j;
+  an_jgen_map_open(g);
+  an_jgen_kv_str(g, "Id", info->digest);
+  an_jgen_kv_strv(g, "RepoTags", (const char *const *) info->names);
+  an_jgen_kv_str(g, "Created", info->created);
+  an_jgen_kv_str(g, "Imported", info->imported);
+  an_jgen_kv_u64(g, "Size", info->size);
+  an_jgen_kv_str(g, "Source", an_image_source_kind_name(info->source));
+  an_jgen_kv_str(g, "Rootfs", info->rootfs);
+  an_jgen_kv_str(g, "Architecture", info->config.architecture);
+  an_jgen_kv_str(g, "Os", info->config.os);
+  an_jgen_key(g, "Config");
+  an_jgen_map_open(g);
+  an_jgen_kv_strv(g, "Env", (const char *const *) info->config.env);
+  an_jgen_kv_strv(g, "Entrypoint", (const char *const *) info->config.entrypoint);
+  an_jgen_kv_strv(g, "Cmd", (const char *const *) info->config.cmd);
+  an_jgen_kv_str(g, "WorkingDir", info->config.working_dir);
+  an_jgen_kv_str(g, "User", info->config.user);
+  an_jgen_map_close(g);
+  an_jgen_key(g, "Layers");
+  an_jgen_array_open(g);
   yajl_val layers = an_json_member_type(mv, "layers", yajl_t_array);
   for (size_t i = 0; layers && i < layers->u.array.len; i++) {
     const char *dg = an_json_member_str(layers->u.array.values[i], "digest");
-    if (dg) S(g, dg);
+    if (dg) an_jgen_str(g, dg);
   }
-  yajl_gen_array_close(g);
-  yajl_gen_map_close(g);
-  const unsigned char *buf;
-  size_t len;
-  yajl_gen_get_buf(g, &buf, &len);
-  *json = strndup((const char *) buf, len);
-  yajl_gen_free(g);
+  an_jgen_array_close(g);
+  an_jgen_map_close(g);
   yajl_tree_free(mv);
   an_image_info_free(info);
-  return *json ? 0 : an_error_set(err, ENOMEM, "inspect");
+  r = an_jgen_finish(&j, json, NULL);
+  return r < 0 ? an_error_set(err, -r, "inspect image %s: JSON", name) : 0;
 }
 
 int an_image_remove(const char *store_root, const char *name, an_error_t *err) {

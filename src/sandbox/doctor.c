@@ -19,13 +19,11 @@
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-#include <yajl/yajl_gen.h>
 #include "agentnest/doctor.h"
 #include "agentnest/image.h"
 #include "engine/cgroup_internal.h"
 #include "util/cleanup.h"
-
-#define GS(g, s) yajl_gen_string((g), (const unsigned char *) (s), strlen(s))
+#include "util/json_gen.h"
 
 /* What is required and missing, collected while probing. */
 struct missing {
@@ -35,14 +33,6 @@ struct missing {
 
 static void miss(struct missing *m, const char *what) {
   if (m->n < sizeof m->what / sizeof m->what[0]) m->what[m->n++] = what;
-}
-
-static void key_bool(yajl_gen g, const char *k, bool v) { GS(g, k); yajl_gen_bool(g, v); }
-static void key_int(yajl_gen g, const char *k, long long v) { GS(g, k); yajl_gen_integer(g, v); }
-static void key_str(yajl_gen g, const char *k, const char *v) {
-  GS(g, k);
-  if (v) GS(g, v);
-  else yajl_gen_null(g);
 }
 
 /* A small /proc or /sys file as a trimmed string (NULL when unreadable). */
@@ -57,23 +47,23 @@ static char *read_small(const char *path) {
 }
 
 /* An integer sysctl as a JSON number, or null when the file is absent. */
-static void key_sysctl(yajl_gen g, const char *k, const char *path) {
+static void key_sysctl(struct an_jgen *g, const char *k, const char *path) {
   cleanup_free char *s = read_small(path);
-  GS(g, k);
-  if (s) yajl_gen_integer(g, strtoll(s, NULL, 10));
-  else yajl_gen_null(g);
+  an_jgen_key(g, k);
+  if (s) an_jgen_i64(g, strtoll(s, NULL, 10));
+  else an_jgen_null(g);
 }
 
-static void probe_kernel(yajl_gen g) {
+static void probe_kernel(struct an_jgen *g) {
   struct utsname u;
-  GS(g, "kernel");
-  yajl_gen_map_open(g);
+  an_jgen_key(g, "kernel");
+  an_jgen_map_open(g);
   if (uname(&u) == 0) {
-    key_str(g, "release", u.release);
-    key_str(g, "version", u.version);
-    key_str(g, "machine", u.machine);
+    an_jgen_kv_str(g, "release", u.release);
+    an_jgen_kv_str(g, "version", u.version);
+    an_jgen_kv_str(g, "machine", u.machine);
   }
-  yajl_gen_map_close(g);
+  an_jgen_map_close(g);
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -82,7 +72,7 @@ static int cmp_str(const void *a, const void *b) {
 
 /* Namespace types from /proc/self/ns (namespaces(7)); each required one
  * that is absent is missing. */
-static void probe_namespaces(yajl_gen g, struct missing *m) {
+static void probe_namespaces(struct an_jgen *g, struct missing *m) {
   static const char *const required[] = {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"};
   static const char *const missing_names[] = {"user namespace", "mount namespace",
                                               "pid namespace", "network namespace",
@@ -98,12 +88,12 @@ static void probe_namespaces(yajl_gen g, struct missing *m) {
     if (names[n]) n++;
   }
   qsort(names, n, sizeof names[0], cmp_str);
-  GS(g, "namespaces");
-  yajl_gen_map_open(g);
-  GS(g, "available");
-  yajl_gen_array_open(g);
-  for (size_t i = 0; i < n; i++) GS(g, names[i]);
-  yajl_gen_array_close(g);
+  an_jgen_key(g, "namespaces");
+  an_jgen_map_open(g);
+  an_jgen_key(g, "available");
+  an_jgen_array_open(g);
+  for (size_t i = 0; i < n; i++) an_jgen_str(g, names[i]);
+  an_jgen_array_close(g);
   for (size_t r = 0; r < sizeof required / sizeof required[0]; r++) {
     bool found = false;
     for (size_t i = 0; i < n; i++) found |= !strcmp(names[i], required[r]);
@@ -116,42 +106,42 @@ static void probe_namespaces(yajl_gen g, struct missing *m) {
              "/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
   cleanup_free char *max = read_small("/proc/sys/user/max_user_namespaces");
   if (max && strtoll(max, NULL, 10) == 0) miss(m, "user namespaces (user.max_user_namespaces is 0)");
-  yajl_gen_map_close(g);
+  an_jgen_map_close(g);
 }
 
-static void probe_cgroup(yajl_gen g, struct missing *m) {
+static void probe_cgroup(struct an_jgen *g, struct missing *m) {
   struct an_cg_layout l = {0};
   cleanup_error an_error_t err = NULL;
-  GS(g, "cgroup");
-  yajl_gen_map_open(g);
+  an_jgen_key(g, "cgroup");
+  an_jgen_map_open(g);
   if (an_cg_layout_read(&l, &err) < 0) {
-    key_str(g, "layout", NULL);
-    key_str(g, "error", err->msg);
-    yajl_gen_map_close(g);
+    an_jgen_kv_str(g, "layout", NULL);
+    an_jgen_kv_str(g, "error", err->msg);
+    an_jgen_map_close(g);
     miss(m, "cgroup filesystem");
     return;
   }
-  key_str(g, "layout", l.layout == AN_CGROUP_UNIFIED  ? "unified"
-                       : l.layout == AN_CGROUP_HYBRID ? "hybrid"
-                                                      : "legacy");
-  GS(g, "hierarchies");
-  yajl_gen_array_open(g);
+  an_jgen_kv_str(g, "layout", l.layout == AN_CGROUP_UNIFIED  ? "unified"
+                              : l.layout == AN_CGROUP_HYBRID ? "hybrid"
+                                                             : "legacy");
+  an_jgen_key(g, "hierarchies");
+  an_jgen_array_open(g);
   for (size_t i = 0; i < l.n; i++) {
-    yajl_gen_map_open(g);
-    key_int(g, "version", l.h[i].version);
-    key_str(g, "mount", l.h[i].mount);
-    GS(g, "controllers");
-    yajl_gen_array_open(g);
+    an_jgen_map_open(g);
+    an_jgen_kv_i64(g, "version", l.h[i].version);
+    an_jgen_kv_str(g, "mount", l.h[i].mount);
+    an_jgen_key(g, "controllers");
+    an_jgen_array_open(g);
     for (int c = 0; c < AN_CG__COUNT; c++) {
       if (!(l.h[i].ctrls & AN_CG_BIT(c))) continue;
       const char *name = l.h[i].version == 2 ? an_cg_ctrl_v2_name(c) : an_cg_ctrl_v1_name(c);
-      if (name) GS(g, name);
+      if (name) an_jgen_str(g, name);
     }
-    yajl_gen_array_close(g);
-    yajl_gen_map_close(g);
+    an_jgen_array_close(g);
+    an_jgen_map_close(g);
   }
-  yajl_gen_array_close(g);
-  yajl_gen_map_close(g);
+  an_jgen_array_close(g);
+  an_jgen_map_close(g);
   if (an_cg_layout_find(&l, AN_CG_MEMORY) < 0) miss(m, "cgroup memory controller");
   if (an_cg_layout_find(&l, AN_CG_PIDS) < 0) miss(m, "cgroup pids controller");
   an_cg_layout_clear(&l);
@@ -160,106 +150,106 @@ static void probe_cgroup(yajl_gen g, struct missing *m) {
 /* seccomp(2): SECCOMP_GET_ACTION_AVAIL for SECCOMP_RET_ALLOW succeeds when
  * filter mode is built in; the list of actions is in
  * /proc/sys/kernel/seccomp/actions_avail. */
-static void probe_seccomp(yajl_gen g, struct missing *m) {
+static void probe_seccomp(struct an_jgen *g, struct missing *m) {
   bool avail = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
   uint32_t action = SECCOMP_RET_ALLOW;
   bool filter = syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
-  GS(g, "seccomp");
-  yajl_gen_map_open(g);
-  key_bool(g, "available", avail);
-  key_bool(g, "filter", filter);
-  GS(g, "actions");
-  yajl_gen_array_open(g);
+  an_jgen_key(g, "seccomp");
+  an_jgen_map_open(g);
+  an_jgen_kv_bool(g, "available", avail);
+  an_jgen_kv_bool(g, "filter", filter);
+  an_jgen_key(g, "actions");
+  an_jgen_array_open(g);
   cleanup_free char *acts = read_small("/proc/sys/kernel/seccomp/actions_avail");
   char *save = NULL;
   for (char *t = acts ? strtok_r(acts, " ", &save) : NULL; t; t = strtok_r(NULL, " ", &save))
-    GS(g, t);
-  yajl_gen_array_close(g);
-  yajl_gen_map_close(g);
+    an_jgen_str(g, t);
+  an_jgen_array_close(g);
+  an_jgen_map_close(g);
   if (!filter) miss(m, "seccomp filter mode");
 }
 
 /* landlock_create_ruleset(2) with LANDLOCK_CREATE_RULESET_VERSION returns
  * the highest ABI version supported. */
-static void probe_landlock(yajl_gen g) {
+static void probe_landlock(struct an_jgen *g) {
   long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
   int e = errno;
-  GS(g, "landlock");
-  yajl_gen_map_open(g);
-  key_int(g, "abi", abi > 0 ? abi : 0);
+  an_jgen_key(g, "landlock");
+  an_jgen_map_open(g);
+  an_jgen_kv_i64(g, "abi", abi > 0 ? abi : 0);
   if (abi < 0)
-    key_str(g, "error", e == ENOSYS ? "not built into this kernel (ENOSYS)"
-                        : e == EOPNOTSUPP ? "disabled at boot (EOPNOTSUPP)"
-                                          : an_errno_name(e));
-  yajl_gen_map_close(g);
+    an_jgen_kv_str(g, "error", e == ENOSYS ? "not built into this kernel (ENOSYS)"
+                               : e == EOPNOTSUPP ? "disabled at boot (EOPNOTSUPP)"
+                                                 : an_errno_name(e));
+  an_jgen_map_close(g);
 }
 
-static void probe_nftables(yajl_gen g) {
+static void probe_nftables(struct an_jgen *g) {
   struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
-  GS(g, "nftables");
-  yajl_gen_map_open(g);
-  key_bool(g, "available", ctx != NULL);
-  yajl_gen_map_close(g);
+  an_jgen_key(g, "nftables");
+  an_jgen_map_open(g);
+  an_jgen_kv_bool(g, "available", ctx != NULL);
+  an_jgen_map_close(g);
   if (ctx) nft_ctx_free(ctx);
 }
 
 /* mount_setattr(2) (Linux 5.12, with MOUNT_ATTR_IDMAP) answers an invalid
  * call with EBADF/EINVAL when it exists and ENOSYS when not.  Whether a
  * given filesystem supports idmapping is only known when mounting. */
-static void probe_idmap(yajl_gen g) {
+static void probe_idmap(struct an_jgen *g) {
   long r = syscall(SYS_mount_setattr, -1, "", 0, NULL, (size_t) 0);
   bool has = !(r < 0 && errno == ENOSYS);
   struct utsname u;
   int maj = 0, min = 0;
   if (uname(&u) == 0) sscanf(u.release, "%d.%d", &maj, &min);
-  GS(g, "idmapped_mounts");
-  yajl_gen_map_open(g);
-  key_bool(g, "mount_setattr", has);
-  key_bool(g, "available", has && (maj > 5 || (maj == 5 && min >= 12)));
-  yajl_gen_map_close(g);
+  an_jgen_key(g, "idmapped_mounts");
+  an_jgen_map_open(g);
+  an_jgen_kv_bool(g, "mount_setattr", has);
+  an_jgen_kv_bool(g, "available", has && (maj > 5 || (maj == 5 && min >= 12)));
+  an_jgen_map_close(g);
 }
 
-static void probe_openat2(yajl_gen g, struct missing *m) {
+static void probe_openat2(struct an_jgen *g, struct missing *m) {
   struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
   long fd = syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof how);
   bool has = fd >= 0 || errno != ENOSYS;
   if (fd >= 0) close((int) fd);
-  GS(g, "openat2");
-  yajl_gen_map_open(g);
-  key_bool(g, "available", has);
-  yajl_gen_map_close(g);
+  an_jgen_key(g, "openat2");
+  an_jgen_map_open(g);
+  an_jgen_kv_bool(g, "available", has);
+  an_jgen_map_close(g);
   if (!has) miss(m, "openat2");
 }
 
-static void probe_pidfd_clone3(yajl_gen g, struct missing *m) {
+static void probe_pidfd_clone3(struct an_jgen *g, struct missing *m) {
   long fd = syscall(SYS_pidfd_open, getpid(), 0);
   bool pidfd = fd >= 0;
   if (fd >= 0) close((int) fd);
   /* clone3 with a NULL args pointer: EFAULT/EINVAL when it exists. */
   long r = syscall(SYS_clone3, NULL, 0);
   bool clone3 = !(r < 0 && errno == ENOSYS);
-  GS(g, "pidfd");
-  yajl_gen_map_open(g);
-  key_bool(g, "available", pidfd);
-  yajl_gen_map_close(g);
-  GS(g, "clone3");
-  yajl_gen_map_open(g);
-  key_bool(g, "available", clone3);
-  yajl_gen_map_close(g);
+  an_jgen_key(g, "pidfd");
+  an_jgen_map_open(g);
+  an_jgen_kv_bool(g, "available", pidfd);
+  an_jgen_map_close(g);
+  an_jgen_key(g, "clone3");
+  an_jgen_map_open(g);
+  an_jgen_kv_bool(g, "available", clone3);
+  an_jgen_map_close(g);
   if (!pidfd) miss(m, "pidfd_open");
 }
 
-static void probe_image_store(yajl_gen g, const char *root) {
+static void probe_image_store(struct an_jgen *g, const char *root) {
   struct an_image_info **list = NULL;
   size_t n = 0;
   cleanup_error an_error_t err = NULL;
   int r = an_image_list(root, &list, &n, &err);
-  GS(g, "image_store");
-  yajl_gen_map_open(g);
-  key_str(g, "path", root);
-  key_int(g, "images", r < 0 ? 0 : (long long) n);
-  if (r < 0) key_str(g, "error", err->msg);
-  yajl_gen_map_close(g);
+  an_jgen_key(g, "image_store");
+  an_jgen_map_open(g);
+  an_jgen_kv_str(g, "path", root);
+  an_jgen_kv_i64(g, "images", r < 0 ? 0 : (int64_t) n);
+  if (r < 0) an_jgen_kv_str(g, "error", err->msg);
+  an_jgen_map_close(g);
   an_image_list_free(list, n);
 }
 
@@ -277,7 +267,7 @@ static int make_dirs(const char *path) {
   return 0;
 }
 
-static void probe_state_dir(yajl_gen g, const char *root, struct missing *m) {
+static void probe_state_dir(struct an_jgen *g, const char *root, struct missing *m) {
   char msg[256] = "";
   int r = make_dirs(root);
   if (r < 0) snprintf(msg, sizeof msg, "mkdir %s: %s", root, an_errno_name(-r));
@@ -290,22 +280,22 @@ static void probe_state_dir(yajl_gen g, const char *root, struct missing *m) {
       close(fd);
     }
   }
-  GS(g, "state_dir");
-  yajl_gen_map_open(g);
-  key_str(g, "path", root);
-  key_bool(g, "writable", r == 0);
-  if (r < 0) key_str(g, "error", msg);
-  yajl_gen_map_close(g);
+  an_jgen_key(g, "state_dir");
+  an_jgen_map_open(g);
+  an_jgen_kv_str(g, "path", root);
+  an_jgen_kv_bool(g, "writable", r == 0);
+  if (r < 0) an_jgen_kv_str(g, "error", msg);
+  an_jgen_map_close(g);
   if (r < 0) miss(m, "writable state directory");
 }
 
 int an_doctor_probe(const char *root, char **json, bool *ok, an_error_t *err) {
   if (!root || !*root) return an_error_set(err, EINVAL, "doctor: no store root given");
-  yajl_gen g = yajl_gen_alloc(NULL);
-  if (!g) return an_error_set(err, ENOMEM, "doctor: yajl_gen_alloc");
-  yajl_gen_config(g, yajl_gen_beautify, 1);
+  cleanup_jgen struct an_jgen j;
+  if (an_jgen_init(&j, true) < 0) return an_error_set(err, ENOMEM, "doctor report: JSON");
+  struct an_jgen *g = &j;
   struct missing m = {.n = 0};
-  yajl_gen_map_open(g);
+  an_jgen_map_open(g);
   probe_kernel(g);
   probe_namespaces(g, &m);
   probe_cgroup(g, &m);
@@ -318,22 +308,15 @@ int an_doctor_probe(const char *root, char **json, bool *ok, an_error_t *err) {
   probe_image_store(g, root);
   probe_state_dir(g, root, &m);
   /* The verdict last: it is only known once every probe ran. */
-  GS(g, "missing");
-  yajl_gen_array_open(g);
-  for (size_t i = 0; i < m.n; i++) GS(g, m.what[i]);
-  yajl_gen_array_close(g);
-  key_bool(g, "ok", m.n == 0);
-  yajl_gen_map_close(g);
+  an_jgen_key(g, "missing");
+  an_jgen_array_open(g);
+  for (size_t i = 0; i < m.n; i++) an_jgen_str(g, m.what[i]);
+  an_jgen_array_close(g);
+  an_jgen_kv_bool(g, "ok", m.n == 0);
+  an_jgen_map_close(g);
 
-  const unsigned char *buf;
-  size_t len;
-  char *out = NULL;
-  if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok || !(out = strndup((const char *) buf, len))) {
-    yajl_gen_free(g);
-    return an_error_set(err, ENOMEM, "doctor: JSON generation failed");
-  }
-  yajl_gen_free(g);
-  *json = out;
+  int r = an_jgen_finish(&j, json, NULL);
+  if (r < 0) return an_error_set(err, -r, "doctor report: JSON");
   *ok = m.n == 0;
   return 0;
 }

@@ -10,11 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <yajl/yajl_gen.h>
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
-
-#define GS(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
+#include "util/json_gen.h"
 
 const char *an_sb_status(const struct an_sb_record *rec) {
   if (rec->deadline_ms && an_sb_now_ms() >= rec->deadline_ms) return "expired";
@@ -91,36 +89,25 @@ int an_sandbox_list(const char *store_root, struct an_sandbox_info **list, size_
   return 0;
 }
 
-static void gen_time(yajl_gen g, const char *key, uint64_t ms) {
+static void gen_time(struct an_jgen *g, const char *key, uint64_t ms) {
   time_t t = (time_t) (ms / 1000);
   struct tm tm;
   gmtime_r(&t, &tm);
   char buf[40];
   snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
            tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned) (ms % 1000));
-  GS(g, key);
-  GS(g, buf);
+  an_jgen_kv_str(g, key, buf);
 }
 
-static void gen_info(yajl_gen g, const struct an_sandbox_info *s) {
-  GS(g, "id"); GS(g, s->id);
-  GS(g, "name"); if (s->name) GS(g, s->name); else yajl_gen_null(g);
-  GS(g, "image"); GS(g, s->image);
-  GS(g, "status"); GS(g, s->status);
+static void gen_info(struct an_jgen *g, const struct an_sandbox_info *s) {
+  an_jgen_kv_str(g, "id", s->id);
+  an_jgen_kv_str(g, "name", s->name);
+  an_jgen_kv_str(g, "image", s->image);
+  an_jgen_kv_str(g, "status", s->status);
   gen_time(g, "created", s->created_ms);
   gen_time(g, "deadline", s->deadline_ms);
-  GS(g, "init_pid"); yajl_gen_integer(g, s->init_pid);
-  GS(g, "monitor_pid"); yajl_gen_integer(g, s->monitor_pid);
-}
-
-static int finish(yajl_gen g, char **json, an_error_t *err) {
-  const unsigned char *buf;
-  size_t len;
-  int r = 0;
-  if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok || !(*json = strndup((const char *) buf, len)))
-    r = an_error_set(err, ENOMEM, "sandbox list as JSON");
-  yajl_gen_free(g);
-  return r;
+  an_jgen_kv_i64(g, "init_pid", s->init_pid);
+  an_jgen_kv_i64(g, "monitor_pid", s->monitor_pid);
 }
 
 int an_sandbox_list_json(const char *store_root, char **json, an_error_t *err) {
@@ -128,17 +115,22 @@ int an_sandbox_list_json(const char *store_root, char **json, an_error_t *err) {
   size_t n = 0;
   int r = an_sandbox_list(store_root, &l, &n, err);
   if (r < 0) return r;
-  yajl_gen g = yajl_gen_alloc(NULL);
-  if (!g) { an_sandbox_info_list_free(l, n); return an_error_set(err, ENOMEM, "sandbox list as JSON"); }
-  yajl_gen_array_open(g);
-  for (size_t i = 0; i < n; i++) {
-    yajl_gen_map_open(g);
-    gen_info(g, &l[i]);
-    yajl_gen_map_close(g);
+  cleanup_jgen struct an_jgen j;
+  if (an_jgen_init(&j, false) < 0) {
+    an_sandbox_info_list_free(l, n);
+    return an_error_set(err, ENOMEM, "sandbox list: JSON");
   }
-  yajl_gen_array_close(g);
+  struct an_jgen *g = &j;
+  an_jgen_array_open(g);
+  for (size_t i = 0; i < n; i++) {
+    an_jgen_map_open(g);
+    gen_info(g, &l[i]);
+    an_jgen_map_close(g);
+  }
+  an_jgen_array_close(g);
   an_sandbox_info_list_free(l, n);
-  return finish(g, json, err);
+  r = an_jgen_finish(&j, json, NULL);
+  return r < 0 ? an_error_set(err, -r, "sandbox list: JSON") : 0;
 }
 
 int an_sandbox_inspect(struct an_sandbox *sb, char **json, an_error_t *err) {
@@ -149,29 +141,30 @@ int an_sandbox_inspect(struct an_sandbox *sb, char **json, an_error_t *err) {
                               .init_pid = sb->rec.init_pid, .monitor_pid = sb->rec.monitor_pid};
   cleanup_free char *opts = NULL;
   if (sb->opts && an_sandbox_opts_to_json(sb->opts, &opts, err) < 0) return -EINVAL;
-  yajl_gen g = yajl_gen_alloc(NULL);
-  if (!g) return an_error_set(err, ENOMEM, "JSON");
-  yajl_gen_map_open(g);
+  cleanup_jgen struct an_jgen j;
+  if (an_jgen_init(&j, false) < 0) return an_error_set(err, ENOMEM, "inspect sandbox %s: JSON", s.id);
+  struct an_jgen *g = &j;
+  an_jgen_map_open(g);
   gen_info(g, &s);
-  GS(g, "cgroup"); GS(g, sb->cgroup_path);
-  GS(g, "workspace"); GS(g, sb->workspace);
-  GS(g, "host_uid_base"); yajl_gen_integer(g, sb->rec.ids.host_uid_base);
-  GS(g, "pids_current");
+  an_jgen_kv_str(g, "cgroup", sb->cgroup_path);
+  an_jgen_kv_str(g, "workspace", sb->workspace);
+  an_jgen_kv_i64(g, "host_uid_base", sb->rec.ids.host_uid_base);
+  an_jgen_key(g, "pids_current");
   pid_t *pids = NULL;
   size_t n = 0;
   an_error_t e = NULL;
   if (an_sb_ensure_cgroup(sb, &e) == 0 && an_cgroup_pids(sb->cg, &pids, &n, &e) == 0)
-    yajl_gen_integer(g, (long long) n);
+    an_jgen_i64(g, (int64_t) n);
   else
-    yajl_gen_null(g);
+    an_jgen_null(g);
   an_error_free(&e);
   free(pids);
-  GS(g, "options");   /* last member: replaced by the options document below */
-  yajl_gen_null(g);
-  yajl_gen_map_close(g);
+  an_jgen_key(g, "options");   /* last member: replaced by the options document below */
+  an_jgen_null(g);
+  an_jgen_map_close(g);
   cleanup_free char *doc = NULL;
-  int r = finish(g, &doc, err);
-  if (r < 0) return r;
+  int r = an_jgen_finish(&j, &doc, NULL);
+  if (r < 0) return an_error_set(err, -r, "inspect sandbox %s: JSON", s.id);
   /* replace the trailing "options": null with the document */
   if (opts) {
     static const char tail[] = "\"options\":null}";

@@ -16,13 +16,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yajl/yajl_gen.h>
 #include "agentnest/container.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
+#include "util/json_gen.h"
 #include "util/safe_path.h"
 
-#define GS(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
 /* A sandbox directory without a complete record younger than this is a
  * create in progress. */
 #define PRUNE_CREATE_GRACE_MS 60000
@@ -51,17 +50,17 @@ static void live_free(struct live_set *l) {
   free(l->ids);
 }
 
-static void gen_teardown(yajl_gen g, const char *id, const char *reason,
+static void gen_teardown(struct an_jgen *g, const char *id, const char *reason,
                          const struct an_sb_teardown_report *t) {
-  yajl_gen_map_open(g);
-  GS(g, "id"); GS(g, id);
-  GS(g, "reason"); GS(g, reason);
-  GS(g, "container"); yajl_gen_bool(g, t->container);
-  GS(g, "cgroup"); yajl_gen_bool(g, t->cgroup);
-  GS(g, "workspace"); yajl_gen_bool(g, t->workspace);
-  GS(g, "state"); yajl_gen_bool(g, t->state);
-  GS(g, "idrange"); yajl_gen_integer(g, t->idrange);
-  yajl_gen_map_close(g);
+  an_jgen_map_open(g);
+  an_jgen_kv_str(g, "id", id);
+  an_jgen_kv_str(g, "reason", reason);
+  an_jgen_kv_bool(g, "container", t->container);
+  an_jgen_kv_bool(g, "cgroup", t->cgroup);
+  an_jgen_kv_bool(g, "workspace", t->workspace);
+  an_jgen_kv_bool(g, "state", t->state);
+  an_jgen_kv_i64(g, "idrange", t->idrange);
+  an_jgen_map_close(g);
 }
 
 static void note_error(char ***errs, size_t *n, an_error_t *e) {
@@ -77,7 +76,7 @@ static void note_error(char ***errs, size_t *n, an_error_t *e) {
 
 /* Sandbox cgroups whose sandbox is gone: sb-<id> under agentnest/ in every
  * mounted hierarchy we know of. */
-static void prune_cgroups(yajl_gen g, const struct live_set *live, char ***errs, size_t *nerr) {
+static void prune_cgroups(struct an_jgen *g, const struct live_set *live, char ***errs, size_t *nerr) {
   static const char *const bases[] = {"/sys/fs/cgroup/agentnest", "/sys/fs/cgroup/unified/agentnest",
                                       "/sys/fs/cgroup/memory/agentnest", "/sys/fs/cgroup/pids/agentnest",
                                       "/sys/fs/cgroup/cpu/agentnest", "/sys/fs/cgroup/freezer/agentnest",
@@ -112,13 +111,13 @@ static void prune_cgroups(yajl_gen g, const struct live_set *live, char ***errs,
       size_t npids = 1;
       if (an_cgroup_open(cgp, &cg, &e) == 0) {
         if (an_cgroup_pids(cg, &pids, &npids, &e) == 0 && npids == 0 && an_cgroup_destroy(cg, &e) == 0)
-          GS(g, cgp);
+          an_jgen_str(g, cgp);
         free(pids);
         an_cgroup_free(cg);
       } else if (e && e->errnum == ENOENT) {
         /* in some hierarchies only: rmdir fails where processes remain */
         an_error_free(&e);
-        if (an_sb_rmdir_cgroup_dirs(id, NULL)) GS(g, cgp);
+        if (an_sb_rmdir_cgroup_dirs(id, NULL)) an_jgen_str(g, cgp);
       }
       note_error(errs, nerr, &e);
     }
@@ -131,17 +130,18 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   snprintf(path, sizeof path, "%s/%s", root, AN_SB_DIR);
   DIR *d = opendir(path);
   if (!d && errno != ENOENT) return an_error_set(err, errno, "prune: open %s", path);
-  yajl_gen g = yajl_gen_alloc(NULL);
-  if (!g) {
+  cleanup_jgen struct an_jgen j;
+  if (an_jgen_init(&j, false) < 0) {
     if (d) closedir(d);
-    return an_error_set(err, ENOMEM, "prune");
+    return an_error_set(err, ENOMEM, "prune report: JSON");
   }
+  struct an_jgen *g = &j;
   struct live_set live = {0};
   char **errs = NULL;
   size_t nerr = 0;
-  yajl_gen_map_open(g);
-  GS(g, "removed");
-  yajl_gen_array_open(g);
+  an_jgen_map_open(g);
+  an_jgen_key(g, "removed");
+  an_jgen_array_open(g);
   struct dirent *de;
   while (d && (de = readdir(d))) {
     if (!an_sb_valid_id(de->d_name)) continue;
@@ -175,11 +175,11 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
     gen_teardown(g, de->d_name, reason, &t);
   }
   if (d) closedir(d);
-  yajl_gen_array_close(g);
+  an_jgen_array_close(g);
 
   /* Engine containers without a sandbox. */
-  GS(g, "containers");
-  yajl_gen_array_open(g);
+  an_jgen_key(g, "containers");
+  an_jgen_array_open(g);
   char cpath[PATH_MAX];
   snprintf(cpath, sizeof cpath, "%s/%s", root, AN_SB_CONTAINERS_DIR);
   char **cids = NULL;
@@ -189,7 +189,7 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
       if (an_sb_valid_id(*c) && !live_has(&live, *c)) {
         /* the sandbox's teardown handles a half-made container (no
          * state.json) together with its cgroup */
-        if (an_container_delete(cpath, *c, true, &e) == 0) GS(g, *c);
+        if (an_container_delete(cpath, *c, true, &e) == 0) an_jgen_str(g, *c);
         else if (e && e->errnum == ENOENT) {
           an_error_free(&e);
           char cgp[64];
@@ -201,7 +201,7 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
           }
           an_error_free(&e);
           cleanup_close int cfd = open(cpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-          if (cfd >= 0 && an_remove_tree_beneath(cfd, *c, &e) == 0) GS(g, *c);
+          if (cfd >= 0 && an_remove_tree_beneath(cfd, *c, &e) == 0) an_jgen_str(g, *c);
         }
         note_error(&errs, &nerr, &e);
       }
@@ -210,49 +210,47 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
     free(cids);
   }
   an_error_free(&e);
-  yajl_gen_array_close(g);
+  an_jgen_array_close(g);
 
-  GS(g, "orphan_cgroups");
-  yajl_gen_array_open(g);
+  an_jgen_key(g, "orphan_cgroups");
+  an_jgen_array_open(g);
   prune_cgroups(g, &live, &errs, &nerr);
-  yajl_gen_array_close(g);
+  an_jgen_array_close(g);
 
   /* Id range locks (machine-wide) whose allocator and owner are gone: a
    * live sandbox of any store keeps its state directory, the owner. */
-  GS(g, "idranges");
-  yajl_gen_array_open(g);
+  an_jgen_key(g, "idranges");
+  an_jgen_array_open(g);
   struct an_idrange_reservation *res = NULL;
   size_t nres = 0;
   if (an_idrange_list(NULL, &res, &nres, &e) == 0) {
     for (size_t i = 0; i < nres; i++) {
       if (!an_idrange_stale(&res[i])) continue;
-      if (an_idrange_free(NULL, &res[i].ids, &e) == 0) yajl_gen_integer(g, res[i].ids.host_uid_base);
+      if (an_idrange_free(NULL, &res[i].ids, &e) == 0) an_jgen_i64(g, res[i].ids.host_uid_base);
       note_error(&errs, &nerr, &e);
     }
     an_idrange_list_free(res, nres);
   }
   note_error(&errs, &nerr, &e);
-  yajl_gen_array_close(g);
+  an_jgen_array_close(g);
 
   if (all) {
     cleanup_close int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (rfd >= 0 && an_remove_tree_beneath(rfd, AN_SB_EXPIRED_DIR, &e) < 0) note_error(&errs, &nerr, &e);
   }
-  GS(g, "errors");
-  yajl_gen_array_open(g);
+  an_jgen_key(g, "errors");
+  an_jgen_array_open(g);
   for (size_t i = 0; i < nerr; i++) {
-    GS(g, errs[i]);
+    an_jgen_str(g, errs[i]);
     free(errs[i]);
   }
   free(errs);
-  yajl_gen_array_close(g);
-  yajl_gen_map_close(g);
+  an_jgen_array_close(g);
+  an_jgen_map_close(g);
   live_free(&live);
-  const unsigned char *buf;
-  size_t len;
-  int r = 0;
-  if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok) r = an_error_set(err, EINVAL, "prune: JSON");
-  else if (report && !(*report = strndup((const char *) buf, len))) r = an_error_set(err, ENOMEM, "prune");
-  yajl_gen_free(g);
-  return r;
+  cleanup_free char *doc = NULL;
+  int r = an_jgen_finish(&j, &doc, NULL);
+  if (r < 0) return an_error_set(err, -r, "prune report: JSON");
+  if (report) *report = an_steal(&doc);
+  return 0;
 }

@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 #include "agentnest/image.h"
 #include "engine/process.h"
@@ -23,6 +22,7 @@
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "util/fdcopy.h"
+#include "util/json_gen.h"
 #include "util/json_tree.h"
 #include "util/safe_path.h"
 
@@ -96,46 +96,39 @@ void an_sb_record_clear(struct an_sb_record *rec) {
   memset(rec, 0, sizeof *rec);
 }
 
-#define GS(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
-static void gen_u64(yajl_gen g, const char *k, uint64_t v) {
-  GS(g, k);
-  yajl_gen_integer(g, (long long) v);
-}
-
 int an_sb_record_write(const char *dir, const struct an_sb_record *rec, an_error_t *err) {
-  yajl_gen g = yajl_gen_alloc(NULL);
-  if (!g) return an_error_set(err, ENOMEM, "sandbox state");
-  yajl_gen_map_open(g);
-  GS(g, "id"); GS(g, rec->id);
-  if (rec->name) { GS(g, "name"); GS(g, rec->name); }
-  if (rec->image) { GS(g, "image"); GS(g, rec->image); }
-  gen_u64(g, "created_ms", rec->created_ms);
-  gen_u64(g, "deadline_ms", rec->deadline_ms);
-  gen_u64(g, "host_uid_base", rec->ids.host_uid_base);
-  gen_u64(g, "idrange_size", rec->ids.size);
-  gen_u64(g, "init_pid", (uint64_t) rec->init_pid);
-  gen_u64(g, "init_start", rec->init_start);
-  gen_u64(g, "monitor_pid", (uint64_t) rec->monitor_pid);
-  gen_u64(g, "monitor_start", rec->monitor_start);
-  gen_u64(g, "owner_pid", (uint64_t) rec->owner_pid);
-  gen_u64(g, "owner_start", rec->owner_start);
-  GS(g, "secrets");
-  yajl_gen_array_open(g);
+  cleanup_jgen struct an_jgen j;
+  if (an_jgen_init(&j, false) < 0)
+    return an_error_set(err, ENOMEM, "%s of sandbox %s: JSON", AN_SB_STATE_FILE, rec->id);
+  struct an_jgen *g = &j;
+  an_jgen_map_open(g);
+  an_jgen_kv_str(g, "id", rec->id);
+  if (rec->name) an_jgen_kv_str(g, "name", rec->name);
+  if (rec->image) an_jgen_kv_str(g, "image", rec->image);
+  an_jgen_kv_u64(g, "created_ms", rec->created_ms);
+  an_jgen_kv_u64(g, "deadline_ms", rec->deadline_ms);
+  an_jgen_kv_u64(g, "host_uid_base", rec->ids.host_uid_base);
+  an_jgen_kv_u64(g, "idrange_size", rec->ids.size);
+  an_jgen_kv_i64(g, "init_pid", rec->init_pid);
+  an_jgen_kv_u64(g, "init_start", rec->init_start);
+  an_jgen_kv_i64(g, "monitor_pid", rec->monitor_pid);
+  an_jgen_kv_u64(g, "monitor_start", rec->monitor_start);
+  an_jgen_kv_i64(g, "owner_pid", rec->owner_pid);
+  an_jgen_kv_u64(g, "owner_start", rec->owner_start);
+  an_jgen_key(g, "secrets");
+  an_jgen_array_open(g);
   for (size_t i = 0; i < rec->nsecrets; i++) {
-    yajl_gen_map_open(g);
-    GS(g, "name"); GS(g, rec->secrets[i].name);
-    GS(g, "value"); GS(g, rec->secrets[i].value);
-    yajl_gen_map_close(g);
+    an_jgen_map_open(g);
+    an_jgen_kv_str(g, "name", rec->secrets[i].name);
+    an_jgen_kv_str(g, "value", rec->secrets[i].value);
+    an_jgen_map_close(g);
   }
-  yajl_gen_array_close(g);
-  yajl_gen_map_close(g);
-  const unsigned char *buf;
-  size_t len;
-  int r = 0;
-  if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok) {
-    yajl_gen_free(g);
-    return an_error_set(err, EINVAL, "sandbox %s state: JSON generation failed", rec->id);
-  }
+  an_jgen_array_close(g);
+  an_jgen_map_close(g);
+  char *buf = NULL;
+  size_t len = 0;
+  int r = an_jgen_finish(&j, &buf, &len);
+  if (r < 0) return an_error_set(err, -r, "%s of sandbox %s: JSON", AN_SB_STATE_FILE, rec->id);
   char tmp[PATH_MAX], path[PATH_MAX];
   snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, AN_SB_STATE_FILE);
   snprintf(path, sizeof path, "%s/%s", dir, AN_SB_STATE_FILE);
@@ -144,7 +137,8 @@ int an_sb_record_write(const char *dir, const struct an_sb_record *rec, an_error
   else if ((r = an_write_all(fd, buf, len, tmp, err)) >= 0 && rename(tmp, path) < 0)
     r = an_error_set(err, errno, "rename %s", path);
   if (r < 0) unlink(tmp);
-  yajl_gen_free(g);
+  explicit_bzero(buf, len);   /* it holds the secrets */
+  free(buf);
   return r;
 }
 

@@ -8,10 +8,10 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <yajl/yajl_gen.h>
 #include "agentnest/error.h"
 #include "agentnest/sandbox.h"
 #include "commands.h"
+#include "util/json_gen.h"
 
 /* ---- messages ---------------------------------------------------------------------------- */
 
@@ -109,12 +109,21 @@ void cli_stream_output(void *data, enum an_stream stream, const char *buf, size_
 /* Print the --json result document of an exec to stdout:
  *   {"id","exit_code","signal","timed_out","oom_killed","duration_ms","stdout","stderr",
  *    "stdout_truncated","stderr_truncated","artifacts":[{"path","size","sha256"}]}
- * arts may be NULL (empty list). */
-void cli_print_result_json(const char *id, const struct an_exec_result *res,
-                           const struct an_artifact_list *arts);
+ * arts may be NULL (empty list).  Returns 0, or AN_EXIT_RUNTIME after
+ * printing why (as cli_print_json). */
+int cli_print_result_json(const char *cmd, const char *id, const struct an_exec_result *res,
+                          const struct an_artifact_list *arts);
 
-/* Print a yajl_gen's buffer to stdout. */
-void cli_print_gen(yajl_gen g);
+/* Member `k` of an open map: a path named by the user or found in a
+ * workspace, as a JSON string with bytes that are not UTF-8 replaced by
+ * U+FFFD (an_json_escape_output); NULL writes null. */
+void cli_json_kv_path(struct an_jgen *j, const char *k, const char *path);
+
+/* Finish `j` (an_jgen_finish: the generator is freed either way) and print
+ * the document to stdout, with a newline at the end if it has none; flushes
+ * stdout.  Returns 0, or AN_EXIT_RUNTIME after printing
+ * "agentnest CMD: WHAT: JSON: ENOMEM" (or EINVAL) on stderr. */
+int cli_print_json(const char *cmd, struct an_jgen *j, const char *what);
 
 /* Parse a "K=V" --env argument for an exec into a growing NULL-terminated
  * array (borrowed strings).  Returns 125 with a message when malformed. */

@@ -10,6 +10,7 @@
 #include "agentnest/output.h"
 #include "agentnest/sandbox_opts.h"
 #include "cli.h"
+#include "util/cleanup.h"
 
 int cli_fail(const char *cmd, an_error_t *err) {
   fprintf(stderr, "agentnest %s: %s\n", cmd, err && *err ? (*err)->msg : "unknown error");
@@ -164,65 +165,63 @@ void cli_stream_output(void *data, enum an_stream stream, const char *buf, size_
   write_all(stream == AN_STREAM_STDERR ? 2 : 1, buf, len);
 }
 
-#define GS(g, s) yajl_gen_string((g), (const unsigned char *) (s), strlen(s))
-
-void cli_print_gen(yajl_gen g) {
-  const unsigned char *buf;
-  size_t len;
-  if (yajl_gen_get_buf(g, &buf, &len) == yajl_gen_status_ok) {
-    fwrite(buf, 1, len, stdout);
-    if (len && buf[len - 1] != '\n') fputc('\n', stdout);
-  }
-  fflush(stdout);
+void cli_json_kv_path(struct an_jgen *j, const char *k, const char *path) {
+  an_jgen_key(j, k);
+  if (!path) an_jgen_null(j);
+  else if (j->g) an_jgen_check(j, an_json_escape_output(j->g, path, strlen(path)));
 }
 
-void cli_print_result_json(const char *id, const struct an_exec_result *res,
-                           const struct an_artifact_list *arts) {
-  yajl_gen g = yajl_gen_alloc(NULL);
-  if (!g) return;
-  yajl_gen_config(g, yajl_gen_beautify, 1);
-  yajl_gen_map_open(g);
-  GS(g, "id");
-  if (id) GS(g, id);
-  else yajl_gen_null(g);
-  GS(g, "exit_code");
-  if (res->exit_code >= 0) yajl_gen_integer(g, res->exit_code);
-  else yajl_gen_null(g);
-  GS(g, "signal");
-  if (res->signal > 0) yajl_gen_integer(g, res->signal);
-  else yajl_gen_null(g);
-  GS(g, "status");
-  yajl_gen_integer(g, res->status);
-  GS(g, "timed_out");
-  yajl_gen_bool(g, res->timed_out);
-  GS(g, "oom_killed");
-  yajl_gen_bool(g, res->oom_killed);
-  GS(g, "duration_ms");
-  yajl_gen_integer(g, (long long) res->duration_ms);
+int cli_print_json(const char *cmd, struct an_jgen *j, const char *what) {
+  cleanup_free char *doc = NULL;
+  size_t len = 0;
+  int r = an_jgen_finish(j, &doc, &len);
+  if (r < 0) {
+    fflush(stdout);
+    fprintf(stderr, "agentnest %s: %s: JSON: %s\n", cmd, what, an_errno_name(-r));
+    return AN_EXIT_RUNTIME;
+  }
+  fwrite(doc, 1, len, stdout);
+  if (len && doc[len - 1] != '\n') fputc('\n', stdout);
+  fflush(stdout);
+  return 0;
+}
+
+int cli_print_result_json(const char *cmd, const char *id, const struct an_exec_result *res,
+                          const struct an_artifact_list *arts) {
+  char what[128];
+  snprintf(what, sizeof what, "exec result of sandbox %s", id ? id : "(none)");
+  cleanup_jgen struct an_jgen j;
+  if (an_jgen_init(&j, true) < 0) return cli_print_json(cmd, &j, what);   /* reports ENOMEM */
+  struct an_jgen *g = &j;
+  an_jgen_map_open(g);
+  an_jgen_kv_str(g, "id", id);
+  an_jgen_key(g, "exit_code");
+  if (res->exit_code >= 0) an_jgen_i64(g, res->exit_code);
+  else an_jgen_null(g);
+  an_jgen_key(g, "signal");
+  if (res->signal > 0) an_jgen_i64(g, res->signal);
+  else an_jgen_null(g);
+  an_jgen_kv_i64(g, "status", res->status);
+  an_jgen_kv_bool(g, "timed_out", res->timed_out);
+  an_jgen_kv_bool(g, "oom_killed", res->oom_killed);
+  an_jgen_kv_u64(g, "duration_ms", res->duration_ms);
   /* stdout, stderr (non-UTF-8 bytes become U+FFFD), *_truncated */
-  an_output_json_fields(g, &res->output);
-  GS(g, "artifacts");
-  yajl_gen_array_open(g);
+  an_jgen_check(g, an_output_json_fields(g->g, &res->output));
+  an_jgen_key(g, "artifacts");
+  an_jgen_array_open(g);
   for (size_t i = 0; arts && i < arts->n; i++) {
     const struct an_artifact *a = &arts->items[i];
-    yajl_gen_map_open(g);
-    GS(g, "path");
-    an_json_escape_output(g, a->path, strlen(a->path));
-    GS(g, "type");
-    GS(g, a->kind == AN_ARTIFACT_SYMLINK ? "symlink" : "file");
-    GS(g, "size");
-    yajl_gen_integer(g, (long long) a->size);
-    GS(g, "sha256");
-    if (a->kind == AN_ARTIFACT_FILE) GS(g, a->sha256);
-    else yajl_gen_null(g);
-    GS(g, "copied");
-    yajl_gen_bool(g, a->copied);
-    yajl_gen_map_close(g);
+    an_jgen_map_open(g);
+    cli_json_kv_path(g, "path", a->path);
+    an_jgen_kv_str(g, "type", a->kind == AN_ARTIFACT_SYMLINK ? "symlink" : "file");
+    an_jgen_kv_u64(g, "size", a->size);
+    an_jgen_kv_str(g, "sha256", a->kind == AN_ARTIFACT_FILE ? a->sha256 : NULL);
+    an_jgen_kv_bool(g, "copied", a->copied);
+    an_jgen_map_close(g);
   }
-  yajl_gen_array_close(g);
-  yajl_gen_map_close(g);
-  cli_print_gen(g);
-  yajl_gen_free(g);
+  an_jgen_array_close(g);
+  an_jgen_map_close(g);
+  return cli_print_json(cmd, g, what);
 }
 
 int cli_env_add(const char *cmd, char ***env, size_t *n, const char *kv) {

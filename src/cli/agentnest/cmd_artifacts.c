@@ -59,36 +59,25 @@ int cmd_artifacts(struct an_global_opts *g, int argc, char **argv) {
   r = an_sandbox_artifacts(sb, globs, nglobs, &ao, &l, &err);
   an_sandbox_close(sb);
   if (r < 0) return cli_fail(cmd, &err);
+  int status = 0;
   if (json) {
-    yajl_gen gen = yajl_gen_alloc(NULL);
-    if (gen) {
-      yajl_gen_config(gen, yajl_gen_beautify, 1);
-      yajl_gen_array_open(gen);
+    cleanup_jgen struct an_jgen j;
+    if (an_jgen_init(&j, true) == 0) {
+      an_jgen_array_open(&j);
       for (size_t i = 0; i < l.n; i++) {
         const struct an_artifact *a = &l.items[i];
-#define K(s) yajl_gen_string(gen, (const unsigned char *) (s), strlen(s))
-        yajl_gen_map_open(gen);
-        K("path");
-        an_json_escape_output(gen, a->path, strlen(a->path));
-        K("type");
-        K(a->kind == AN_ARTIFACT_SYMLINK ? "symlink" : "file");
-        K("size");
-        yajl_gen_integer(gen, (long long) a->size);
-        K("sha256");
-        if (a->kind == AN_ARTIFACT_FILE) K(a->sha256);
-        else yajl_gen_null(gen);
-        K("target");
-        if (a->link_target) an_json_escape_output(gen, a->link_target, strlen(a->link_target));
-        else yajl_gen_null(gen);
-        K("copied");
-        yajl_gen_bool(gen, a->copied);
-        yajl_gen_map_close(gen);
-#undef K
+        an_jgen_map_open(&j);
+        cli_json_kv_path(&j, "path", a->path);
+        an_jgen_kv_str(&j, "type", a->kind == AN_ARTIFACT_SYMLINK ? "symlink" : "file");
+        an_jgen_kv_u64(&j, "size", a->size);
+        an_jgen_kv_str(&j, "sha256", a->kind == AN_ARTIFACT_FILE ? a->sha256 : NULL);
+        cli_json_kv_path(&j, "target", a->link_target);
+        an_jgen_kv_bool(&j, "copied", a->copied);
+        an_jgen_map_close(&j);
       }
-      yajl_gen_array_close(gen);
-      cli_print_gen(gen);
-      yajl_gen_free(gen);
+      an_jgen_array_close(&j);
     }
+    status = cli_print_json(cmd, &j, "artifact list");   /* also reports a failed an_jgen_init */
   } else {
     for (size_t i = 0; i < l.n; i++) {
       const struct an_artifact *a = &l.items[i];
@@ -99,5 +88,5 @@ int cmd_artifacts(struct an_global_opts *g, int argc, char **argv) {
     }
   }
   an_artifact_list_free(&l);
-  return 0;
+  return status;
 }

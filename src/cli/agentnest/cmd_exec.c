@@ -96,8 +96,8 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
     an_sandbox_close(sb);
     return cli_fail(cmd, &err);
   }
-  if (json) cli_print_result_json(an_sandbox_id(sb), &res, NULL);
   int status = res.status;
+  if (json && cli_print_result_json(cmd, an_sandbox_id(sb), &res, NULL) != 0) status = AN_EXIT_RUNTIME;
   an_exec_result_release(&res);
   an_sandbox_close(sb);
   return status;

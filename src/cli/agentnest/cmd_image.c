@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <yajl/yajl_gen.h>
 #include "agentnest/image.h"
+#include "cli.h"
 #include "commands.h"
 
 static const char *image_usage =
@@ -138,8 +138,6 @@ static int image_import(struct an_global_opts *g, int argc, char **argv) {
 }
 
 /* ---- ls ---- */
-#define GS(g, s) yajl_gen_string(g, (const unsigned char *) (s), strlen(s))
-
 static void human_size(uint64_t n, char *buf, size_t len) {
   if (n >= 1000ULL * 1000 * 1000) snprintf(buf, len, "%.2fGB", n / 1e9);
   else if (n >= 1000 * 1000) snprintf(buf, len, "%.1fMB", n / 1e6);
@@ -157,30 +155,23 @@ static int image_ls(struct an_global_opts *g, int argc, char **argv) {
   size_t n = 0;
   an_error_t err = NULL;
   if (an_image_list(g->root, &list, &n, &err) < 0) return fail(&err);
+  int status = 0;
   if (json) {
-    yajl_gen gen = yajl_gen_alloc(NULL);
-    yajl_gen_config(gen, yajl_gen_beautify, 1);
-    yajl_gen_array_open(gen);
-    for (size_t i = 0; i < n; i++) {
-      yajl_gen_map_open(gen);
-      GS(gen, "names");
-      yajl_gen_array_open(gen);
-      for (char **s = list[i]->names; *s; s++) GS(gen, *s);
-      yajl_gen_array_close(gen);
-      GS(gen, "digest"); GS(gen, list[i]->digest);
-      GS(gen, "size"); yajl_gen_integer(gen, (long long) list[i]->size);
-      GS(gen, "created");
-      if (list[i]->created) GS(gen, list[i]->created); else yajl_gen_null(gen);
-      GS(gen, "imported");
-      if (list[i]->imported) GS(gen, list[i]->imported); else yajl_gen_null(gen);
-      yajl_gen_map_close(gen);
+    cleanup_jgen struct an_jgen j;
+    if (an_jgen_init(&j, true) == 0) {
+      an_jgen_array_open(&j);
+      for (size_t i = 0; i < n; i++) {
+        an_jgen_map_open(&j);
+        an_jgen_kv_strv(&j, "names", (const char *const *) list[i]->names);
+        an_jgen_kv_str(&j, "digest", list[i]->digest);
+        an_jgen_kv_u64(&j, "size", list[i]->size);
+        an_jgen_kv_str(&j, "created", list[i]->created);
+        an_jgen_kv_str(&j, "imported", list[i]->imported);
+        an_jgen_map_close(&j);
+      }
+      an_jgen_array_close(&j);
     }
-    yajl_gen_array_close(gen);
-    const unsigned char *buf;
-    size_t len;
-    yajl_gen_get_buf(gen, &buf, &len);
-    fwrite(buf, 1, len, stdout);
-    yajl_gen_free(gen);
+    status = cli_print_json("image ls", &j, "image list");   /* also reports a failed an_jgen_init */
   } else {
     printf("%-40s %-19s %10s  %s\n", "NAME", "DIGEST", "SIZE", "CREATED");
     for (size_t i = 0; i < n; i++) {
@@ -194,7 +185,7 @@ static int image_ls(struct an_global_opts *g, int argc, char **argv) {
     }
   }
   an_image_list_free(list, n);
-  return 0;
+  return status;
 }
 
 /* ---- inspect, rm ---- */

@@ -175,9 +175,9 @@ static _Noreturn void oneshot_child(struct oneshot *o, const char *id, char **ar
   if (!o->json) eo.on_data = cli_stream_output;
   if (an_sandbox_exec(sb, argv, &eo, &res, &err) < 0) exit(cli_fail(o->cmd, &err));
   if (do_gets(o, sb, &arts) != 0) exit(AN_EXIT_RUNTIME);
-  if (o->json) cli_print_result_json(id, &res, &arts);
-  fflush(stdout);
   int status = res.status;
+  if (o->json && cli_print_result_json(o->cmd, id, &res, &arts) != 0) status = AN_EXIT_RUNTIME;
+  fflush(stdout);
   an_exec_result_release(&res);
   an_artifact_list_free(&arts);
   an_sandbox_close(sb);

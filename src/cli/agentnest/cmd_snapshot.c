@@ -42,26 +42,19 @@ int cmd_snapshot(struct an_global_opts *g, int argc, char **argv) {
   r = an_sandbox_snapshot(sb, argv[optind + 1], &info, &err);
   an_sandbox_close(sb);
   if (r < 0) return cli_fail(cmd, &err);
-  if (json) {
-    yajl_gen gen = yajl_gen_alloc(NULL);
-    if (gen) {
-      yajl_gen_map_open(gen);
-      yajl_gen_string(gen, (const unsigned char *) "path", 4);
-      an_json_escape_output(gen, argv[optind + 1], strlen(argv[optind + 1]));
-      yajl_gen_string(gen, (const unsigned char *) "size", 4);
-      yajl_gen_integer(gen, (long long) info.size);
-      yajl_gen_string(gen, (const unsigned char *) "sha256", 6);
-      yajl_gen_string(gen, (const unsigned char *) info.sha256, strlen(info.sha256));
-      yajl_gen_string(gen, (const unsigned char *) "entries", 7);
-      yajl_gen_integer(gen, (long long) info.entries);
-      yajl_gen_map_close(gen);
-      cli_print_gen(gen);
-      yajl_gen_free(gen);
-    }
-  } else {
+  if (!json) {
     printf("%llu sha256:%s %s\n", (unsigned long long) info.size, info.sha256, argv[optind + 1]);
+    return 0;
   }
-  return 0;
+  cleanup_jgen struct an_jgen j;
+  if (an_jgen_init(&j, false) < 0) return cli_print_json(cmd, &j, "snapshot report");   /* ENOMEM */
+  an_jgen_map_open(&j);
+  cli_json_kv_path(&j, "path", argv[optind + 1]);
+  an_jgen_kv_u64(&j, "size", info.size);
+  an_jgen_kv_str(&j, "sha256", info.sha256);
+  an_jgen_kv_u64(&j, "entries", info.entries);
+  an_jgen_map_close(&j);
+  return cli_print_json(cmd, &j, "snapshot report");
 }
 
 struct restore_flags {

@@ -45,27 +45,27 @@ static const char *const seccomp_flags[] = {"SECCOMP_FILTER_FLAG_TSYNC", "SECCOM
                                             "SECCOMP_FILTER_FLAG_SPEC_ALLOW", NULL};
 
 /* Every capability this kernel and libcap know, as "CAP_*" names. */
-static void capabilities(yajl_gen g) {
-  oci_json_key(g, "capabilities");
-  yajl_gen_array_open(g);
+static void capabilities(struct an_jgen *g) {
+  an_jgen_key(g, "capabilities");
+  an_jgen_array_open(g);
   for (cap_value_t v = 0; v < (cap_value_t) cap_max_bits(); v++) {
     char *n = cap_to_name(v);
     if (!n) continue;
     if (strncmp(n, "cap_", 4) == 0) {
       for (char *p = n; *p; p++) *p = (char) toupper((unsigned char) *p);
-      oci_json_str(g, n);
+      an_jgen_str(g, n);
     }
     cap_free(n);
   }
-  yajl_gen_array_close(g);
+  an_jgen_array_close(g);
 }
 
 /* "name": {"enabled": on} */
-static void enabled(yajl_gen g, const char *name, bool on) {
-  oci_json_key(g, name);
-  yajl_gen_map_open(g);
-  oci_json_kv_bool(g, "enabled", on);
-  yajl_gen_map_close(g);
+static void enabled(struct an_jgen *g, const char *name, bool on) {
+  an_jgen_key(g, name);
+  an_jgen_map_open(g);
+  an_jgen_kv_bool(g, "enabled", on);
+  an_jgen_map_close(g);
 }
 
 int oci_cmd_features(struct oci_ctx *ctx, int argc, char **argv) {
@@ -75,48 +75,50 @@ int oci_cmd_features(struct oci_ctx *ctx, int argc, char **argv) {
     return 0;
   }
   if (oci_check_args(ctx, cmd, argc - 1, 0, 0)) return 1;
-  yajl_gen g = oci_json_gen(true);
-  if (!g) return oci_fail(ctx, "out of memory");
-  yajl_gen_map_open(g);
-  oci_json_kv_str(g, "ociVersionMin", "1.0.0");
-  oci_json_kv_str(g, "ociVersionMax", OCI_SPEC_VERSION);
-  oci_json_str_array(g, "hooks", hooks);
-  oci_json_str_array(g, "mountOptions", mount_options);
-  oci_json_key(g, "linux");
-  yajl_gen_map_open(g);
-  oci_json_str_array(g, "namespaces", namespaces);
+  cleanup_jgen struct an_jgen j;
+  oci_json_init(&j, true);   /* a failure is reported by oci_json_print */
+  struct an_jgen *g = &j;
+  an_jgen_map_open(g);
+  an_jgen_kv_str(g, "ociVersionMin", "1.0.0");
+  an_jgen_kv_str(g, "ociVersionMax", OCI_SPEC_VERSION);
+  an_jgen_kv_strv(g, "hooks", hooks);
+  an_jgen_kv_strv(g, "mountOptions", mount_options);
+  an_jgen_key(g, "linux");
+  an_jgen_map_open(g);
+  an_jgen_kv_strv(g, "namespaces", namespaces);
   capabilities(g);
   static const char *const cgroup_off[] = {"systemd", "systemdUser", "rdma", NULL};
-  oci_json_key(g, "cgroup");
-  yajl_gen_map_open(g);
-  oci_json_kv_bool(g, "v1", true);
-  oci_json_kv_bool(g, "v2", true);
-  for (const char *const *k = cgroup_off; *k; k++) oci_json_kv_bool(g, *k, false);
-  yajl_gen_map_close(g);
-  oci_json_key(g, "seccomp");
-  yajl_gen_map_open(g);
-  oci_json_kv_bool(g, "enabled", true);
-  oci_json_str_array(g, "actions", seccomp_actions);
-  oci_json_str_array(g, "operators", seccomp_operators);
-  oci_json_str_array(g, "archs", seccomp_archs);
-  oci_json_str_array(g, "knownFlags", seccomp_flags);
-  oci_json_str_array(g, "supportedFlags", seccomp_flags);
-  yajl_gen_map_close(g);
+  an_jgen_key(g, "cgroup");
+  an_jgen_map_open(g);
+  an_jgen_kv_bool(g, "v1", true);
+  an_jgen_kv_bool(g, "v2", true);
+  for (const char *const *k = cgroup_off; *k; k++) an_jgen_kv_bool(g, *k, false);
+  an_jgen_map_close(g);
+  an_jgen_key(g, "seccomp");
+  an_jgen_map_open(g);
+  an_jgen_kv_bool(g, "enabled", true);
+  an_jgen_kv_strv(g, "actions", seccomp_actions);
+  an_jgen_kv_strv(g, "operators", seccomp_operators);
+  an_jgen_kv_strv(g, "archs", seccomp_archs);
+  an_jgen_kv_strv(g, "knownFlags", seccomp_flags);
+  an_jgen_kv_strv(g, "supportedFlags", seccomp_flags);
+  an_jgen_map_close(g);
   static const char *const lsm_off[] = {"apparmor", "selinux", "intelRdt", NULL};
   for (const char *const *k = lsm_off; *k; k++) enabled(g, *k, false);
-  oci_json_key(g, "mountExtensions");
-  yajl_gen_map_open(g);
+  an_jgen_key(g, "mountExtensions");
+  an_jgen_map_open(g);
   enabled(g, "idmap", true);
-  yajl_gen_map_close(g);
-  yajl_gen_map_close(g);   /* linux */
-  oci_json_key(g, "annotations");
-  yajl_gen_map_open(g);
+  an_jgen_map_close(g);
+  an_jgen_map_close(g);   /* linux */
+  an_jgen_key(g, "annotations");
+  an_jgen_map_open(g);
   const struct scmp_version *v = seccomp_version();
   char ver[32];
   snprintf(ver, sizeof ver, "%u.%u.%u", v->major, v->minor, v->micro);
-  oci_json_kv_str(g, "io.github.seccomp.libseccomp.version", ver);
-  oci_json_kv_str(g, "io.agentnest.version", AN_VERSION);
-  yajl_gen_map_close(g);
-  yajl_gen_map_close(g);
-  return oci_json_print(g) < 0 ? oci_fail(ctx, "write JSON") : 0;
+  an_jgen_kv_str(g, "io.github.seccomp.libseccomp.version", ver);
+  an_jgen_kv_str(g, "io.agentnest.version", AN_VERSION);
+  an_jgen_map_close(g);
+  an_jgen_map_close(g);
+  int r = oci_json_print(g);
+  return r < 0 ? oci_fail(ctx, "features: JSON: %s", an_errno_name(-r)) : 0;
 }

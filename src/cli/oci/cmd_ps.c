@@ -106,11 +106,13 @@ int oci_cmd_ps(struct oci_ctx *ctx, int argc, char **argv) {
   size_t n = 0;
   if (an_container_pids(ctx->root, id, &pids, &n, &err) < 0) return oci_fail_error(ctx, &err);
   if (json) {
-    yajl_gen g = oci_json_gen(false);
-    yajl_gen_array_open(g);
-    for (size_t i = 0; i < n; i++) yajl_gen_integer(g, pids[i]);
-    yajl_gen_array_close(g);
-    return oci_json_print(g) < 0 ? oci_fail(ctx, "write JSON") : 0;
+    cleanup_jgen struct an_jgen j;
+    oci_json_init(&j, false);   /* a failure is reported by oci_json_print */
+    an_jgen_array_open(&j);
+    for (size_t i = 0; i < n; i++) an_jgen_i64(&j, pids[i]);
+    an_jgen_array_close(&j);
+    int r = oci_json_print(&j);
+    return r < 0 ? oci_fail(ctx, "ps: JSON: %s", an_errno_name(-r)) : 0;
   }
   fflush(stdout);
   return ps_table(ctx, pids, n, argc - optind - 1, argv + optind + 1);

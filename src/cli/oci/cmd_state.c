@@ -28,25 +28,28 @@ int oci_cmd_state(struct oci_ctx *ctx, int argc, char **argv) {
 
 static void owner_of(const char *root, const char *id, char *buf, size_t len);
 
+/* Go's string fields: an unset one is "". */
+static const char *go_str(const char *s) { return s ? s : ""; }
+
 /* One row of `list`, in runc's containerState field order. */
-static void list_json_item(yajl_gen g, const struct an_container_state *st, const char *owner) {
-  yajl_gen_map_open(g);
-  oci_json_kv_str(g, "ociVersion", st->oci_version);
-  oci_json_kv_str(g, "id", st->id);
-  oci_json_kv_int(g, "pid", st->pid);
-  oci_json_kv_str(g, "status", an_container_status_name(st->status));
-  oci_json_kv_str(g, "bundle", st->bundle);
-  oci_json_kv_str(g, "rootfs", st->rootfs);
-  oci_json_kv_str(g, "created", st->created);
+static void list_json_item(struct an_jgen *g, const struct an_container_state *st, const char *owner) {
+  an_jgen_map_open(g);
+  an_jgen_kv_str(g, "ociVersion", go_str(st->oci_version));
+  an_jgen_kv_str(g, "id", go_str(st->id));
+  an_jgen_kv_i64(g, "pid", st->pid);
+  an_jgen_kv_str(g, "status", go_str(an_container_status_name(st->status)));
+  an_jgen_kv_str(g, "bundle", go_str(st->bundle));
+  an_jgen_kv_str(g, "rootfs", go_str(st->rootfs));
+  an_jgen_kv_str(g, "created", go_str(st->created));
   if (st->n_annotations) {
-    oci_json_key(g, "annotations");
-    yajl_gen_map_open(g);
+    an_jgen_key(g, "annotations");
+    an_jgen_map_open(g);
     for (size_t i = 0; i < st->n_annotations; i++)
-      oci_json_kv_str(g, st->annotations[i].key, st->annotations[i].value);
-    yajl_gen_map_close(g);
+      an_jgen_kv_str(g, go_str(st->annotations[i].key), go_str(st->annotations[i].value));
+    an_jgen_map_close(g);
   }
-  oci_json_kv_str(g, "owner", owner);
-  yajl_gen_map_close(g);
+  an_jgen_kv_str(g, "owner", go_str(owner));
+  an_jgen_map_close(g);
 }
 
 /* runc's OWNER column: the user owning the container's state directory. */
@@ -127,16 +130,19 @@ int oci_cmd_list(struct oci_ctx *ctx, int argc, char **argv) {
     for (size_t i = 0; i < m; i++) printf("%s\n", states[i]->id);
   } else if (json) {
     /* runc prints `null` for no containers (a nil Go slice); we print []. */
-    yajl_gen g = oci_json_gen(false);
-    yajl_gen_array_open(g);
+    cleanup_jgen struct an_jgen j;
+    struct an_jgen *g = &j;
+    oci_json_init(g, false);   /* a failure is reported by oci_json_print */
+    an_jgen_array_open(g);
     for (size_t i = 0; i < m; i++) {
       char owner[64];
       if (states[i]->owner && states[i]->owner[0]) snprintf(owner, sizeof owner, "%s", states[i]->owner);
       else owner_of(ctx->root, states[i]->id, owner, sizeof owner);
       list_json_item(g, states[i], owner);
     }
-    yajl_gen_array_close(g);
-    if (oci_json_print(g) < 0) ret = oci_fail(ctx, "write JSON");
+    an_jgen_array_close(g);
+    int pr = oci_json_print(g);
+    if (pr < 0) ret = oci_fail(ctx, "list: JSON: %s", an_errno_name(-pr));
   } else {
     char *(*rows)[LIST_COLS] = calloc(m + 1, sizeof *rows);
     char (*pids)[16] = calloc(m + 1, sizeof *pids);

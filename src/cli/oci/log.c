@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include "cli/oci/oci.h"
+#include "util/cleanup.h"
 
 static void rfc3339_now(char *buf, size_t len) {
   time_t t = time(NULL);
@@ -21,19 +22,21 @@ static void write_line(FILE *out, enum oci_log_format fmt, const char *level, co
   char now[32];
   rfc3339_now(now, sizeof now);
   if (fmt == OCI_LOG_JSON) {
-    yajl_gen g = oci_json_gen(false);
-    if (!g) return;
-    yajl_gen_map_open(g);
-    oci_json_kv_str(g, "level", level);
-    oci_json_kv_str(g, "msg", msg);
-    oci_json_kv_str(g, "time", now);
-    yajl_gen_map_close(g);
-    const unsigned char *buf;
-    size_t len;
-    yajl_gen_get_buf(g, &buf, &len);
-    fprintf(out, "%.*s\n", (int) len, (const char *) buf);
-    yajl_gen_free(g);
-    return;
+    cleanup_jgen struct an_jgen j;
+    oci_json_init(&j, false);   /* a failure is reported below */
+    an_jgen_map_open(&j);
+    an_jgen_kv_str(&j, "level", level);
+    an_jgen_kv_str(&j, "msg", msg);
+    an_jgen_kv_str(&j, "time", now);
+    an_jgen_map_close(&j);
+    cleanup_free char *line = NULL;
+    int r = an_jgen_finish(&j, &line, NULL);
+    if (r == 0) {
+      fprintf(out, "%s\n", line);
+      return;
+    }
+    /* the record must not be lost: say why on stderr, then write it as text */
+    fprintf(stderr, "%s: log record as JSON: %s\n", OCI_PROG, an_errno_name(-r));
   }
   fprintf(out, "time=\"%s\" level=%s msg=\"", now, level);
   for (const char *p = msg; *p; p++) {

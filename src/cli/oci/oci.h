@@ -7,9 +7,9 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include <yajl/yajl_gen.h>
 #include "agentnest/error.h"
 #include "agentnest/spec.h"
+#include "util/json_gen.h"
 
 #define OCI_PROG "agentnest-oci"
 #define OCI_DEFAULT_ROOT "/run/agentnest-oci"
@@ -89,16 +89,14 @@ int oci_parse_uint(const char *s);
 /* Load `<bundle>/config.json`. */
 int oci_load_bundle_spec(const char *bundle, struct an_spec **spec, an_error_t *err);
 
-/* --- JSON output (json.c) -------------------------------------------------- */
-yajl_gen oci_json_gen(bool pretty);                    /* indent "  ", like Go's MarshalIndent */
-void oci_json_str(yajl_gen g, const char *s);          /* NULL -> "" */
-void oci_json_kv_str(yajl_gen g, const char *k, const char *v);
-void oci_json_kv_int(yajl_gen g, const char *k, long long v);
-void oci_json_kv_bool(yajl_gen g, const char *k, bool v);
-void oci_json_key(yajl_gen g, const char *k);
-void oci_json_str_array(yajl_gen g, const char *k, const char *const *v);
-/* Write the generated document and a newline to stdout; frees g. */
-int oci_json_print(yajl_gen g);
+/* --- JSON output (json.c; documents are written with util/json_gen) --------- */
+/* an_jgen_init, compact or (`pretty`) indented by two spaces like Go's
+ * json.MarshalIndent.  Returns 0 or -ENOMEM. */
+int oci_json_init(struct an_jgen *j, bool pretty);
+/* Finish j and write the document and a newline to stdout, empty arrays and
+ * maps as Go writes them ("[]").  Returns 0, the negative errno of
+ * an_jgen_finish (-ENOMEM, -EINVAL), or -EIO when stdout cannot be flushed. */
+int oci_json_print(struct an_jgen *j);
 /* Re-indent a JSON document (runc prints `state` indented). */
 int oci_json_reprint(const char *json, FILE *out, an_error_t *err);
 
