@@ -202,6 +202,38 @@ Test(oci_cli, spec_writes_a_parsable_default_config_and_refuses_to_overwrite, .f
   an_spec_free(spec);
 }
 
+/* The issue's acceptance: `agentnest-oci spec && agentnest-oci run ID` on a
+ * bundle whose rootfs is the python image prints Python's output.  `spec`
+ * writes runc's default (process.terminal true, args ["sh"]); as with runc,
+ * the user then edits config.json: here args and terminal. */
+Test(oci_cli, spec_and_run_on_the_python_image_prints_pythons_output, .fini = fini_bundle) {
+  const char *cache = getenv("AN_IMAGE_CACHE");
+  char pyroot[PATH_MAX], probe[PATH_MAX + 16];
+  snprintf(pyroot, sizeof pyroot, "%s/python/rootfs", cache && *cache ? cache : "/var/cache/agentnest/images");
+  snprintf(probe, sizeof probe, "%s/usr/bin/python3", pyroot);
+  if (access(probe, X_OK) != 0) cr_skip_test("python image not built in %s (make images)", pyroot);
+  oci_bundle_make(&B, "pyspec", NULL);
+  struct oci_bundle py = B;
+  int n = snprintf(py.dir, sizeof py.dir, "%.240s/py", B.dir);
+  cr_assert_lt(n, (int) sizeof py.dir);
+  cr_assert_eq(mkdir(py.dir, 0755), 0);
+  char link[PATH_MAX + 16];
+  snprintf(link, sizeof link, "%s/rootfs", py.dir);
+  cr_assert_eq(symlink(pyroot, link), 0);
+  cr_assert_eq(oci_cmd(&B, "spec --bundle %s", py.dir), 0, "%s", err_of());
+  struct an_spec *spec = oci_bundle_read_spec(&py);
+  const char *args[] = {"python3", "-c", "import sys, json; print(json.dumps({'sum': 6 * 7}), sys.version_info[0])", NULL};
+  oci_spec_set_args(spec, args);
+  spec->process->terminal = false;
+  oci_bundle_write_spec(&py, spec);
+  an_spec_free(spec);
+  cr_assert_eq(oci_cmd(&B, "run --bundle %s @py1", py.dir), 0, "%s", err_of());
+  char *o = out_of();
+  cr_assert_str_eq(o, "{\"sum\": 42} 3\n");
+  free(o);
+  cr_assert_eq(oci_cmd(&B, "state @py1"), 1, "run removed the container");
+}
+
 Test(oci_cli, features_prints_the_runtime_spec_features_document, .fini = fini_bundle) {
   oci_bundle_make(&B, "features", NULL);
   cr_assert_eq(oci_cmd(&B, "features"), 0);

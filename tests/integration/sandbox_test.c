@@ -23,6 +23,7 @@
 #include "agentnest.h"
 #include "agentnest/sandbox.h"
 #include "image_fixture.h"
+#include "util.h"
 
 #define CACHE "/var/cache/agentnest/images"
 static char g_root[PATH_MAX];
@@ -150,17 +151,9 @@ static void destroy(struct an_sandbox *sb) {
 /* After the run (in the runner process): remove the run's store. */
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
   (void) stats;
-  char root[PATH_MAX], lock[PATH_MAX + 16];
+  char root[PATH_MAX];
   snprintf(root, sizeof root, "/tmp/an-sbtest-%d", (int) getpid());
-  if (access(root, F_OK) != 0) return;
-  char *report = NULL;
-  an_error_t err = NULL;
-  an_sandbox_prune(root, true, &report, &err);
-  free(report);
-  an_error_free(&err);
-  an_test_rm_tree(root);
-  snprintf(lock, sizeof lock, "%s.lock", root);
-  unlink(lock);
+  an_test_store_remove(root);
 }
 
 TestSuite(sandbox, .init = setup, .timeout = 120);
