@@ -109,11 +109,15 @@ int an_pid_file_write(const char *path, pid_t pid, an_error_t *err) {
   char tmp[PATH_MAX];
   if ((size_t) snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
     return an_error_set(err, ENAMETOOLONG, "pid file %s", path);
-  FILE *f = fopen(tmp, "we");
-  if (!f) return an_error_set(err, errno, "write pid file %s", tmp);
-  int w = fprintf(f, "%d", (int) pid);
-  int e = w < 0 ? (errno ? errno : EIO) : 0;
-  if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
+  /* O_EXCL|O_NOFOLLOW: a file or symlink planted at the temporary name (in a
+   * world-writable directory) is never written through */
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return an_error_set(err, errno, "write pid file %s", tmp);
+  char buf[24];
+  int n = snprintf(buf, sizeof buf, "%d", (int) pid);
+  ssize_t w = write(fd, buf, (size_t) n);
+  int e = w < 0 ? errno : w != n ? EIO : 0;
+  if (close(fd) != 0 && !e) e = errno;
   if (!e && rename(tmp, path) < 0) e = errno;
   if (e) {
     unlink(tmp);

@@ -44,9 +44,11 @@ int an_process_wait(int pidfd, an_error_t *err);
 int an_process_signal(int pidfd, int sig, an_error_t *err);
 
 /* Write `pid` in decimal to `path` (runc's --pid-file): to "<path>.tmp"
- * first, then renamed over `path`, so a reader never sees a partial number;
- * the temporary file is removed on failure.  Errors: errno of open, write,
- * close or rename, naming the file. */
+ * first (created with O_EXCL|O_NOFOLLOW: never through a planted file or
+ * symlink), then renamed over `path`, so a reader never sees a partial
+ * number; the temporary file is removed on failure.  Errors: errno of open
+ * (-EEXIST: something is at "<path>.tmp"), write, close or rename, naming
+ * the file. */
 int an_pid_file_write(const char *path, pid_t pid, an_error_t *err);
 
 #endif

@@ -1,6 +1,7 @@
 /* sandbox/fork.c — an_sandbox_fork: a new sandbox with the same options (no
  * name) and a point-in-time copy of the workspace.  The source is frozen
- * (cgroup freezer) while its workspace is archived into an anonymous memfd
+ * (cgroup freezer) while its workspace is archived into an unnamed
+ * temporary file on the store's disk (O_TMPFILE; capped by the free space)
  * (snapshot.h: no symlink followed, hostile entries impossible by
  * construction) and thawed at once; the copy is extracted into the new
  * workspace with the new sandbox's owner ids (tar_extract.c's rules).
@@ -27,10 +28,14 @@ int an_sandbox_fork(struct an_sandbox *sb, struct an_sandbox **out, an_error_t *
   for (size_t i = 0; i < sb->rec.nsecrets; i++)
     if ((r = an_sandbox_opts_add_secret(opts, sb->rec.secrets[i].name, sb->rec.secrets[i].value, err)) < 0)
       goto out;
-  mfd = memfd_create("agentnest-fork", MFD_CLOEXEC);
-  if (mfd < 0) { r = an_error_set(err, errno, "memfd_create for the workspace copy"); goto out; }
+  /* The copy is an unnamed file on the store's disk, not in memory (a
+   * memfd charged the host's RAM, outside every sandbox limit), capped so
+   * that it and the new workspace fit in the space free there. */
+  mfd = open(sb->root, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (mfd < 0) { r = an_error_set(err, errno, "workspace copy: temporary file in %s", sb->root); goto out; }
   if ((r = an_sb_freeze(sb, true, err)) < 0) goto out;
-  r = an_workspace_snapshot_fd(sb->ws_fd, mfd, NULL, NULL, err);
+  struct an_snapshot_opts cap = {.max_bytes = an_sb_copy_cap(mfd, 2)};
+  r = an_workspace_snapshot_fd(sb->ws_fd, mfd, &cap, NULL, err);
   an_error_t e = NULL;
   int t = an_sb_freeze(sb, false, &e);
   if (r >= 0 && t < 0) { *err = e; e = NULL; r = t; }

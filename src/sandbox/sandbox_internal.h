@@ -111,6 +111,12 @@ bool an_sb_rmdir_cgroup_dirs(const char *id, bool *found);
 const char *an_sb_status(const struct an_sb_record *rec);
 /* Freeze or thaw the sandbox cgroup (workspace_ops.c). */
 int an_sb_freeze(struct an_sandbox *sb, bool frozen, an_error_t *err);
+/* Bytes a workspace copy may hold when written to the file system of `fd`
+ * (a snapshot's tar, a fork's temporary copy): the space free there for
+ * unprivileged users divided by `copies` (how many times it will be written
+ * there), so a sandbox's sparse or huge files cannot fill the host's disk.
+ * 1 when it cannot be told (fstatvfs failed), which refuses any content. */
+uint64_t an_sb_copy_cap(int fd, unsigned copies);
 
 /* Monitor (monitor.c): double-fork the monitor of sandbox `sb`; fills
  * sb->rec.monitor_pid/start. */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "agentnest/snapshot.h"
 #include "util/cleanup.h"
+#include "util/quote.h"
 #include "util/fdcopy.h"
 #include "util/safe_path.h"
 #include "sandbox/files_internal.h"
@@ -54,6 +55,7 @@ static la_ssize_t sink_write(struct archive *a, void *data, const void *buf, siz
 
 struct walk {
   struct archive *a;
+  struct archive_entry_linkresolver *links;  /* hard links: data once, then link entries */
   const struct an_snapshot_opts *o;
   uint64_t content;   /* file bytes archived so far */
   uint64_t entries;
@@ -64,7 +66,8 @@ static void entry_freep(struct archive_entry **e) { if (*e) archive_entry_free(*
 
 static int arch_error(struct walk *w, an_error_t *err, const char *path) {
   int e = archive_errno(w->a);
-  return an_error_set(err, e > 0 ? e : EIO, "snapshot %s: %s", path, archive_error_string(w->a));
+  return an_error_set(err, e > 0 ? e : EIO, "snapshot \"%s\": %s", AN_QUOTED(path),
+                      archive_error_string(w->a));
 }
 
 /* Header common to all entry types: name, type, permission bits, numeric
@@ -86,12 +89,28 @@ static int add_file(struct walk *w, int dfd, const char *name, const char *path,
   cleanup_close int fd = an_open_regular_beneath(dfd, name, &st, err);
   if (fd < 0) return an_error_prefix(err, "snapshot %s", path);
   uint64_t size = (uint64_t) st.st_size;
-  if (w->o->max_bytes && w->content + size > w->o->max_bytes)
-    return an_error_set(err, EFBIG, "snapshot %s: workspace too large (cap %llu bytes)", path,
-                        (unsigned long long) w->o->max_bytes);
   __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(path, &st, AE_IFREG);
   if (!e) return an_error_set(err, ENOMEM, "snapshot %s", path);
   archive_entry_set_size(e, (la_int64_t) size);
+  /* A file with more links is archived once; its other names become hard
+   * link entries without data (libarchive's link resolver, tar strategy),
+   * so N links of a file cost its size once, here and on restore. */
+  if (st.st_nlink > 1) {
+    archive_entry_set_dev(e, st.st_dev);
+    archive_entry_set_ino64(e, (la_int64_t) st.st_ino);
+    archive_entry_set_nlink(e, (unsigned int) st.st_nlink);
+    struct archive_entry *spare = NULL;
+    archive_entry_linkify(w->links, &e, &spare);
+    if (spare) archive_entry_free(spare);
+    if (!e) return an_error_set(err, ENOMEM, "snapshot %s", path);
+    if (archive_entry_hardlink(e)) {
+      if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
+      return 0;
+    }
+  }
+  if (w->o->max_bytes && w->content + size > w->o->max_bytes)
+    return an_error_set(err, EFBIG, "snapshot %s: workspace too large (cap %llu bytes)", path,
+                        (unsigned long long) w->o->max_bytes);
   if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
   /* Exactly `size` bytes: a file changed meanwhile is cut or zero-padded so
    * the header stays true. */
@@ -182,6 +201,9 @@ static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, an_e
 }
 
 static void archive_freep(struct archive **a) { if (*a) archive_write_free(*a); }
+static void links_freep(struct archive_entry_linkresolver **l) {
+  if (*l) archive_entry_linkresolver_free(*l);
+}
 static void md_freep(EVP_MD_CTX **m) { if (*m) EVP_MD_CTX_free(*m); }
 
 int an_workspace_snapshot_fd(int ws_dirfd, int out_fd, const struct an_snapshot_opts *opts,
@@ -193,13 +215,21 @@ int an_workspace_snapshot_fd(int ws_dirfd, int out_fd, const struct an_snapshot_
   __attribute__((cleanup(archive_freep))) struct archive *a = archive_write_new();
   cleanup_free char *buf = malloc(65536);
   if (!a || !buf) return an_error_set(err, ENOMEM, "snapshot");
+  __attribute__((cleanup(links_freep))) struct archive_entry_linkresolver *links =
+    archive_entry_linkresolver_new();
+  if (!links) return an_error_set(err, ENOMEM, "snapshot");
+  archive_entry_linkresolver_set_strategy(links, ARCHIVE_FORMAT_TAR_PAX_RESTRICTED);
+  /* Names are the workspace's bytes, whatever the locale: pax
+   * hdrcharset=BINARY stores them as they are (no conversion to UTF-8,
+   * which fails in the C locale for any byte >= 0x80). */
   if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+      archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK ||
       archive_write_add_filter_none(a) != ARCHIVE_OK ||
       archive_write_open(a, &sink, NULL, sink_write, NULL) != ARCHIVE_OK)
     return an_error_set(err, EIO, "snapshot: %s", archive_error_string(a));
   cleanup_close int root = an_openat_beneath(ws_dirfd, ".", O_RDONLY | O_DIRECTORY, 0, err);
   if (root < 0) return an_error_prefix(err, "snapshot");
-  struct walk w = {.a = a, .o = o, .buf = buf};
+  struct walk w = {.a = a, .links = links, .o = o, .buf = buf};
   int r = walk_dir(&w, root, "", 0, err);
   if (r < 0) return r;
   if (archive_write_close(a) != ARCHIVE_OK)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include "agentnest/files.h"
 #include "sandbox/sandbox_internal.h"
@@ -25,6 +26,13 @@ int an_sb_freeze(struct an_sandbox *sb, bool frozen, an_error_t *err) {
   if (r < 0) return r;
   r = an_cgroup_freeze(sb->cg, frozen, err);
   return r < 0 ? an_error_prefix(err, "%s sandbox %s", frozen ? "freeze" : "thaw", sb->rec.id) : 0;
+}
+
+uint64_t an_sb_copy_cap(int fd, unsigned copies) {
+  struct statvfs sv;
+  if (fstatvfs(fd, &sv) < 0) return 1;
+  uint64_t avail = (uint64_t) sv.f_bavail * sv.f_frsize;
+  return copies ? (avail / copies ? avail / copies : 1) : avail;
 }
 
 int an_sandbox_put(struct an_sandbox *sb, const char *host_path, const char *dest, an_error_t *err) {
@@ -87,7 +95,13 @@ int an_sandbox_get(struct an_sandbox *sb, const char *src, const char *host_dest
 
 int an_sandbox_snapshot(struct an_sandbox *sb, const char *tar_path, struct an_snapshot_info *info,
                         an_error_t *err) {
-  struct an_snapshot_opts so = {.max_bytes = 0};
+  /* the tar may not fill the disk it goes to (a sandbox's sparse file of
+   * 100 GB is 100 GB of tar) */
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", tar_path);
+  cleanup_close int dfd = open(dirname(dir), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return an_error_set(err, errno, "snapshot: directory of %s", tar_path);
+  struct an_snapshot_opts so = {.max_bytes = an_sb_copy_cap(dfd, 1)};
   int r = an_sb_freeze(sb, true, err);
   if (r < 0) return r;
   r = an_workspace_snapshot(sb->ws_fd, tar_path, &so, info, err);

@@ -471,6 +471,19 @@ Test(oci_cli, exec_pid_file_is_written_and_an_unwritable_one_fails_the_exec, .fi
   char *o = out_of();
   cr_assert_str_eq(o, "0\n", "the exec with the bad pid file left 'sleep 31' running");
   free(o);
+  /* a symlink planted at the temporary name is not written through */
+  char canary[PATH_MAX], planted[PATH_MAX + 16];
+  snprintf(canary, sizeof canary, "%s/canary", B.dir);
+  FILE *c = fopen(canary, "w");
+  cr_assert(c);
+  fputs("important", c);
+  fclose(c);
+  snprintf(planted, sizeof planted, "%s/p2.pid.tmp", B.dir);
+  cr_assert_eq(symlink(canary, planted), 0);
+  cr_assert_eq(oci_cmd(&B, "exec --pid-file %s/p2.pid @ep1 true", B.dir), 1);
+  char *cv = oci_slurp(canary);
+  cr_assert_str_eq(cv, "important", "the pid file was written through a planted symlink");
+  free(cv);
 }
 
 Test(oci_cli, exec_process_file_and_cap_and_no_new_privs, .fini = fini_bundle) {

@@ -303,3 +303,71 @@ Test(snapshot, bl_27_hostile_entry_names_are_quoted_in_errors) {
   cr_assert(strstr(err->msg, "entry \"ok\\x0a\\x1b[31mFAKE"), "%s", err->msg);
   an_error_free(&err);
 }
+
+/* Any byte a workspace file name may hold survives snapshot and restore,
+ * whatever the locale (the C locale could not convert "café" to UTF-8 for
+ * pax and refused the whole snapshot). */
+Test(snapshot, non_ascii_and_invalid_utf8_names_round_trip) {
+  const char *names[] = {"caf\xc3\xa9-\xe6\x97\xa5\xe6\x9c\xac.txt", "raw-\xff\xfe", NULL};
+  char p[PATH_MAX], tar[PATH_MAX];
+  for (int i = 0; names[i]; i++) {
+    ws_path(p, "%s/%s", fx.ws, names[i]);
+    ws_write(p, names[i]);
+  }
+  ws_path(tar, "%s/snap.tar", fx.root);
+  struct an_snapshot_info info;
+  an_error_t err = NULL;
+  cr_assert_eq(an_workspace_snapshot(fx.wsfd, tar, NULL, &info, &err), 0, "%s", err ? err->msg : "");
+  for (int i = 0; names[i]; i++) {
+    ws_path(p, "%s/%s", fx.ws, names[i]);
+    cr_assert_eq(unlink(p), 0);
+  }
+  cr_assert_eq(an_workspace_restore(rootfd, "ws", tar, info.sha256, &err), 0, "%s", err ? err->msg : "");
+  for (int i = 0; names[i]; i++) {
+    ws_path(p, "%s/%s", fx.ws, names[i]);
+    cr_assert_eq(access(p, F_OK), 0, "%s not restored", p);
+  }
+}
+
+/* N hard links of a file are archived as its data once plus N-1 link
+ * entries (a sandbox's 50 links of 10 MiB were 500 MiB of tar), and
+ * restore makes them links again. */
+Test(snapshot, hard_links_are_archived_once_and_restored_as_links) {
+  char p[PATH_MAX], q[PATH_MAX], tar[PATH_MAX];
+  ws_path(p, "%s/f0", fx.ws);
+  int fd = open(p, O_CREAT | O_WRONLY, 0644);
+  static char block[65536];
+  memset(block, 'x', sizeof block);
+  for (int i = 0; i < 16; i++) cr_assert_eq(write(fd, block, sizeof block), (ssize_t) sizeof block);
+  close(fd);
+  for (int i = 1; i < 20; i++) {
+    ws_path(q, "%s/f%d", fx.ws, i);
+    cr_assert_eq(link(p, q), 0);
+  }
+  ws_path(tar, "%s/snap.tar", fx.root);
+  struct an_snapshot_info info;
+  an_error_t err = NULL;
+  cr_assert_eq(an_workspace_snapshot(fx.wsfd, tar, NULL, &info, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_lt(info.size, 2u * 1024 * 1024, "1 MiB file with 20 links made a %llu-byte tar",
+               (unsigned long long) info.size);
+  cr_assert_eq(info.entries, 20);
+  /* a cap of 1.5 MiB holds the file once */
+  struct an_snapshot_opts cap = {.max_bytes = 3u * 512 * 1024};
+  ws_path(q, "%s/snap2.tar", fx.root);
+  cr_assert_eq(an_workspace_snapshot(fx.wsfd, q, &cap, NULL, &err), 0, "%s", err ? err->msg : "");
+  for (int i = 0; i < 20; i++) {
+    ws_path(q, "%s/f%d", fx.ws, i);
+    cr_assert_eq(unlink(q), 0);
+  }
+  cr_assert_eq(an_workspace_restore(rootfd, "ws", tar, info.sha256, &err), 0, "%s", err ? err->msg : "");
+  struct stat st0, st;
+  ws_path(p, "%s/f0", fx.ws);
+  cr_assert_eq(stat(p, &st0), 0);
+  cr_assert_eq(st0.st_size, 16 * 65536);
+  for (int i = 1; i < 20; i++) {
+    ws_path(q, "%s/f%d", fx.ws, i);
+    cr_assert_eq(stat(q, &st), 0, "%s missing", q);
+    cr_assert_eq(st.st_ino, st0.st_ino, "%s is not a link of f0", q);
+  }
+  cr_assert(ws_canary_unchanged(&fx));
+}
