@@ -13,6 +13,7 @@
 #include "agentnest/artifacts.h"
 #include "sandbox/files_internal.h"
 #include "util/cleanup.h"
+#include "util/quote.h"
 #include "util/fdcopy.h"
 #include "util/safe_path.h"
 
@@ -136,7 +137,7 @@ static int add_file(struct collect *c, int dfd, const char *name, const char *pa
   if (fd < 0) {
     if (fd == -EFBIG || fd == -ENOENT || fd == -EINVAL || fd == -EXDEV) {
       /* too large, removed, or swapped for something else while walking */
-      an_warnf(c->fo.warn, c->fo.warn_data, "artifact %s skipped: %s", path, why->msg);
+      an_warnf(c->fo.warn, c->fo.warn_data, "artifact \"%s\" skipped: %s", AN_QUOTED(path), why->msg);
       return 0;
     }
     return an_error_set(err, -fd, "artifacts: %s", why->msg);
@@ -152,7 +153,7 @@ static int add_file(struct collect *c, int dfd, const char *name, const char *pa
     int r = an_files_copy_hashed_at(parent, last, path, fd, c->o.max_bytes, st.st_mode & 0777, &c->fo,
                                     &size, sha, &why);
     if (r == -EFBIG) {
-      an_warnf(c->fo.warn, c->fo.warn_data, "artifact %s skipped: %s", path, why->msg);
+      an_warnf(c->fo.warn, c->fo.warn_data, "artifact \"%s\" skipped: %s", AN_QUOTED(path), why->msg);
       return 0;
     }
     if (r < 0) return an_error_set(err, -r, "artifacts: %s", why->msg);
@@ -160,7 +161,7 @@ static int add_file(struct collect *c, int dfd, const char *name, const char *pa
   } else {
     int r = an_copy_fd_capped(fd, -1, c->o.max_bytes, path, &size, sha, &why);
     if (r == -EFBIG) {
-      an_warnf(c->fo.warn, c->fo.warn_data, "artifact %s skipped: %s", path, why->msg);
+      an_warnf(c->fo.warn, c->fo.warn_data, "artifact \"%s\" skipped: %s", AN_QUOTED(path), why->msg);
       return 0;
     }
     if (r < 0) return an_error_set(err, -r, "artifacts: %s", why->msg);
@@ -184,7 +185,8 @@ static int add_symlink(struct collect *c, int dfd, const char *name, const char 
   if (k < 0) return errno == ENOENT || errno == EINVAL ? 0 : an_error_set(err, errno, "artifacts: readlink %s", path);
   target[k] = '\0';
   if (c->o.skip_symlinks) {
-    an_warnf(c->fo.warn, c->fo.warn_data, "artifact %s skipped: symlink to %s (never followed)", path, target);
+    an_warnf(c->fo.warn, c->fo.warn_data, "artifact \"%s\" skipped: symlink to \"%s\" (never followed)",
+           AN_QUOTED(path), AN_QUOTED(target));
     return 0;
   }
   struct an_artifact *a = push(c);
@@ -225,7 +227,8 @@ static int walk(struct collect *c, int dfd, const char *prefix, char **comp, siz
       cleanup_error an_error_t why = NULL;
       cleanup_close int sub = an_openat_beneath(dfd, name, O_RDONLY | O_DIRECTORY, 0, &why);
       if (sub < 0) { /* swapped for a symlink or removed meanwhile: not followed */
-        an_warnf(c->fo.warn, c->fo.warn_data, "artifacts: directory %s skipped: %s", path, why->msg);
+        an_warnf(c->fo.warn, c->fo.warn_data, "artifacts: directory \"%s\" skipped: %s", AN_QUOTED(path),
+               why->msg);
         continue;
       }
       r = walk(c, sub, path, comp, depth + 1, err);
@@ -236,7 +239,7 @@ static int walk(struct collect *c, int dfd, const char *prefix, char **comp, siz
     } else if (S_ISLNK(st.st_mode)) {
       r = add_symlink(c, dfd, name, path, &st, err);
     } else {
-      an_warnf(c->fo.warn, c->fo.warn_data, "artifact %s skipped: not a regular file", path);
+      an_warnf(c->fo.warn, c->fo.warn_data, "artifact \"%s\" skipped: not a regular file", AN_QUOTED(path));
     }
   }
   for (int i = 0; i < n; i++) free(names[i]);

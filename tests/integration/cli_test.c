@@ -464,6 +464,13 @@ Test(cli, artifacts_list_size_and_host_sha256) {
   }
   cr_expect(seen, "%s", out_text);
   yajl_tree_free(v);
+  /* the plain listing quotes what the sandbox chose: no escape sequence or
+   * forged line reaches the terminal */
+  cr_assert_eq(an("exec %s -- sh -c 'ln -s \"$(printf \"x\\n\\033[2Jforged\")\" a/e.txt'", id), 0, "%s",
+               err_text);
+  cr_assert_eq(an("artifacts %s '**/*.txt'", id), 0, "%s", err_text);
+  cr_expect(!strchr(out_text, '\033'), "raw ESC in listing: %s", out_text);
+  cr_expect(strstr(out_text, "a/e.txt -> x\\x0a\\x1b[2Jforged\n"), "%s", out_text);
   cr_expect_eq(an("artifacts %s 'a/**' --to outdir", id), 0, "%s", err_text);
   char p[400];
   snprintf(p, sizeof p, "%s/outdir/a/b/x.txt", work);

@@ -243,3 +243,30 @@ Test(artifacts, bl_24_host_side_operations_never_run_or_load_workspace_code) {
   ws_path(cmd, "test -z \"$(ls -A %s)\"", markers);
   cr_assert_eq(system(cmd), 0, "a workspace program or library was run or loaded");
 }
+
+static char last_warning[4096];
+static void keep_warn(void *d, const char *m) {
+  (void) d;
+  snprintf(last_warning, sizeof last_warning, "%s", m);
+}
+
+/* A sandbox chooses its file names: a warning about one may not carry its
+ * escape sequences or newlines to the caller's terminal (a name forged an
+ * "all artifacts verified OK" line). */
+Test(artifacts, hostile_names_in_warnings_are_quoted) {
+  char p[PATH_MAX];
+  wsmk("out");
+  ws_path(p, "%s/out/x\n\x1b]0;owned\x07" "all artifacts verified OK", fx.ws);
+  cr_assert_eq(mkfifo(p, 0600), 0);
+  const char *globs[] = {"out/**"};
+  struct an_artifact_opts o = {.warn = keep_warn};
+  struct an_artifact_list l;
+  an_error_t err = NULL;
+  last_warning[0] = '\0';
+  cr_assert_eq(an_artifacts_collect(fx.wsfd, globs, 1, &o, &l, &err), 0, "%s", err ? err->msg : "");
+  an_artifact_list_free(&l);
+  cr_assert(strstr(last_warning, "artifact \"out/x\\x0a\\x1b]0;owned\\x07all artifacts verified OK\" "
+                                 "skipped"), "%s", last_warning);
+  for (const char *c = last_warning; *c; c++)
+    cr_assert((unsigned char) *c >= 0x20 && *c != 0x7f, "raw control byte in: %s", last_warning);
+}

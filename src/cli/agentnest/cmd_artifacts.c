@@ -6,6 +6,7 @@
 #include <string.h>
 #include "agentnest/sandbox.h"
 #include "cli.h"
+#include "util/quote.h"
 
 static const char artifacts_usage[] =
     "Usage: agentnest artifacts ID [GLOB...] [--to DIR] [--json]\n"
@@ -82,9 +83,9 @@ int cmd_artifacts(struct an_global_opts *g, int argc, char **argv) {
     for (size_t i = 0; i < l.n; i++) {
       const struct an_artifact *a = &l.items[i];
       if (a->kind == AN_ARTIFACT_SYMLINK)
-        printf("%-64s %10s %s -> %s\n", "-", "symlink", a->path, a->link_target);
+        printf("%-64s %10s %s -> %s\n", "-", "symlink", AN_QUOTED(a->path), AN_QUOTED(a->link_target));
       else
-        printf("%s %10llu %s\n", a->sha256, (unsigned long long) a->size, a->path);
+        printf("%s %10llu %s\n", a->sha256, (unsigned long long) a->size, AN_QUOTED(a->path));
     }
   }
   an_artifact_list_free(&l);
