@@ -150,7 +150,7 @@ static int add_file(struct collect *c, int dfd, const char *name, const char *pa
     cleanup_close int parent = an_open_parent_beneath(c->to_fd, path, true, 0755, (uid_t) -1,
                                                       (gid_t) -1, &last, err);
     if (parent < 0) return an_error_prefix(err, "artifacts: copy %s", path);
-    int r = an_files_copy_hashed_at(parent, last, path, fd, c->o.max_bytes, st.st_mode & 0777, &c->fo,
+    int r = an_files_copy_hashed_at(parent, last, path, fd, c->o.max_bytes, AN_HOST_COPY_MODE(st.st_mode), &c->fo,
                                     &size, sha, &why);
     if (r == -EFBIG) {
       an_warnf(c->fo.warn, c->fo.warn_data, "artifact \"%s\" skipped: %s", AN_QUOTED(path), why->msg);

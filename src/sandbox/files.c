@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "agentnest/files.h"
 #include "util/cleanup.h"
+#include "util/quote.h"
 #include "util/fdcopy.h"
 #include "util/safe_path.h"
 #include "sandbox/files_internal.h"
@@ -317,19 +318,21 @@ static int copy_entry_out(int src, int dst, const char *name, const char *path,
      * meanwhile. */
     cleanup_close int s2 = an_openat_beneath(src, name, O_RDONLY | O_DIRECTORY, 0, err);
     if (s2 < 0) return an_error_prefix(err, "get %s", path);
-    cleanup_close int d2 = mkdir_open(dst, name, (st->st_mode & 0777) | 0700, path, o, err);
+    cleanup_close int d2 = mkdir_open(dst, name, AN_HOST_COPY_MODE(st->st_mode) | 0700, path, o, err);
     if (d2 < 0) return d2;
     return copy_tree(s2, d2, path, depth + 1, copy_entry_out, true, o, err);
   }
   if (S_ISREG(st->st_mode)) {
     cleanup_close int s2 = an_files_open_capped(src, name, path, o->max_bytes, NULL, err);
     if (s2 < 0) return an_error_prefix(err, "get");
-    return an_files_write_at(dst, name, path, NULL, 0, s2, o->max_bytes, st->st_mode & 0777, o, false, err);
+    return an_files_write_at(dst, name, path, NULL, 0, s2, o->max_bytes, AN_HOST_COPY_MODE(st->st_mode), o,
+                             false, err);
   }
   if (S_ISLNK(st->st_mode))
-    an_warnf(o->warn, o->warn_data, "%s: skipped symlink (symlinks are never followed)", path);
+    an_warnf(o->warn, o->warn_data, "\"%s\": skipped symlink (symlinks are never followed)",
+             AN_QUOTED(path));
   else
-    an_warnf(o->warn, o->warn_data, "%s: skipped, not a regular file", path);
+    an_warnf(o->warn, o->warn_data, "\"%s\": skipped, not a regular file", AN_QUOTED(path));
   return 0;
 }
 

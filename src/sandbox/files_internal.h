@@ -38,4 +38,9 @@ int an_files_copy_hashed_at(int parent, const char *name, const char *display, i
 int an_files_open_capped(int dirfd, const char *relpath, const char *display, uint64_t max_bytes,
                          struct stat *st, an_error_t *err);
 
+/* Mode of a file or directory copied from a workspace to the host: the
+ * sandbox's permission bits without set-id, sticky, or write for group and
+ * others (a sandbox could chmod 0777 what the host caller then keeps). */
+#define AN_HOST_COPY_MODE(m) ((mode_t) ((m) & 0755))
+
 #endif

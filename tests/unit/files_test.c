@@ -359,6 +359,33 @@ Test(files, dir_get_copies_files_and_skips_symlinks_and_fifos) {
   assert_no_host_escape();
 }
 
+/* What a sandbox chmods is not what the host keeps: a 0777 file and
+ * directory and a set-uid file come out without write for group and others
+ * and without set-id bits. */
+Test(files, dir_get_sanitises_modes_the_sandbox_set) {
+  char p[PATH_MAX], out[PATH_MAX];
+  ws_path(p, "%s/m", fx.ws);
+  cr_assert_eq(mkdir(p, 0777), 0);
+  cr_assert_eq(chmod(p, 0777), 0);
+  ws_path(p, "%s/m/open", fx.ws);
+  ws_write(p, "x\n");
+  cr_assert_eq(chmod(p, 0777), 0);
+  ws_path(p, "%s/m/suid", fx.ws);
+  ws_write(p, "y\n");
+  cr_assert_eq(chmod(p, 04777), 0);
+  ws_path(out, "%s/mout", fx.root);
+  an_error_t err = NULL;
+  struct an_file_opts o = {0};
+  cr_assert_eq(an_dir_get(fx.wsfd, "m", out, &o, &err), 0, "%s", err ? err->msg : "");
+  struct stat st;
+  ws_path(p, "%s/open", out);
+  cr_assert_eq(stat(p, &st), 0);
+  cr_assert_eq(st.st_mode & 07777, 0755, "file mode %o", st.st_mode & 07777);
+  ws_path(p, "%s/suid", out);
+  cr_assert_eq(stat(p, &st), 0);
+  cr_assert_eq(st.st_mode & 07777, 0755, "set-uid file mode %o", st.st_mode & 07777);
+}
+
 Test(files, dir_put_recreates_symlinks_without_following) {
   char src[PATH_MAX], p[PATH_MAX];
   ws_path(src, "%s/src", fx.root);
