@@ -191,6 +191,17 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
     if (!realpath(path, owner)) { r = an_error_set(err, errno, "resolve %s", path); goto fail_rec; }
     if ((r = an_idrange_alloc(NULL, owner, &rec.ids, err)) < 0) goto fail_rec;
   }
+  /* Only the sandbox's own id range may pass through its directory (its
+   * root-in-userns binds the workspace below it): 0710, group = the range's
+   * base gid.  0711 let every host user reach a workspace the sandbox had
+   * made 0777, a channel around --network none. */
+  if (chown(path, 0, (gid_t) rec.ids.host_uid_base) < 0 || chmod(path, 0710) < 0) {
+    r = an_error_set(err, errno, "sandbox directory %s: owner and mode", path);
+    an_error_t e = NULL;
+    an_idrange_free(NULL, &rec.ids, &e);
+    an_error_free(&e);
+    goto fail_rec;
+  }
   if ((r = an_sb_record_write(path, &rec, err)) < 0) {
     an_error_t e = NULL;
     an_idrange_free(NULL, &rec.ids, &e);

@@ -272,3 +272,22 @@ Test(sandbox_api, host_processes_invisible_and_live_sandboxes_on_distinct_uids) 
   cr_assert_neq(ub, 0);
   cr_assert_neq(ua, ub, "two live sandboxes share host uid %u", ua);
 }
+
+/* A sandbox may open its workspace to everyone (chmod 0777); host users
+ * other than the sandbox's own id range still cannot reach it, so it is no
+ * channel around --network none.  Control: host root reads the file. */
+Test(sandbox_api, workspace_opened_by_the_sandbox_stays_closed_to_host_users) {
+  free(sh(SB, "chmod 0777 /workspace; echo inside > /workspace/chan; chmod 0666 /workspace/chan", NULL));
+  char path[PATH_MAX + 128], cmd[PATH_MAX * 3];
+  snprintf(path, sizeof path, "%.3900s/sandboxes/%s/workspace/chan", g_store, an_sandbox_id(SB));
+  snprintf(cmd, sizeof cmd, "cat %s >/dev/null 2>&1", path);
+  cr_assert_eq(system(cmd), 0, "control: host root cannot read %s", path);
+  snprintf(cmd, sizeof cmd,
+           "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'cat %s || echo x >> %s' "
+           ">/dev/null 2>&1", path, path);
+  int st = system(cmd);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0, "host user nobody reached the workspace");
+  char *out = sh(SB, "cat /workspace/chan", NULL);
+  cr_assert_str_eq(out, "inside\n", "the file was changed from the host: %s", out);
+  free(out);
+}
