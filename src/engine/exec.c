@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "agentnest/cgroup.h"
 #include "engine/container_internal.h"
@@ -48,8 +49,32 @@ static void exec_release(struct exec_ctx *x) {
   an_seccomp_program_free(x->seccomp);
 }
 
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* Wait until the sync socket has something to read (a message or EOF), or
+ * the child's deadline passes: -ETIMEDOUT. */
+static int wait_sync(const struct an_exec_child *c, const char *what, an_error_t *err) {
+  if (!c->deadline_ms) return 0;
+  for (;;) {
+    uint64_t now = mono_ms();
+    if (now >= c->deadline_ms)
+      return an_error_set(err, ETIMEDOUT, "exec in %s: the process did not reach execve in time "
+                          "(stalled or stopped before it started)", what);
+    struct pollfd p = {.fd = c->sync_fd, .events = POLLIN};
+    uint64_t left = c->deadline_ms - now;
+    int n = poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int) left);
+    if (n > 0) return 0;
+    if (n < 0 && errno != EINTR) return an_error_set(err, errno, "exec in %s: poll", what);
+  }
+}
+
 int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_error_t *err) {
-  *c = (struct an_exec_child){.pid = -1, .pidfd = -1, .sync_fd = -1, .master = -1};
+  *c = (struct an_exec_child){.pid = -1, .pidfd = -1, .sync_fd = -1, .master = -1,
+                              .deadline_ms = t->timeout_ms ? mono_ms() + t->timeout_ms : 0};
   /* Every namespace type the container has is joined through init's pidfd;
    * the pid and time namespaces are entered by this thread around clone3. */
   int flags = t->spec->linux.ns_flags;
@@ -96,7 +121,9 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
   /* [1] ids mapped (nothing to map: joined), cgroup entered */
   if ((r = an_sync_send(c->sync_fd, AN_SYNC_IDMAPPED, -1, err)) < 0) goto fail;
   /* [4] ready: identity, capabilities, PATH lookup done */
-  if ((r = an_sync_wait(c->sync_fd, AN_SYNC_READY, &c->master, err)) < 0) goto fail;
+  if ((r = wait_sync(c, t->what, err)) < 0 ||
+      (r = an_sync_wait(c->sync_fd, AN_SYNC_READY, &c->master, err)) < 0)
+    goto fail;
   return 0;
 fail:
   an_exec_abort(c);
@@ -106,6 +133,7 @@ fail:
 int an_exec_go(struct an_exec_child *c, an_error_t *err) {
   /* [5] go, [6] execve */
   int r = an_sync_send(c->sync_fd, AN_SYNC_GO, -1, err);
+  if (r == 0) r = wait_sync(c, "the container", err);
   if (r == 0) r = an_sync_wait_exec(c->sync_fd, err);
   if (r < 0) return r;
   close(c->sync_fd);

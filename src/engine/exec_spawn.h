@@ -12,6 +12,7 @@
 #ifndef AN_ENGINE_EXEC_SPAWN_H
 #define AN_ENGINE_EXEC_SPAWN_H
 
+#include <stdint.h>
 #include <sys/types.h>
 #include "agentnest/cgroup.h"
 #include "agentnest/error.h"
@@ -28,11 +29,13 @@ struct an_exec_target {
   struct an_cgroup *cg;                     /* cgroup to land in, or NULL (borrowed) */
   const struct an_seccomp_program *seccomp; /* filter to load, or NULL (borrowed) */
   int stdio[3];                             /* fds for 0, 1, 2; -1 keeps the caller's */
+  uint64_t timeout_ms;                      /* bound on reaching execve (ms), 0: none */
 };
 
 /* A process cloned into the container and stopped at sync point [4] (its
  * identity, capabilities and PATH lookup done; not yet exec'd). */
 struct an_exec_child {
+  uint64_t deadline_ms;  /* CLOCK_MONOTONIC ms by which execve must be reached, 0: none */
   pid_t pid;
   int pidfd;    /* owned: O_CLOEXEC */
   int sync_fd;  /* owned: the parent's end of the sync socket */
@@ -45,13 +48,16 @@ struct an_exec_child {
  * was made is killed and reaped.  Errors: -errno of socketpair, setns (entering
  * the pid namespace), clone3, the cgroup write, or the child's own report
  * (e.g. -ENOENT args[0] not found, -EACCES not executable), each naming
- * t->what. */
+ * t->what; -ETIMEDOUT when t->timeout_ms passed first (the child can be
+ * signalled by the container's processes once it has their uid, e.g.
+ * stopped with SIGSTOP: the wait must not be endless). */
 int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_error_t *err);
 
 /* Sync points [5] go and [6]: wait until the child has called execve.  On
  * success c->sync_fd is closed and c->pidfd, c->pid stay the caller's.
  * Errors: the child's report of a failed execve (its errno), -EPIPE when it
- * died first.  On failure the caller still owns c (an_exec_abort). */
+ * died first, -ETIMEDOUT past the target's timeout_ms.  On failure the
+ * caller still owns c (an_exec_abort). */
 int an_exec_go(struct an_exec_child *c, an_error_t *err);
 
 /* Kill (SIGKILL) and reap a child of an_exec_clone that will not be run, and

@@ -157,6 +157,10 @@ static int setup_process(const struct an_init_config *c, int *pty_master, an_err
   }
   r = an_user_apply(&p->user, err);
   if (r < 0) return r;
+  /* a change of credentials clears the parent-death signal (prctl(2)): arm
+   * it again until [5], or a process stalled before it outlives its runtime */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+    return an_error_set(err, errno, "set the parent-death signal (prctl PR_SET_PDEATHSIG)");
   r = an_caps_apply(p->capabilities, err);
   if (r < 0) return an_error_prefix(err, "process.capabilities");
   if (p->no_new_privileges && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -270,11 +274,13 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   enum an_sync_point got;
   r = an_sync_wait_either(c->sync_fd, AN_SYNC_GO, AN_SYNC_DETACH, &got, err);
   if (r < 0) return r;
+  /* Started (or detached by create): the process no longer dies with the
+   * runtime (run -d, exec -d: the runtime exits now). */
+  if (prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) < 0)
+    return an_error_set(err, errno, "clear the parent-death signal (prctl PR_SET_PDEATHSIG)");
   if (got == AN_SYNC_DETACH) {
     if (c->start_fd < 0) return an_error_set(err, EPROTO, "detach without a start socket");
     /* create: the runtime is about to exit; we are on our own now */
-    if (prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) < 0)
-      return an_error_set(err, errno, "clear the parent-death signal (prctl PR_SET_PDEATHSIG)");
     close(c->sync_fd);
     *report_fd = -1;
     int conn = -1;

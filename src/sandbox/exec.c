@@ -202,8 +202,10 @@ void an_sb_finish_status(struct an_exec_result *res) {
 static int spawn_failure(int r, an_error_t *err, struct an_exec_result *res) {
   int st = r == -ENOENT || r == -ENOTDIR ? AN_EXEC_STATUS_NOT_FOUND
          : r == -EACCES || r == -EPERM || r == -ENOEXEC || r == -EISDIR ? AN_EXEC_STATUS_NOT_EXECUTABLE
+         : r == -ETIMEDOUT ? AN_EXEC_STATUS_TIMED_OUT
          : 0;
   if (!st) return r;
+  res->timed_out = r == -ETIMEDOUT;
   const char *msg = *err && (*err)->msg ? (*err)->msg : "exec failed";
   res->exit_code = st;
   res->status = st;
@@ -263,8 +265,11 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   }
   int in = eo->has_stdin ? eo->stdin_fd : (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (in < 0) { r = an_error_set(err, errno, "open /dev/null"); goto out; }
+  /* the timeout covers the start too: a process the sandbox stops before
+   * its execve (it has the sandbox's uid by then) cannot stall the caller */
   struct an_sb_spawn sp = {.argv = argv, .env_extra = eo->env, .workdir = eo->workdir,
-                           .stdio = {in, po[1], pe[1]}, .cg = ecg};
+                           .stdio = {in, po[1], pe[1]}, .cg = ecg,
+                           .timeout_ms = timeout == UINT64_MAX ? 0 : timeout};
   r = an_sb_spawn(sb, &sp, &pid, &pidfd, err);
   close(po[1]);
   close(pe[1]);
@@ -279,6 +284,8 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
     .max_stdout = eo->max_stdout, .max_stderr = eo->max_stderr,
     .secrets = secrets, .nsecrets = nsec, .on_data = eo->on_data, .on_data_arg = eo->on_data_arg,
   };
+  uint64_t spent = an_sb_mono_ms() - t0;
+  if (timeout != UINT64_MAX) timeout = timeout > spent ? timeout - spent : 1;
   r = an_sb_wait_capture(ecg, pidfd, po[0], pe[0], timeout, eo->kill_grace_ms, &oo, res, err);
   close(pidfd);
   if (r < 0) goto out;

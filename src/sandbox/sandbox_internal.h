@@ -130,6 +130,7 @@ struct an_sb_spawn {
   const char *workdir;
   int stdio[3];
   struct an_cgroup *cg;
+  uint64_t timeout_ms;   /* bound on the start (until execve), 0: none */
 };
 int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid, int *pidfd,
                 an_error_t *err);

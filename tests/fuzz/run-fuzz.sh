@@ -17,7 +17,7 @@ CFLAGS=(-std=gnu11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
         -Iinclude -Isrc $(pkg-config --cflags yajl libseccomp libcap))
 LIBS=($(pkg-config --libs yajl libseccomp libcap))
-PARSER_SRC=(src/util/error.c src/util/json_tree.c src/engine/spec_*.c)
+PARSER_SRC=(src/util/error.c src/util/json_tree.c src/util/json_gen.c src/engine/spec_*.c)
 
 build() {   # build NAME SOURCES...
   local name=$1; shift

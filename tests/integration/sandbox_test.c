@@ -747,3 +747,60 @@ Test(sandbox, files_snapshot_restore_and_fork) {
   destroy(sb);
   an_sandbox_opts_free(o);
 }
+
+/* A process of the sandbox may SIGSTOP an exec'd process in the moment
+ * between its change to the sandbox's uid and its execve (it predicts the
+ * pid from ns_last_pid).  The exec's timeout still ends the exec, reported
+ * as timed_out (it used to wait for the start forever).  The stopper may
+ * lose the race; then the round is repeated. */
+Test(sandbox, exec_stopped_before_execve_still_times_out) {
+  if (!g_have_python) cr_skip_test("python image not built (make images)");
+  struct an_sandbox_opts *o = opts_for("python");
+  struct an_sandbox *sb = make_sb(o);
+  const char *stopper =
+    "import os, signal, time\n"
+    "n = int(open('/proc/sys/kernel/ns_last_pid').read()) + 1\n"
+    "open('/workspace/armed', 'w').close()\n"
+    "end = time.time() + 20\n"
+    "while time.time() < end:\n"
+    "    try:\n"
+    "        os.kill(n, signal.SIGSTOP)\n"
+    "    except (ProcessLookupError, PermissionError):\n"
+    "        continue\n"
+    "    open('/workspace/stopped', 'w').close()\n"
+    "    break\n"
+    "time.sleep(30)\n";
+  char put[PATH_MAX + 16];
+  snprintf(put, sizeof put, "%s/stopper.py", an_sandbox_workspace_path(sb));
+  FILE *f = fopen(put, "w");
+  cr_assert(f);
+  fputs(stopper, f);
+  fclose(f);
+  cr_assert_eq(chmod(put, 0644), 0);
+  bool caught = false;
+  for (int round = 0; round < 5 && !caught; round++) {
+    struct an_exec_result res = run(sb, "rm -f /workspace/armed /workspace/stopped", 0);
+    an_exec_result_release(&res);
+    pid_t bg = bg_exec(an_sandbox_id(sb), "exec python3 /workspace/stopper.py", 60000, -1);
+    char armed[PATH_MAX + 16], stopped[PATH_MAX + 16];
+    snprintf(armed, sizeof armed, "%s/armed", an_sandbox_workspace_path(sb));
+    snprintf(stopped, sizeof stopped, "%s/stopped", an_sandbox_workspace_path(sb));
+    for (int i = 0; i < 500 && access(armed, F_OK) != 0; i++) msleep(20);
+    cr_assert_eq(access(armed, F_OK), 0, "the stopper never started");
+    res = run(sb, "echo victim-ran", 2000);
+    caught = access(stopped, F_OK) == 0;
+    if (caught) {
+      cr_assert(res.timed_out, "a stopped exec was not reported timed out (status %d, out %s)",
+                res.status, res.output.stdout_buf);
+      cr_assert_eq(res.status, 124);
+    }
+    an_exec_result_release(&res);
+    kill(bg, SIGKILL);
+    waitpid(bg, NULL, 0);
+    res = run(sb, "pkill -f stopper.py; true", 0);
+    an_exec_result_release(&res);
+  }
+  if (!caught) cr_skip_test("the stopper never caught the exec in 5 rounds");
+  destroy(sb);
+  an_sandbox_opts_free(o);
+}
