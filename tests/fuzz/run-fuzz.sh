@@ -16,8 +16,9 @@ mkdir -p "$OUT"
 CFLAGS=(-std=gnu11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
         -Iinclude -Isrc $(pkg-config --cflags yajl libseccomp libcap))
-LIBS=($(pkg-config --libs yajl libseccomp libcap))
-PARSER_SRC=(src/util/error.c src/util/json_tree.c src/util/json_gen.c src/engine/spec_*.c)
+LIBS=($(pkg-config --libs yajl libseccomp libcap libcrypto))
+PARSER_SRC=(src/util/error.c src/util/json_tree.c src/util/json_gen.c src/util/fdcopy.c src/util/sha256.c
+            src/util/safe_path.c src/engine/spec_*.c)
 
 build() {   # build NAME SOURCES...
   local name=$1; shift
