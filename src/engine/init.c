@@ -157,9 +157,13 @@ static int setup_process(const struct an_init_config *c, int *pty_master, an_err
   }
   r = an_user_apply(&p->user, err);
   if (r < 0) return r;
-  /* a change of credentials clears the parent-death signal (prctl(2)): arm
-   * it again until [5], or a process stalled before it outlives its runtime */
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+  /* A change of credentials clears the parent-death signal (prctl(2)).  An
+   * exec'd process arms it again until [5]: it joins a container whose
+   * processes can stop it now, and must not outlive a runtime that died
+   * meanwhile.  (Not create's init: create sends DETACH and exits at once,
+   * which would race the clearing below; nothing else runs in its
+   * container yet.) */
+  if (c->exec_only && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
     return an_error_set(err, errno, "set the parent-death signal (prctl PR_SET_PDEATHSIG)");
   r = an_caps_apply(p->capabilities, err);
   if (r < 0) return an_error_prefix(err, "process.capabilities");
