@@ -430,6 +430,9 @@ density_pass() {
   mon_rss=$(proc_kb VmRSS status $mons); mon_pss=$(proc_kb Pss smaps_rollup $mons)
   sb_rss=$(proc_kb VmRSS status $sbprocs); sb_pss=$(proc_kb Pss smaps_rollup $sbprocs)
   cgu=$(cg_usage_kb $(cat "$ids"))
+  # counted now, before the destroy below (counted after it, a fast destroy
+  # left only the monitors still exiting "alive")
+  local nmon; nmon=$(n=0; for p in $mons; do [ -d /proc/$p ] && n=$((n + 1)); done; echo $n)
   log "density: destroying $made sandboxes"
   local d0=$EPOCHREALTIME
   xargs -r -n 100 $ANR destroy <"$ids" >/dev/null 2>"$WORK/d.err"
@@ -440,7 +443,7 @@ density_pass() {
     --argjson slab $((slab1 - slab0)) --argjson pt $((pt1 - pt0)) --argjson ks $((ks1 - ks0)) \
     --argjson avail $((avail0 - avail1)) --argjson monrss "$mon_rss" --argjson monpss "$mon_pss" \
     --argjson sbrss "$sb_rss" --argjson sbpss "$sb_pss" --argjson cgu "$cgu" \
-    --argjson nmon "$(n=0; for p in $mons; do [ -d /proc/$p ] && n=$((n + 1)); done; echo $n)" "$JQ_STATS"'
+    --argjson nmon "$nmon" "$JQ_STATS"'
     ($nmon | if . > 0 then . else $made end) as $alive
     | def per: if $alive > 0 then . / $alive / 1024 * 1000 | round / 1000 else null end;  # kB -> MiB per live sandbox
     {n: $n, created: $made, alive_at_measurement: $nmon, create_all_s: $ct, destroy_all_s: $dt,
