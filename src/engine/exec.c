@@ -29,6 +29,7 @@
 #include "engine/sync.h"
 #include "engine/terminal.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 
 struct exec_ctx {
   int dirfd, init_pidfd;
@@ -49,18 +50,13 @@ static void exec_release(struct exec_ctx *x) {
   an_seccomp_program_free(x->seccomp);
 }
 
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
 /* Wait until the sync socket has something to read (a message or EOF), or
  * the child's deadline passes: -ETIMEDOUT. */
-static int wait_sync(const struct an_exec_child *c, const char *what, an_error_t *err) {
+static int wait_sync(const struct an_exec_child *c, an_error_t *err) {
+  const char *what = c->what;
   if (!c->deadline_ms) return 0;
   for (;;) {
-    uint64_t now = mono_ms();
+    uint64_t now = an_mono_ms();
     if (now >= c->deadline_ms)
       return an_error_set(err, ETIMEDOUT, "exec in %s: the process did not reach execve in time "
                           "(stalled or stopped before it started)", what);
@@ -74,7 +70,8 @@ static int wait_sync(const struct an_exec_child *c, const char *what, an_error_t
 
 int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_error_t *err) {
   *c = (struct an_exec_child){.pid = -1, .pidfd = -1, .sync_fd = -1, .master = -1,
-                              .deadline_ms = t->timeout_ms ? mono_ms() + t->timeout_ms : 0};
+                              .deadline_ms = t->timeout_ms ? an_mono_ms() + t->timeout_ms : 0};
+  snprintf(c->what, sizeof c->what, "%s", t->what);
   /* Every namespace type the container has is joined through init's pidfd;
    * the pid and time namespaces are entered by this thread around clone3. */
   int flags = t->spec->linux.ns_flags;
@@ -121,7 +118,7 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
   /* [1] ids mapped (nothing to map: joined), cgroup entered */
   if ((r = an_sync_send(c->sync_fd, AN_SYNC_IDMAPPED, -1, err)) < 0) goto fail;
   /* [4] ready: identity, capabilities, PATH lookup done */
-  if ((r = wait_sync(c, t->what, err)) < 0 ||
+  if ((r = wait_sync(c, err)) < 0 ||
       (r = an_sync_wait(c->sync_fd, AN_SYNC_READY, &c->master, err)) < 0)
     goto fail;
   return 0;
@@ -133,7 +130,7 @@ fail:
 int an_exec_go(struct an_exec_child *c, an_error_t *err) {
   /* [5] go, [6] execve */
   int r = an_sync_send(c->sync_fd, AN_SYNC_GO, -1, err);
-  if (r == 0) r = wait_sync(c, "the container", err);
+  if (r == 0) r = wait_sync(c, err);
   if (r == 0) r = an_sync_wait_exec(c->sync_fd, err);
   if (r < 0) return r;
   close(c->sync_fd);

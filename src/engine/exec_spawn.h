@@ -35,6 +35,7 @@ struct an_exec_target {
 /* A process cloned into the container and stopped at sync point [4] (its
  * identity, capabilities and PATH lookup done; not yet exec'd). */
 struct an_exec_child {
+  char what[128];        /* the target's name, for messages of an_exec_go */
   uint64_t deadline_ms;  /* CLOCK_MONOTONIC ms by which execve must be reached, 0: none */
   pid_t pid;
   int pidfd;    /* owned: O_CLOEXEC */

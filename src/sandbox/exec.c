@@ -256,7 +256,7 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   cleanup_free struct an_secret *own_secrets = NULL;
   int pidfd = -1;
   pid_t pid = 0;
-  uint64_t t0 = an_sb_mono_ms();
+  uint64_t t0 = an_mono_ms();
   /* before the command starts: its output is never captured unredacted */
   if ((r = an_sb_exec_secrets(sb, eo, &secrets, &nsec, &own_secrets, err)) < 0) goto out;
   if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
@@ -284,7 +284,7 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
     .max_stdout = eo->max_stdout, .max_stderr = eo->max_stderr,
     .secrets = secrets, .nsecrets = nsec, .on_data = eo->on_data, .on_data_arg = eo->on_data_arg,
   };
-  uint64_t spent = an_sb_mono_ms() - t0;
+  uint64_t spent = an_mono_ms() - t0;
   if (timeout != UINT64_MAX) timeout = timeout > spent ? timeout - spent : 1;
   r = an_sb_wait_capture(ecg, pidfd, po[0], pe[0], timeout, eo->kill_grace_ms, &oo, res, err);
   close(pidfd);
@@ -298,7 +298,7 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   an_error_free(&e);
   an_sb_finish_status(res);
 out:
-  res->duration_ms = an_sb_mono_ms() - t0;
+  res->duration_ms = an_mono_ms() - t0;
   for (int i = 0; i < 2; i++) {
     if (po[i] >= 0) close(po[i]);
     if (pe[i] >= 0) close(pe[i]);

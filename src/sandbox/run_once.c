@@ -37,7 +37,7 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
   int in = eo->has_stdin ? eo->stdin_fd : (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC));
   int stdio[3] = {in, po[1], pe[1]};
   struct an_sandbox *sb = NULL;
-  uint64_t t0 = an_sb_mono_ms();
+  uint64_t t0 = an_mono_ms();
   int r = in < 0 ? an_error_set(err, errno, "open /dev/null") : 0;
   struct an_sandbox_opts *o2 = NULL;
   if (r >= 0 && eo->env && eo->env[0]) {
@@ -76,7 +76,7 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
   }
   an_sb_finish_status(res);
 out:
-  res->duration_ms = an_sb_mono_ms() - t0;
+  res->duration_ms = an_mono_ms() - t0;
   close(po[0]);
   close(pe[0]);
   if (sb) {

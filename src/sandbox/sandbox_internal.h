@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "util/clock.h"
 #include "agentnest/cgroup.h"
 #include "agentnest/sandbox.h"
 #include "agentnest/spec.h"
@@ -63,8 +64,6 @@ const char *an_sb_root_or_default(const char *root);
 int an_sb_new_id(char id[AN_SANDBOX_ID_LEN + 1], an_error_t *err);
 bool an_sb_valid_id(const char *s);
 uint64_t an_sb_now_ms(void);
-/* CLOCK_MONOTONIC in ms (durations). */
-uint64_t an_sb_mono_ms(void);
 int an_sb_record_write(const char *dir, const struct an_sb_record *rec, an_error_t *err);
 int an_sb_record_read(const char *dir, struct an_sb_record *rec, an_error_t *err);
 void an_sb_record_clear(struct an_sb_record *rec);

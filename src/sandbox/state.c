@@ -30,12 +30,6 @@ const char *an_sb_root_or_default(const char *root) {
   return root && *root ? root : AN_IMAGE_DEFAULT_STORE;
 }
 
-uint64_t an_sb_mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
 uint64_t an_sb_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
