@@ -112,7 +112,10 @@ int an_pid_file_write(const char *path, pid_t pid, an_error_t *err) {
   /* O_EXCL|O_NOFOLLOW: a file or symlink planted at the temporary name (in a
    * world-writable directory) is never written through */
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return an_error_set(err, errno, "write pid file %s", tmp);
+  if (fd < 0)
+    return an_error_set(err, errno, errno == EEXIST ? "write pid file %s: something is already there "
+                        "(left by an earlier run, or planted); not written through, remove it"
+                        : "write pid file %s", tmp);
   char buf[24];
   int n = snprintf(buf, sizeof buf, "%d", (int) pid);
   ssize_t w = write(fd, buf, (size_t) n);

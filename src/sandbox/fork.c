@@ -36,6 +36,9 @@ int an_sandbox_fork(struct an_sandbox *sb, struct an_sandbox **out, an_error_t *
   if ((r = an_sb_freeze(sb, true, err)) < 0) goto out;
   struct an_snapshot_opts cap = {.max_bytes = an_sb_copy_cap(mfd, 2)};
   r = an_workspace_snapshot_fd(sb->ws_fd, mfd, &cap, NULL, err);
+  if (r == -EFBIG)
+    an_error_prefix(err, "workspace copy (cap: half the space free in %s, for the copy and the new workspace)",
+                    sb->root);
   an_error_t e = NULL;
   int t = an_sb_freeze(sb, false, &e);
   if (r >= 0 && t < 0) { *err = e; e = NULL; r = t; }

@@ -105,6 +105,8 @@ int an_sandbox_snapshot(struct an_sandbox *sb, const char *tar_path, struct an_s
   int r = an_sb_freeze(sb, true, err);
   if (r < 0) return r;
   r = an_workspace_snapshot(sb->ws_fd, tar_path, &so, info, err);
+  if (r == -EFBIG)
+    an_error_prefix(err, "snapshot to %s (cap: the space free there)", tar_path);
   an_error_t e = NULL;
   int t = an_sb_freeze(sb, false, &e);
   if (t < 0 && r >= 0) {
