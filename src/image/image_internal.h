@@ -163,7 +163,8 @@ const char *an_names_get(const struct an_names *n, const char *ref);
 char **an_names_for(const struct an_names *n, const char *digest);
 
 /* ---- store.c ---- */
-/* Open (creating) <root>/images with mode 0700; returns O_DIRECTORY fd. */
+/* Open (creating) <root>/images with mode 0700; returns O_DIRECTORY fd.
+ * When creating, also marks it FS_TOPDIR_FL where the filesystem has it. */
 int an_store_open(const char *store_root, bool create, an_error_t *err);
 /* Take flock(2) on <images>/<lockname>: returns the lock fd. */
 int an_store_lock(int imagesfd, const char *lockname, int op, an_error_t *err);

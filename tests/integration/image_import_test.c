@@ -11,7 +11,11 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "agentnest/image.h"
@@ -202,6 +206,27 @@ Test(image_import, import_twice_gives_one_store_entry_with_the_same_digest) {
   cr_assert_eq(n, 1);
   cr_assert_str_eq(list[0]->digest, digest);
   an_image_list_free(list, n);
+  assert_clean_end();
+}
+
+/* The store marks images/ as the top of directory hierarchies (chattr +T) so
+ * ext4 places each import's tree afresh rather than among inodes the store
+ * just freed (see an_store_open).  Only ext2/3/4 keep the flag. */
+Test(image_import, store_marks_images_dir_as_top_of_hierarchies_on_ext4) {
+  struct statfs sf;
+  cr_assert_eq(statfs(store, &sf), 0);
+  if (sf.f_type != EXT4_SUPER_MAGIC) cr_skip("store %s is not on ext2/3/4", store);
+  char dir[300], digest[72], images[300];
+  snprintf(dir, sizeof dir, "%s/layout", work);
+  two_layer_layout(dir, digest);
+  an_image_info_free(import_ok(dir, "top"));
+  snprintf(images, sizeof images, "%s/images", store);
+  int fd = open(images, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  cr_assert_geq(fd, 0);
+  int flags = 0;
+  cr_assert_eq(ioctl(fd, FS_IOC_GETFLAGS, &flags), 0);
+  close(fd);
+  cr_assert(flags & FS_TOPDIR_FL, "%s lacks FS_TOPDIR_FL (flags %#x)", images, flags);
   assert_clean_end();
 }
 
