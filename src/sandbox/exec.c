@@ -198,15 +198,16 @@ void an_sb_finish_status(struct an_exec_result *res) {
 }
 
 /* A command that could not be started: status 126/127 and the reason on
- * stderr, like a shell. */
-static int spawn_failure(int r, an_error_t *err, struct an_exec_result *res) {
+ * stderr, like a shell (also to a streaming caller's on_data). */
+static int spawn_failure(int r, an_error_t *err, const struct an_exec_opts *eo,
+                         struct an_exec_result *res) {
   int st = r == -ENOENT || r == -ENOTDIR ? AN_EXEC_STATUS_NOT_FOUND
          : r == -EACCES || r == -EPERM || r == -ENOEXEC || r == -EISDIR ? AN_EXEC_STATUS_NOT_EXECUTABLE
          : r == -ETIMEDOUT ? AN_EXEC_STATUS_TIMED_OUT
          : 0;
   if (!st) return r;
   res->timed_out = r == -ETIMEDOUT;
-  const char *msg = *err && (*err)->msg ? (*err)->msg : "exec failed";
+  const char *msg = *err && (*err)->msg ? (*err)->msg : "the command could not be started";
   res->exit_code = st;
   res->status = st;
   res->output.stdout_buf = strdup("");
@@ -216,6 +217,7 @@ static int spawn_failure(int r, an_error_t *err, struct an_exec_result *res) {
     return -ENOMEM;
   }
   res->output.stderr_len = strlen(res->output.stderr_buf);
+  if (eo->on_data) eo->on_data(eo->on_data_arg, AN_STREAM_STDERR, res->output.stderr_buf, res->output.stderr_len);
   an_error_free(err);
   return 0;
 }
@@ -275,7 +277,7 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   close(pe[1]);
   po[1] = pe[1] = -1;
   if (r < 0) {
-    r = spawn_failure(r, err, res);
+    r = spawn_failure(r, err, eo, res);
     if (r < 0) an_error_prefix(err, "exec in sandbox %s", sb->rec.id);
     goto out;
   }

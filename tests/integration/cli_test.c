@@ -221,10 +221,16 @@ Test(cli, exec_timeout_exits_124) {
   cr_expect_eq(an("run --image busybox --exec-timeout 1 -- sleep 60"), 124, "%s", err_text);
 }
 
+/* and the reason is on stderr, streamed as without --json (it was only in
+ * the --json document's "stderr") */
 Test(cli, not_executable_exits_126_and_not_found_127) {
   cr_expect_eq(an("run --image busybox -- /etc/passwd"), 126, "%s", err_text);
+  cr_expect(strstr(err_text, "exec \"/etc/passwd\"") && strstr(err_text, "EACCES"), "stderr: %s", err_text);
   cr_expect_eq(an("run --image busybox -- /no/such/program"), 127, "%s", err_text);
+  cr_expect(strstr(err_text, "/no/such/program") && strstr(err_text, "ENOENT"), "stderr: %s", err_text);
   cr_expect_eq(an("run --image busybox -- no-such-program-in-path"), 127, "%s", err_text);
+  cr_expect(strstr(err_text, "executable file not found in $PATH"), "stderr: %s", err_text);
+  cr_expect_str_eq(out_text, "");
 }
 
 Test(cli, killed_by_signal_9_exits_137) {
