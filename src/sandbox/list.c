@@ -12,6 +12,7 @@
 #include <time.h>
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
+#include "sandbox/opts_internal.h"
 #include "util/json_gen.h"
 
 const char *an_sb_status(const struct an_sb_record *rec) {
@@ -139,10 +140,9 @@ int an_sandbox_inspect(struct an_sandbox *sb, char **json, an_error_t *err) {
                               .status = (char *) an_sb_status(&sb->rec),
                               .created_ms = sb->rec.created_ms, .deadline_ms = sb->rec.deadline_ms,
                               .init_pid = sb->rec.init_pid, .monitor_pid = sb->rec.monitor_pid};
-  cleanup_free char *opts = NULL;
-  if (sb->opts && an_sandbox_opts_to_json(sb->opts, &opts, err) < 0) return -EINVAL;
   cleanup_jgen struct an_jgen j;
-  if (an_jgen_init(&j, false) < 0) return an_error_set(err, ENOMEM, "inspect sandbox %s: JSON", s.id);
+  if (an_jgen_init(&j, true) < 0) return an_error_set(err, ENOMEM, "inspect sandbox %s: JSON", s.id);
+  an_jgen_validate_utf8(&j);
   struct an_jgen *g = &j;
   an_jgen_map_open(g);
   gen_info(g, &s);
@@ -159,23 +159,13 @@ int an_sandbox_inspect(struct an_sandbox *sb, char **json, an_error_t *err) {
     an_jgen_null(g);
   an_error_free(&e);
   free(pids);
-  an_jgen_key(g, "options");   /* last member: replaced by the options document below */
-  an_jgen_null(g);
+  an_jgen_key(g, "options");
+  if (sb->opts) an_sandbox_opts_gen(g, sb->opts);
+  else an_jgen_null(g);
   an_jgen_map_close(g);
-  cleanup_free char *doc = NULL;
-  int r = an_jgen_finish(&j, &doc, NULL);
+  int r = an_jgen_finish(&j, json, NULL);
+  if (r == -EINVAL)
+    return an_error_set(err, EINVAL, "inspect sandbox %s: JSON: a string is not valid UTF-8", s.id);
   if (r < 0) return an_error_set(err, -r, "inspect sandbox %s: JSON", s.id);
-  /* replace the trailing "options": null with the document */
-  if (opts) {
-    static const char tail[] = "\"options\":null}";
-    size_t dl = strlen(doc), tl = strlen(tail);
-    char *nul = dl >= tl && !strcmp(doc + dl - tl, tail) ? doc + dl - 5 : NULL;
-    if (nul) {
-      *nul = '\0';
-      if (asprintf(json, "%s%s%s", doc, opts, nul + 4) < 0) return an_error_set(err, ENOMEM, "JSON");
-      return 0;
-    }
-  }
-  *json = an_steal(&doc);
   return 0;
 }

@@ -30,6 +30,11 @@ struct an_sandbox_opts {
   char **secret_values;     /* wiped on free */
 };
 
+struct an_jgen;
+/* Emit the options as one JSON object (the document an_sandbox_opts_to_json
+ * writes; never secrets) into j, e.g. as a member of a larger document. */
+void an_sandbox_opts_gen(struct an_jgen *j, const struct an_sandbox_opts *o);
+
 /* Put the heap string "KEY=..." into *list (NULL-terminated, heap, may be
  * NULL), replacing an entry with the same KEY.  Consumes entry even on
  * failure.  Returns 0 or -ENOMEM. */

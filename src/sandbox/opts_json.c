@@ -18,30 +18,34 @@ static void kv_ms(struct an_jgen *j, const char *k, uint64_t ms) {
   an_jgen_kv_str(j, k, buf);
 }
 
+void an_sandbox_opts_gen(struct an_jgen *j, const struct an_sandbox_opts *o) {
+  an_jgen_map_open(j);
+  if (o->image) an_jgen_kv_str(j, "image", o->image);
+  an_jgen_kv_u64(j, "memory", o->memory);
+  char cpus[32];
+  snprintf(cpus, sizeof cpus, "%" PRIu64 ".%03" PRIu64, o->millicpus / 1000, o->millicpus % 1000);
+  an_jgen_kv_str(j, "cpus", cpus);
+  an_jgen_kv_u64(j, "pids", o->pids);
+  an_jgen_kv_u64(j, "tmp_size", o->tmp_size);
+  kv_ms(j, "timeout", o->lifetime_ms);
+  if (o->exec_timeout_ms) kv_ms(j, "exec_timeout", o->exec_timeout_ms);
+  an_jgen_kv_u64(j, "max_output", o->max_output);
+  an_jgen_kv_u64(j, "max_read", o->max_read);
+  an_jgen_kv_str(j, "network", o->network);
+  an_jgen_kv_str(j, "workdir", o->workdir);
+  an_jgen_kv_str(j, "seccomp_profile", o->seccomp_profile);
+  an_jgen_key(j, "env");
+  an_jgen_array_open(j);
+  for (char **e = o->env; e && *e; e++) an_jgen_str(j, *e);
+  an_jgen_array_close(j);
+  an_jgen_map_close(j);
+}
+
 int an_sandbox_opts_to_json(const struct an_sandbox_opts *o, char **json, an_error_t *err) {
   cleanup_jgen struct an_jgen j;
   if (an_jgen_init(&j, true) < 0) return an_error_set(err, ENOMEM, "sandbox options to JSON");
   an_jgen_validate_utf8(&j);
-  an_jgen_map_open(&j);
-  if (o->image) an_jgen_kv_str(&j, "image", o->image);
-  an_jgen_kv_u64(&j, "memory", o->memory);
-  char cpus[32];
-  snprintf(cpus, sizeof cpus, "%" PRIu64 ".%03" PRIu64, o->millicpus / 1000, o->millicpus % 1000);
-  an_jgen_kv_str(&j, "cpus", cpus);
-  an_jgen_kv_u64(&j, "pids", o->pids);
-  an_jgen_kv_u64(&j, "tmp_size", o->tmp_size);
-  kv_ms(&j, "timeout", o->lifetime_ms);
-  if (o->exec_timeout_ms) kv_ms(&j, "exec_timeout", o->exec_timeout_ms);
-  an_jgen_kv_u64(&j, "max_output", o->max_output);
-  an_jgen_kv_u64(&j, "max_read", o->max_read);
-  an_jgen_kv_str(&j, "network", o->network);
-  an_jgen_kv_str(&j, "workdir", o->workdir);
-  an_jgen_kv_str(&j, "seccomp_profile", o->seccomp_profile);
-  an_jgen_key(&j, "env");
-  an_jgen_array_open(&j);
-  for (char **e = o->env; e && *e; e++) an_jgen_str(&j, *e);
-  an_jgen_array_close(&j);
-  an_jgen_map_close(&j);
+  an_sandbox_opts_gen(&j, o);
   int r = an_jgen_finish(&j, json, NULL);
   if (r == -EINVAL)   /* only invalid UTF-8 in a string can fail here */
     return an_error_set(err, EINVAL, "sandbox options to JSON: yajl_gen status %d "

@@ -379,6 +379,9 @@ Test(cli, create_exec_ls_inspect_destroy) {
   v = parse_json(out_text);
   cr_expect_str_eq(jstr(jget(v, "id", yajl_t_string)), id);
   yajl_tree_free(v);
+  /* one indented document (the options were once spliced in, indented, into one compact line) */
+  cr_expect(!strncmp(out_text, "{\n    \"id\": ", 12) && strstr(out_text, "\n    \"options\": {\n        \"image\""),
+            "%s", out_text);
 
   cr_assert_eq(an("events %s", id), 0, "%s", err_text);
   cr_expect(strstr(out_text, "\"created\"") != NULL, "%s", out_text);

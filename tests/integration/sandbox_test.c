@@ -749,7 +749,7 @@ Test(sandbox, files_snapshot_restore_and_fork) {
   free(data);
   char *json = NULL;
   cr_assert(an_sandbox_inspect(child, &json, &err) == 0, "%s", err ? err->msg : "");
-  cr_expect(strstr(json, "\"status\":\"running\""), "%s", json);
+  cr_expect(strstr(json, "\"status\": \"running\""), "%s", json);
   free(json);
   destroy(child);
   destroy(sb);
