@@ -1,7 +1,8 @@
 #!/bin/bash
-# The main job on the default image, run by `make demo` after deps, build and
+# The demo job on the default image, run by `make demo` after deps, build and
 # images: import the default (python) image into the store, list it, check
 # the host (doctor) and run `agentnest demo` on it.  Narrates each step.
+# (The main job on real input, CPython's regression tests, is in `make check`.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -17,5 +18,5 @@ step "image ls"
 "$AN" image ls
 step "agentnest doctor: what this host offers sandboxes"
 "$AN" doctor >/dev/null && echo "all required kernel features present (run '$AN doctor' for the report)"
-step "the main job on the default image: agentnest demo"
+step "the demo job on the default image: agentnest demo"
 "$AN" demo

@@ -201,6 +201,8 @@ Test(cli, absurd_values_are_refused_with_the_flag_named) {
 Test(cli, missing_image_exits_125) {
   cr_assert_eq(an("run --image no-such-image-xyz -- true"), 125);
   cr_expect(strstr(err_text, "no-such-image-xyz") != NULL, "%s", err_text);
+  /* and what to do about it */
+  cr_expect(strstr(err_text, "image import SRC --name no-such-image-xyz") != NULL, "%s", err_text);
 }
 
 /* ---- one-shot exit statuses -------------------------------------------------------------- */
