@@ -181,7 +181,7 @@ int an_sandbox_restore(struct an_sandbox *sb, const char *tar_path, const char *
   an_error_t e = NULL;
   an_remove_tree_beneath(dfd, staging, &e);
   an_error_free(&e);
-  return r < 0 ? an_error_prefix(err, "restore sandbox %s", sb->rec.id) : 0;
+  return r < 0 ? an_error_prefix(err, "sandbox %s", sb->rec.id) : 0;
 }
 
 int an_sandbox_artifacts(struct an_sandbox *sb, const char *const *globs, size_t nglobs,

@@ -445,6 +445,9 @@ Test(cli, snapshot_and_restore) {
   cr_expect_eq(strlen(sha), 64);
   cr_assert_eq(an("exec %s -- sh -c 'echo two > d/f; echo new > g'", id), 0);
   cr_expect_eq(an("restore %s snap.tar --sha256 %064d", id, 0), 125, "wrong digest accepted");
+  /* said once, naming the sandbox and the file */
+  cr_expect(strstr(err_text, "agentnest restore: sandbox ") && strstr(err_text, ": restore: snap.tar: sha256 mismatch") &&
+                !strstr(err_text, "restore snap.tar"), "%s", err_text);
   cr_expect(strstr(err_text, "sha256") != NULL, "%s", err_text);
   cr_expect_eq(an("restore %s snap.tar --sha256 %s", id, sha), 0, "%s", err_text);
   cr_expect_eq(an("exec %s -- sh -c 'cat d/f; ls g 2>/dev/null || echo no-g'", id), 0);

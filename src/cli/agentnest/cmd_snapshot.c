@@ -84,9 +84,6 @@ int cmd_restore(struct an_global_opts *g, int argc, char **argv) {
   if (an_sandbox_open(g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
   r = an_sandbox_restore(sb, argv[optind + 1], sha, &err);
   an_sandbox_close(sb);
-  if (r < 0) {
-    an_error_prefix(&err, "restore %s", argv[optind + 1]);
-    return cli_fail(cmd, &err);
-  }
+  if (r < 0) return cli_fail(cmd, &err);   /* the message names the sandbox and the file */
   return 0;
 }
