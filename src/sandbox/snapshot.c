@@ -87,10 +87,10 @@ static struct archive_entry *make_entry(const char *path, const struct stat *st,
 static int add_file(struct walk *w, int dfd, const char *name, const char *path, an_error_t *err) {
   struct stat st;
   cleanup_close int fd = an_open_regular_beneath(dfd, name, &st, err);
-  if (fd < 0) return an_error_prefix(err, "snapshot %s", path);
+  if (fd < 0) return an_error_prefix(err, "snapshot \"%s\"", AN_QUOTED(path));
   uint64_t size = (uint64_t) st.st_size;
   __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(path, &st, AE_IFREG);
-  if (!e) return an_error_set(err, ENOMEM, "snapshot %s", path);
+  if (!e) return an_error_set(err, ENOMEM, "snapshot \"%s\"", AN_QUOTED(path));
   archive_entry_set_size(e, (la_int64_t) size);
   /* A file with more links is archived once; its other names become hard
    * link entries without data (libarchive's link resolver, tar strategy),
@@ -102,14 +102,14 @@ static int add_file(struct walk *w, int dfd, const char *name, const char *path,
     struct archive_entry *spare = NULL;
     archive_entry_linkify(w->links, &e, &spare);
     if (spare) archive_entry_free(spare);
-    if (!e) return an_error_set(err, ENOMEM, "snapshot %s", path);
+    if (!e) return an_error_set(err, ENOMEM, "snapshot \"%s\"", AN_QUOTED(path));
     if (archive_entry_hardlink(e)) {
       if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
       return 0;
     }
   }
   if (w->o->max_bytes && w->content + size > w->o->max_bytes)
-    return an_error_set(err, EFBIG, "snapshot %s: workspace too large (cap %llu bytes)", path,
+    return an_error_set(err, EFBIG, "snapshot \"%s\": workspace too large (cap %llu bytes)", AN_QUOTED(path),
                         (unsigned long long) w->o->max_bytes);
   if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
   /* Exactly `size` bytes: a file changed meanwhile is cut or zero-padded so
@@ -120,7 +120,7 @@ static int add_file(struct walk *w, int dfd, const char *name, const char *path,
     ssize_t n = read(fd, w->buf, want);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return an_error_set(err, errno, "snapshot %s: read", path);
+      return an_error_set(err, errno, "snapshot \"%s\": read", AN_QUOTED(path));
     }
     if (n == 0) {
       memset(w->buf, 0, want);
@@ -134,22 +134,22 @@ static int add_file(struct walk *w, int dfd, const char *name, const char *path,
 }
 
 static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, an_error_t *err) {
-  if (depth > AN_TREE_MAX_DEPTH) return an_error_set(err, ELOOP, "snapshot %s: nesting too deep", prefix);
+  if (depth > AN_TREE_MAX_DEPTH) return an_error_set(err, ELOOP, "snapshot \"%s\": nesting too deep", AN_QUOTED(prefix));
   struct dirent **names = NULL;
   int n = scandirat(dfd, ".", &names, NULL, alphasort);
-  if (n < 0) return an_error_set(err, errno, "snapshot: read directory %s", prefix[0] ? prefix : ".");
+  if (n < 0) return an_error_set(err, errno, "snapshot: read directory \"%s\"", prefix[0] ? AN_QUOTED(prefix) : ".");
   int r = 0;
   for (int i = 0; i < n; i++) {
     const char *name = names[i]->d_name;
     if (r < 0 || !strcmp(name, ".") || !strcmp(name, "..")) continue;
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s%s", prefix, name) >= (int) sizeof path) {
-      r = an_error_set(err, ENAMETOOLONG, "snapshot %s%s", prefix, name);
+      r = an_error_set(err, ENAMETOOLONG, "snapshot \"%s%s\"", AN_QUOTED(prefix), AN_QUOTED(name));
       continue;
     }
     struct stat st;
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-      if (errno != ENOENT) r = an_error_set(err, errno, "snapshot: stat %s", path);
+      if (errno != ENOENT) r = an_error_set(err, errno, "snapshot: stat \"%s\"", AN_QUOTED(path));
       continue;
     }
     if (S_ISREG(st.st_mode)) {
@@ -162,29 +162,29 @@ static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, an_e
       }
       struct stat dst;
       if (fstat(sub, &dst) < 0) {
-        r = an_error_set(err, errno, "snapshot: stat %s", path);
+        r = an_error_set(err, errno, "snapshot: stat \"%s\"", AN_QUOTED(path));
         continue;
       }
       char dpath[PATH_MAX];
       if (snprintf(dpath, sizeof dpath, "%s/", path) >= (int) sizeof dpath) {
-        r = an_error_set(err, ENAMETOOLONG, "snapshot %s", path);
+        r = an_error_set(err, ENAMETOOLONG, "snapshot \"%s\"", AN_QUOTED(path));
         continue;
       }
       __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(dpath, &dst, AE_IFDIR);
-      if (!e) r = an_error_set(err, ENOMEM, "snapshot %s", path);
+      if (!e) r = an_error_set(err, ENOMEM, "snapshot \"%s\"", AN_QUOTED(path));
       else if (archive_write_header(w->a, e) != ARCHIVE_OK) r = arch_error(w, err, path);
       else r = walk_dir(w, sub, dpath, depth + 1, err);
     } else if (S_ISLNK(st.st_mode)) {
       char target[PATH_MAX];
       ssize_t k = readlinkat(dfd, name, target, sizeof target - 1);
       if (k < 0) {
-        if (errno != ENOENT) r = an_error_set(err, errno, "snapshot: readlink %s", path);
+        if (errno != ENOENT) r = an_error_set(err, errno, "snapshot: readlink \"%s\"", AN_QUOTED(path));
         continue;
       }
       target[k] = '\0';
       __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(path, &st, AE_IFLNK);
       if (!e) {
-        r = an_error_set(err, ENOMEM, "snapshot %s", path);
+        r = an_error_set(err, ENOMEM, "snapshot \"%s\"", AN_QUOTED(path));
         continue;
       }
       archive_entry_set_symlink(e, target);

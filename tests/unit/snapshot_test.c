@@ -371,3 +371,19 @@ Test(snapshot, hard_links_are_archived_once_and_restored_as_links) {
   }
   cr_assert(ws_canary_unchanged(&fx));
 }
+
+/* Names the sandbox chose are quoted in snapshot's errors too (a file named
+ * with a newline and an escape sequence, over the cap). */
+Test(snapshot, hostile_names_are_quoted_in_snapshot_errors) {
+  char p[PATH_MAX], tar[PATH_MAX];
+  ws_path(p, "%s/%s", fx.ws, "big\n\x1b[31mFAKE");
+  ws_write(p, "more than the cap");
+  ws_path(tar, "%s/snap.tar", fx.root);
+  struct an_snapshot_opts cap = {.max_bytes = 4};
+  an_error_t err = NULL;
+  cr_assert_eq(an_workspace_snapshot(fx.wsfd, tar, &cap, NULL, &err), -EFBIG);
+  cr_assert_null(strchr(err->msg, '\n'), "raw newline in: %s", err->msg);
+  cr_assert_null(strchr(err->msg, '\x1b'), "raw escape in: %s", err->msg);
+  cr_assert(strstr(err->msg, "\"big\\x0a\\x1b[31mFAKE\""), "%s", err->msg);
+  an_error_free(&err);
+}
