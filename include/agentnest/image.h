@@ -216,8 +216,11 @@ void an_image_list_free(struct an_image_info **list, size_t n);
 /* Look NAME up (see NAMES above) and return the image: its rootfs path (for
  * the engine to bind-mount read-only, shared by all sandboxes) and its
  * config.  *info is owned by the caller (an_image_info_free()).
- * Returns 0, -ENOENT "image NAME: not found", -EINVAL for a malformed name or
- * an ambiguous digest prefix. */
+ * Returns 0, -ENOENT "image NAME: not found in the image store ROOT; import it
+ * first: agentnest [--root ROOT] image import SRC --name NAME" (no such image,
+ * or no store), -EINVAL for a malformed name or an ambiguous digest prefix,
+ * or the errno of reading the store's files (names.json, the image's
+ * meta.json and config.json), naming the file. */
 int an_image_resolve(const char *store_root, const char *name, struct an_image_info **info,
                      an_error_t *err);
 
@@ -226,7 +229,7 @@ int an_image_resolve(const char *store_root, const char *name, struct an_image_i
  *    "Architecture","Os","Config":{"Env","Entrypoint","Cmd","WorkingDir","User"},
  *    "Layers":[digest...]}
  * *json is a heap NUL-terminated string owned by the caller (free()).
- * Errors as an_image_resolve(). */
+ * Errors as an_image_resolve(), but -ENOENT says "image NAME: not found". */
 int an_image_inspect(const char *store_root, const char *name, char **json, an_error_t *err);
 
 /* Remove NAME.  A tag (NAME[:TAG]) is untagged; the image itself is deleted

@@ -176,19 +176,29 @@ static int lookup(int imagesfd, const struct an_names *names, const char *name, 
   return 0;
 }
 
+/* The image is not in the store (or there is no store): say how to import it. */
+static int not_imported(const char *store_root, const char *name, an_error_t *err) {
+  bool other = strcmp(store_root, AN_IMAGE_DEFAULT_STORE) != 0;
+  an_error_free(err);
+  return an_error_set(err, ENOENT, "image %s: not found in the image store %s; import it first: "
+                      "agentnest%s%s image import SRC --name %s (agentnest-image(1))", name, store_root,
+                      other ? " --root " : "", other ? store_root : "", name);
+}
+
 int an_image_resolve(const char *store_root, const char *name, struct an_image_info **info,
                      an_error_t *err) {
   an_error_t oerr = NULL;
   cleanup_close int imagesfd = an_store_open(store_root, false, &oerr);
   if (imagesfd < 0) {
     an_error_free(&oerr);
-    return an_error_set(err, ENOENT, "image %s: not found (no image store at %s)", name, store_root);
+    return not_imported(store_root, name, err);
   }
   struct an_names names;
   int r = an_names_load(imagesfd, &names, err);
   if (r < 0) return r;
   char hex[65];
   r = lookup(imagesfd, &names, name, hex, err);
+  if (r == -ENOENT) r = not_imported(store_root, name, err);
   if (r == 0) r = an_store_load_info(store_root, imagesfd, hex, &names, info, err);
   an_names_clear(&names);
   return r;

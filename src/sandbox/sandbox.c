@@ -146,13 +146,6 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   if (!image) return an_error_set(err, EINVAL, "sandbox: no image given (--image or a profile)");
   struct an_image_info *img = NULL;
   int r = an_image_resolve(root, image, &img, err);
-  if (r == -ENOENT) {   /* say what to do about it */
-    bool other = strcmp(root, AN_IMAGE_DEFAULT_STORE) != 0;
-    an_error_free(err);
-    r = an_error_set(err, ENOENT, "image %s: not in the image store %s; import it first: "
-                     "agentnest%s%s image import SRC --name %s (agentnest-image(1))", image, root,
-                     other ? " --root " : "", other ? root : "", image);
-  }
   if (r < 0) return r;
   cleanup_free char *init_path = NULL;
   if ((r = an_sandbox_init_path(&init_path, err)) < 0) { an_image_info_free(img); return r; }
