@@ -119,6 +119,11 @@ int cli_print_result_json(const char *cmd, const char *id, const struct an_exec_
  * U+FFFD (an_json_escape_output); NULL writes null. */
 void cli_json_kv_path(struct an_jgen *j, const char *k, const char *path);
 
+/* One artifact as a JSON object: {"path","type","size","sha256",["target",]"copied"}
+ * (paths as cli_json_kv_path; "target" only with `with_target`, as
+ * `artifacts --json` prints it; the exec result's list has none). */
+void cli_json_artifact(struct an_jgen *j, const struct an_artifact *a, bool with_target);
+
 /* Finish `j` (an_jgen_finish: the generator is freed either way) and print
  * the document to stdout, with a newline at the end if it has none; flushes
  * stdout.  Returns 0, or AN_EXIT_RUNTIME after printing

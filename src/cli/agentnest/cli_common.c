@@ -171,6 +171,17 @@ void cli_json_kv_path(struct an_jgen *j, const char *k, const char *path) {
   else if (j->g) an_jgen_check(j, an_json_escape_output(j->g, path, strlen(path)));
 }
 
+void cli_json_artifact(struct an_jgen *j, const struct an_artifact *a, bool with_target) {
+  an_jgen_map_open(j);
+  cli_json_kv_path(j, "path", a->path);
+  an_jgen_kv_str(j, "type", a->kind == AN_ARTIFACT_SYMLINK ? "symlink" : "file");
+  an_jgen_kv_u64(j, "size", a->size);
+  an_jgen_kv_str(j, "sha256", a->kind == AN_ARTIFACT_FILE ? a->sha256 : NULL);
+  if (with_target) cli_json_kv_path(j, "target", a->link_target);
+  an_jgen_kv_bool(j, "copied", a->copied);
+  an_jgen_map_close(j);
+}
+
 int cli_print_json(const char *cmd, struct an_jgen *j, const char *what) {
   cleanup_free char *doc = NULL;
   size_t len = 0;
@@ -210,14 +221,7 @@ int cli_print_result_json(const char *cmd, const char *id, const struct an_exec_
   an_jgen_key(g, "artifacts");
   an_jgen_array_open(g);
   for (size_t i = 0; arts && i < arts->n; i++) {
-    const struct an_artifact *a = &arts->items[i];
-    an_jgen_map_open(g);
-    cli_json_kv_path(g, "path", a->path);
-    an_jgen_kv_str(g, "type", a->kind == AN_ARTIFACT_SYMLINK ? "symlink" : "file");
-    an_jgen_kv_u64(g, "size", a->size);
-    an_jgen_kv_str(g, "sha256", a->kind == AN_ARTIFACT_FILE ? a->sha256 : NULL);
-    an_jgen_kv_bool(g, "copied", a->copied);
-    an_jgen_map_close(g);
+    cli_json_artifact(g, &arts->items[i], false);
   }
   an_jgen_array_close(g);
   an_jgen_map_close(g);

@@ -65,17 +65,7 @@ int cmd_artifacts(struct an_global_opts *g, int argc, char **argv) {
     cleanup_jgen struct an_jgen j;
     if (an_jgen_init(&j, true) == 0) {
       an_jgen_array_open(&j);
-      for (size_t i = 0; i < l.n; i++) {
-        const struct an_artifact *a = &l.items[i];
-        an_jgen_map_open(&j);
-        cli_json_kv_path(&j, "path", a->path);
-        an_jgen_kv_str(&j, "type", a->kind == AN_ARTIFACT_SYMLINK ? "symlink" : "file");
-        an_jgen_kv_u64(&j, "size", a->size);
-        an_jgen_kv_str(&j, "sha256", a->kind == AN_ARTIFACT_FILE ? a->sha256 : NULL);
-        cli_json_kv_path(&j, "target", a->link_target);
-        an_jgen_kv_bool(&j, "copied", a->copied);
-        an_jgen_map_close(&j);
-      }
+      for (size_t i = 0; i < l.n; i++) cli_json_artifact(&j, &l.items[i], true);
       an_jgen_array_close(&j);
     }
     status = cli_print_json(cmd, &j, "artifact list");   /* also reports a failed an_jgen_init */
