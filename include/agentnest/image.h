@@ -229,7 +229,7 @@ int an_image_resolve(const char *store_root, const char *name, struct an_image_i
  *    "Architecture","Os","Config":{"Env","Entrypoint","Cmd","WorkingDir","User"},
  *    "Layers":[digest...]}
  * *json is a heap NUL-terminated string owned by the caller (free()).
- * Errors as an_image_resolve(), but -ENOENT says "image NAME: not found". */
+ * Errors as an_image_resolve(). */
 int an_image_inspect(const char *store_root, const char *name, char **json, an_error_t *err);
 
 /* Remove NAME.  A tag (NAME[:TAG]) is untagged; the image itself is deleted
