@@ -75,7 +75,9 @@ int an_sandbox_opts_set_memory(struct an_sandbox_opts *opts, uint64_t bytes, an_
  * 100 ms period.  Refused: < 10, > 1024000. */
 int an_sandbox_opts_set_cpus(struct an_sandbox_opts *opts, uint64_t millicpus, an_error_t *err);
 
-/* Maximum number of tasks (pids.max).  Refused: 0, > 4194304. */
+/* Maximum number of tasks (pids.max).  Refused: 0, > 4194304, more than
+ * the host's /proc/sys/kernel/pid_max (a limit that could never be reached;
+ * the message names the value and the bound). */
 int an_sandbox_opts_set_pids(struct an_sandbox_opts *opts, uint64_t pids, an_error_t *err);
 
 /* Size of the /tmp tmpfs in bytes.  Refused: < 1 MiB (0 would mean
@@ -136,6 +138,25 @@ int an_sandbox_opts_set_network(struct an_sandbox_opts *opts, const char *mode, 
 int an_sandbox_opts_set_seccomp_profile(struct an_sandbox_opts *opts, const char *path,
                                         an_error_t *err);
 
+/* Whether a seccomp profile that allows what the default profile denies
+ * (see an_sandbox_build_spec) is accepted.  Default false: refused. */
+void an_sandbox_opts_set_seccomp_unsafe(struct an_sandbox_opts *opts, bool unsafe);
+
+/* Landlock (engine/landlock.h: writes confined to the writable mounts):
+ *   best-effort  applied where the kernel has Landlock, skipped where not
+ *                (the default; `agentnest policy explain` says which);
+ *   required     applied; a kernel without Landlock refuses the sandbox
+ *                (-EOPNOTSUPP at create, fail closed);
+ *   off          not applied.
+ * Set from text: "best-effort" (or its synonym "if-available", the engine
+ * annotation's word), "required", "off"; anything else -EINVAL. */
+enum an_sandbox_landlock {
+  AN_SANDBOX_LANDLOCK_BEST_EFFORT = 0, AN_SANDBOX_LANDLOCK_REQUIRED, AN_SANDBOX_LANDLOCK_OFF,
+};
+int an_sandbox_opts_set_landlock(struct an_sandbox_opts *opts, const char *mode, an_error_t *err);
+/* The text form of a mode ("best-effort", "required", "off"); static. */
+const char *an_sandbox_landlock_name(enum an_sandbox_landlock mode);
+
 /* Human name of the sandbox: [A-Za-z0-9][A-Za-z0-9_.-]{0,62}. */
 int an_sandbox_opts_set_name(struct an_sandbox_opts *opts, const char *name, an_error_t *err);
 
@@ -146,6 +167,8 @@ int an_sandbox_opts_set_name(struct an_sandbox_opts *opts, const char *name, an_
  *   timeout (the lifetime) exec_timeout          duration ("300", "1.5s", "500ms")
  *   cpus                                         "1.5" (up to 3 decimals)
  *   pids                                         decimal integer
+ *   landlock                                     "required", "best-effort", "off"
+ *   seccomp_unsafe                               "true" or "false"
  *   env                                          "K=V" (add_env)
  *   secret                                       "NAME" or "NAME=@FILE" (add_secret_arg)
  * Errors: -EINVAL unknown option (`unknown option "memroy"`) or bad text;
@@ -169,6 +192,8 @@ uint64_t an_sandbox_opts_max_read(const struct an_sandbox_opts *opts);      /* b
 const char *an_sandbox_opts_workdir(const struct an_sandbox_opts *opts);    /* never NULL */
 const char *an_sandbox_opts_network(const struct an_sandbox_opts *opts);    /* never NULL */
 const char *an_sandbox_opts_seccomp_profile(const struct an_sandbox_opts *opts); /* never NULL */
+bool an_sandbox_opts_seccomp_unsafe(const struct an_sandbox_opts *opts);
+enum an_sandbox_landlock an_sandbox_opts_landlock(const struct an_sandbox_opts *opts);
 uid_t an_sandbox_opts_uid(const struct an_sandbox_opts *opts);              /* in the sandbox */
 gid_t an_sandbox_opts_gid(const struct an_sandbox_opts *opts);
 /* "KEY=value" entries from add_env, NULL-terminated (never NULL). */
@@ -208,7 +233,8 @@ const char *an_sandbox_profiles_dir(void);
  *   e.g. 1.5), pids (integer), timeout (the lifetime) and exec_timeout
  *   (duration: a string in the units grammar or a number of seconds), env
  *   (object {"K": "V"} or array ["K=V"]), network (string), seccomp_profile
- *   (path; relative paths are relative to the profile's directory), workdir
+ *   (path; relative paths are relative to the profile's directory),
+ *   seccomp_unsafe (boolean), landlock (string), workdir
  *   (string), description (string, ignored), unsupported (string: the profile
  *   exists but cannot run yet; loading it fails with -EOPNOTSUPP and that
  *   text).
@@ -217,7 +243,8 @@ const char *an_sandbox_profiles_dir(void);
  * profile's values (discard it).
  *
  * Errors, all prefixed `profile "<name>": `:
- *   -EINVAL  invalid name; not JSON; not an object; `key "memroy": unknown
+ *   -EINVAL  invalid name; not JSON (also: a string or key holding U+0000,
+ *            a duplicate key: util/json_tree.h); not an object; `key "memroy": unknown
  *            key`; `key "memory": <setter's message>`; wrong JSON type
  *   -EOPNOTSUPP the profile carries "unsupported"; network mode not there yet
  *   -ENOENT / -EACCES / -EFBIG  the file cannot be read (message names it)
@@ -270,8 +297,18 @@ struct an_sandbox_ids {
  *   millicpus*100 µs per 100000 µs period, pids limit, device cgroup deny all
  *   but null zero full random urandom tty ptmx and pts; devices null zero
  *   full random urandom tty; linux.seccomp loaded from opts'
- *   seccomp_profile with an_seccomp_profile_load.
+ *   seccomp_profile with an_seccomp_profile_load; annotation
+ *   org.agentnest.landlock = "if-available" (best-effort), "required" or
+ *   "off" from opts' landlock mode.
+ * A seccomp profile other than the default that allows a call the default
+ * profile denies (new namespaces through clone/unshare flags, setns, mount
+ * and the new mount API, bpf, perf_event_open, userfaultfd, keyctl, ptrace,
+ * modules, kexec, io_uring, socket(AF_VSOCK), TIOCSTI, ...: both filters
+ * are compiled and run on probe calls, src/sandbox/seccomp_check.h) is
+ * refused with -EPERM naming the profile and the first such call, unless
+ * opts' seccomp_unsafe is set.
  * Errors: -EINVAL a missing or invalid argument (message names it);
+ *   -EPERM the seccomp profile widens the default (above);
  *   the errors of an_seccomp_profile_load (agentnest/seccomp_profile.h) for
  *   opts' seccomp profile, e.g. -ENOENT when it is missing, -EINVAL when it
  *   is malformed: fail closed, never a spec without a seccomp filter;

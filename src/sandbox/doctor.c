@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -169,6 +170,43 @@ static void probe_seccomp(struct an_jgen *g, struct missing *m) {
   if (!filter) miss(m, "seccomp filter mode");
 }
 
+/* Whether this process may make sandboxes: the runtime works as host root
+ * (euid 0, CAP_SYS_ADMIN effective, in the initial user namespace: clone
+ * namespaces, write other uid maps, create cgroups, own the store).  As
+ * another user every create fails later with EPERM, so say it here. */
+static bool initial_userns(void) {
+  cleanup_free char *map = read_small("/proc/self/uid_map");
+  unsigned long a, b, c;
+  return map && sscanf(map, "%lu %lu %lu", &a, &b, &c) == 3 && a == 0 && b == 0 &&
+         c == 4294967295ul;
+}
+
+static void probe_privilege(struct an_jgen *g, struct missing *m) {
+  bool sys_admin = false;
+  cap_t caps = cap_get_proc();
+  cap_flag_value_t v = CAP_CLEAR;
+  if (caps && cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &v) == 0) sys_admin = v == CAP_SET;
+  if (caps) cap_free(caps);
+  bool init_ns = initial_userns();
+  bool ok = geteuid() == 0 && sys_admin && init_ns;
+  an_jgen_key(g, "privilege");
+  an_jgen_map_open(g);
+  an_jgen_kv_i64(g, "euid", (int64_t) geteuid());
+  an_jgen_kv_bool(g, "cap_sys_admin", sys_admin);
+  an_jgen_kv_bool(g, "initial_user_namespace", init_ns);
+  an_jgen_kv_bool(g, "ok", ok);
+  if (!ok) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "running as uid %u%s%s: sandboxes are made by host root "
+             "(euid 0 with CAP_SYS_ADMIN in the initial user namespace); run agentnest as root",
+             (unsigned) geteuid(), sys_admin ? "" : " without CAP_SYS_ADMIN",
+             init_ns ? "" : " inside a user namespace");
+    an_jgen_kv_str(g, "error", msg);
+    miss(m, "privilege: host root (euid 0, CAP_SYS_ADMIN, initial user namespace)");
+  }
+  an_jgen_map_close(g);
+}
+
 /* landlock_create_ruleset(2) with LANDLOCK_CREATE_RULESET_VERSION returns
  * the highest ABI version supported. */
 static void probe_landlock(struct an_jgen *g) {
@@ -297,6 +335,7 @@ int an_doctor_probe(const char *root, char **json, bool *ok, an_error_t *err) {
   struct missing m = {.n = 0};
   an_jgen_map_open(g);
   probe_kernel(g);
+  probe_privilege(g, &m);
   probe_namespaces(g, &m);
   probe_cgroup(g, &m);
   probe_seccomp(g, &m);

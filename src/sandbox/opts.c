@@ -41,7 +41,8 @@ int an_sandbox_opts_new(struct an_sandbox_opts **out, an_error_t *err) {
   o->network = strdup("none");
   if (asprintf(&o->seccomp_profile, "%s/seccomp/default.json", an_sandbox_profiles_dir()) < 0)
     o->seccomp_profile = NULL;
-  if (!o->workdir || !o->network || !o->seccomp_profile) {
+  o->seccomp_default = o->seccomp_profile ? strdup(o->seccomp_profile) : NULL;
+  if (!o->workdir || !o->network || !o->seccomp_profile || !o->seccomp_default) {
     an_sandbox_opts_free(o);
     return an_error_set(err, ENOMEM, "allocate sandbox options");
   }
@@ -66,6 +67,7 @@ void an_sandbox_opts_free(struct an_sandbox_opts *o) {
   free(o->workdir);
   free(o->network);
   free(o->seccomp_profile);
+  free(o->seccomp_default);
   strv_free(o->env, false);
   strv_free(o->secret_names, false);
   strv_free(o->secret_values, true);
@@ -128,10 +130,25 @@ int an_sandbox_opts_set_cpus(struct an_sandbox_opts *o, uint64_t millicpus, an_e
   return 0;
 }
 
+/* The host's pid_max (/proc/sys/kernel/pid_max): no pid namespace can hold
+ * more tasks than pids can be numbered, so a larger pids.max is a limit that
+ * never limits.  0 if unreadable. */
+static uint64_t host_pid_max(void) {
+  cleanup_fclose FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
+  unsigned long long v = 0;
+  if (!f || fscanf(f, "%llu", &v) != 1) return 0;
+  return v;
+}
+
 int an_sandbox_opts_set_pids(struct an_sandbox_opts *o, uint64_t pids, an_error_t *err) {
   if (pids == 0 || pids > AN_SANDBOX_PIDS_MAX)
     return an_error_set(err, EINVAL, "pids %llu: must be between 1 and %d",
                         (unsigned long long) pids, AN_SANDBOX_PIDS_MAX);
+  uint64_t pid_max = host_pid_max();
+  if (pid_max && pids > pid_max)
+    return an_error_set(err, EINVAL, "pids %llu: more than the host's pid_max (%llu, "
+                        "/proc/sys/kernel/pid_max)", (unsigned long long) pids,
+                        (unsigned long long) pid_max);
   o->pids = pids;
   return 0;
 }
@@ -374,6 +391,35 @@ int an_sandbox_opts_set_seccomp_profile(struct an_sandbox_opts *o, const char *p
   return replace_string(&o->seccomp_profile, abs, "seccomp_profile", err);
 }
 
+int an_sandbox_opts_set_landlock(struct an_sandbox_opts *o, const char *mode, an_error_t *err) {
+  static const struct { const char *name; enum an_sandbox_landlock mode; } modes[] = {
+    {"best-effort", AN_SANDBOX_LANDLOCK_BEST_EFFORT},
+    {"if-available", AN_SANDBOX_LANDLOCK_BEST_EFFORT},   /* the engine annotation's word */
+    {"required", AN_SANDBOX_LANDLOCK_REQUIRED},
+    {"off", AN_SANDBOX_LANDLOCK_OFF},
+  };
+  for (size_t i = 0; mode && i < sizeof modes / sizeof *modes; i++)
+    if (strcmp(mode, modes[i].name) == 0) {
+      o->landlock = modes[i].mode;
+      return 0;
+    }
+  return an_error_set(err, EINVAL, "landlock \"%s\": unknown mode (required, best-effort, off)",
+                      mode ? mode : "");
+}
+
+const char *an_sandbox_landlock_name(enum an_sandbox_landlock mode) {
+  switch (mode) {
+  case AN_SANDBOX_LANDLOCK_REQUIRED: return "required";
+  case AN_SANDBOX_LANDLOCK_OFF: return "off";
+  case AN_SANDBOX_LANDLOCK_BEST_EFFORT: break;
+  }
+  return "best-effort";
+}
+
+void an_sandbox_opts_set_seccomp_unsafe(struct an_sandbox_opts *o, bool unsafe) {
+  o->seccomp_unsafe = unsafe;
+}
+
 int an_sandbox_opts_set_name(struct an_sandbox_opts *o, const char *name, an_error_t *err) {
   size_t n = name ? strlen(name) : 0;
   bool ok = n >= 1 && n <= 63;
@@ -434,6 +480,15 @@ int an_sandbox_opts_set_option(struct an_sandbox_opts *o, const char *option, co
   if (strcmp(option, "workdir") == 0) return an_sandbox_opts_set_workdir(o, text, err);
   if (strcmp(option, "network") == 0) return an_sandbox_opts_set_network(o, text, err);
   if (strcmp(option, "seccomp_profile") == 0) return an_sandbox_opts_set_seccomp_profile(o, text, err);
+  if (strcmp(option, "landlock") == 0) return an_sandbox_opts_set_landlock(o, text, err);
+  if (strcmp(option, "seccomp_unsafe") == 0) {
+    if (text && (strcmp(text, "true") == 0 || strcmp(text, "false") == 0)) {
+      an_sandbox_opts_set_seccomp_unsafe(o, strcmp(text, "true") == 0);
+      return 0;
+    }
+    return an_error_set(err, EINVAL, "seccomp_unsafe \"%s\": expected true or false",
+                        text ? text : "");
+  }
   if (strcmp(option, "env") == 0) return an_sandbox_opts_add_env(o, text, err);
   if (strcmp(option, "secret") == 0) return an_sandbox_opts_add_secret_arg(o, text, err);
   return an_error_set(err, EINVAL, "unknown option \"%s\"", option);
@@ -457,6 +512,8 @@ uint64_t an_sandbox_opts_max_read(const struct an_sandbox_opts *o) { return o->m
 const char *an_sandbox_opts_workdir(const struct an_sandbox_opts *o) { return o->workdir; }
 const char *an_sandbox_opts_network(const struct an_sandbox_opts *o) { return o->network; }
 const char *an_sandbox_opts_seccomp_profile(const struct an_sandbox_opts *o) { return o->seccomp_profile; }
+bool an_sandbox_opts_seccomp_unsafe(const struct an_sandbox_opts *o) { return o->seccomp_unsafe; }
+enum an_sandbox_landlock an_sandbox_opts_landlock(const struct an_sandbox_opts *o) { return o->landlock; }
 uid_t an_sandbox_opts_uid(const struct an_sandbox_opts *o) { return o->uid; }
 gid_t an_sandbox_opts_gid(const struct an_sandbox_opts *o) { return o->gid; }
 char *const *an_sandbox_opts_env(const struct an_sandbox_opts *o) {

@@ -25,6 +25,10 @@ struct an_sandbox_opts {
   char *workdir;
   char *network;
   char *seccomp_profile;    /* path */
+  char *seccomp_default;    /* the default profile's path (set by an_sandbox_opts_new): what
+                               a chosen profile is checked against (seccomp_check.h) */
+  bool seccomp_unsafe;      /* accept a profile allowing what the default denies */
+  enum an_sandbox_landlock landlock;
   char **env;               /* "K=V", NULL-terminated, or NULL */
   char **secret_names;      /* parallel NULL-terminated lists, or NULL */
   char **secret_values;     /* wiped on free */

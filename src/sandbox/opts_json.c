@@ -34,6 +34,8 @@ void an_sandbox_opts_gen(struct an_jgen *j, const struct an_sandbox_opts *o) {
   an_jgen_kv_str(j, "network", o->network);
   an_jgen_kv_str(j, "workdir", o->workdir);
   an_jgen_kv_str(j, "seccomp_profile", o->seccomp_profile);
+  if (o->seccomp_unsafe) an_jgen_kv_bool(j, "seccomp_unsafe", true);
+  an_jgen_kv_str(j, "landlock", an_sandbox_landlock_name(o->landlock));
   an_jgen_key(j, "env");
   an_jgen_array_open(j);
   for (char **e = o->env; e && *e; e++) an_jgen_str(j, *e);
@@ -79,11 +81,13 @@ int an_sandbox_opts_dup(const struct an_sandbox_opts *o, struct an_sandbox_opts 
     .memory = o->memory, .millicpus = o->millicpus, .pids = o->pids, .tmp_size = o->tmp_size,
     .lifetime_ms = o->lifetime_ms, .exec_timeout_ms = o->exec_timeout_ms,
     .max_output = o->max_output, .max_read = o->max_read, .uid = o->uid, .gid = o->gid,
+    .seccomp_unsafe = o->seccomp_unsafe, .landlock = o->landlock,
   };
   if (dup_opt_str(&c->image, o->image) < 0 || dup_opt_str(&c->name, o->name) < 0 ||
       dup_opt_str(&c->profile, o->profile) < 0 || dup_opt_str(&c->workdir, o->workdir) < 0 ||
       dup_opt_str(&c->network, o->network) < 0 ||
-      dup_opt_str(&c->seccomp_profile, o->seccomp_profile) < 0 || dup_strv(&c->env, o->env) < 0 ||
+      dup_opt_str(&c->seccomp_profile, o->seccomp_profile) < 0 ||
+      dup_opt_str(&c->seccomp_default, o->seccomp_default) < 0 || dup_strv(&c->env, o->env) < 0 ||
       dup_strv(&c->secret_names, o->secret_names) < 0 ||
       dup_strv(&c->secret_values, o->secret_values) < 0) {
     an_sandbox_opts_free(c);

@@ -13,6 +13,7 @@
 #include "agentnest/sandbox_opts.h"
 #include "sandbox/opts_internal.h"
 #include "util/cleanup.h"
+#include "util/json_tree.h"
 #include "util/units.h"
 
 #define PROFILE_MAX_BYTES (1u << 20)
@@ -133,7 +134,7 @@ static int apply_seccomp_profile(struct an_sandbox_opts *o, const char *profile_
 static int apply_key(struct an_sandbox_opts *o, const char *profile_path, const char *key,
                      yajl_val v, an_error_t *err) {
   static const char *const sizes[] = {"memory", "tmp_size", "max_output", "max_read"};
-  static const char *const strings[] = {"image", "network", "workdir"};
+  static const char *const strings[] = {"image", "network", "workdir", "landlock"};
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
     if (strcmp(key, sizes[i]) == 0) return apply_quantity(o, key, v, "a size (\"512m\" or bytes)", err);
   if (strcmp(key, "timeout") == 0 || strcmp(key, "exec_timeout") == 0)
@@ -146,6 +147,12 @@ static int apply_key(struct an_sandbox_opts *o, const char *profile_path, const 
       return an_error_set(err, EINVAL, "key \"pids\": expected a positive integer");
     int r = an_sandbox_opts_set_option(o, key, YAJL_GET_NUMBER(v), err);
     return r < 0 ? an_error_prefix(err, "key \"pids\"") : 0;
+  }
+  if (strcmp(key, "seccomp_unsafe") == 0) {
+    if (!YAJL_IS_TRUE(v) && !YAJL_IS_FALSE(v))
+      return an_error_set(err, EINVAL, "key \"seccomp_unsafe\": expected true or false");
+    an_sandbox_opts_set_seccomp_unsafe(o, YAJL_IS_TRUE(v));
+    return 0;
   }
   if (strcmp(key, "description") == 0) {
     const char *s = NULL;
@@ -166,12 +173,11 @@ static int apply_profile(struct an_sandbox_opts *o, const char *path, an_error_t
   cleanup_free char *text = NULL;
   int r = read_small_file(path, &text, err);
   if (r < 0) return r;
-  char errbuf[256] = "";
-  yajl_val root = yajl_tree_parse(text, errbuf, sizeof errbuf);
-  if (!root) {
-    errbuf[strcspn(errbuf, "\n")] = '\0';
-    return an_error_set(err, EINVAL, "%s: not valid JSON: %s", path, errbuf);
-  }
+  /* util/json_tree: bounded, and a string or key holding U+0000 ("\u0000")
+   * is an error, not a value cut short at the NUL ("/workspace\u0000/.."). */
+  yajl_val root = NULL;
+  r = an_json_parse(text, strlen(text), path, &root, err);
+  if (r < 0) return r;
   if (!YAJL_IS_OBJECT(root)) {
     yajl_tree_free(root);
     return an_error_set(err, EINVAL, "%s: expected a JSON object", path);

@@ -16,6 +16,7 @@
 #include "agentnest/image.h"
 #include "engine/process.h"
 #include "sandbox/sandbox_internal.h"
+#include "sandbox/seccomp_check.h"
 #include "util/cleanup.h"
 
 #ifndef AN_LIBEXECDIR
@@ -144,9 +145,10 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   if (!opts) return an_error_set(err, EINVAL, "sandbox: no options");
   const char *image = an_sandbox_opts_image(opts);
   if (!image) return an_error_set(err, EINVAL, "sandbox: no image given (--image or a profile)");
-  struct an_image_info *img = NULL;
-  int r = an_image_resolve(root, image, &img, err);
+  int r = an_sb_check_store_parents(root, err);
   if (r < 0) return r;
+  struct an_image_info *img = NULL;
+  if ((r = an_image_resolve(root, image, &img, err)) < 0) return r;
   cleanup_free char *init_path = NULL;
   if ((r = an_sandbox_init_path(&init_path, err)) < 0) { an_image_info_free(img); return r; }
 
@@ -284,6 +286,7 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
     }
   }
   an_sb_event(sb->dir, "created", ",\"image\":\"%s\",\"init_pid\":%d", image, (int) sb->rec.init_pid);
+  an_sb_seccomp_unsafe_event(sb->dir, opts, sb->spec ? sb->spec->linux.seccomp : NULL);
   an_image_info_free(img);
   *out = sb;
   return 0;

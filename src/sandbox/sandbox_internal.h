@@ -82,6 +82,12 @@ int an_sb_handle_new(const char *root, struct an_sb_record *rec, struct an_sandb
 int an_sb_ensure_cgroup(struct an_sandbox *sb, an_error_t *err);
 int an_sb_ensure_init_pidfd(struct an_sandbox *sb, an_error_t *err);
 
+/* Store access (store_access.c): -EACCES naming the directory and the mode
+ * it needs when a directory above the store root does not let others
+ * search it (the sandboxes' host ids could not reach their workspaces);
+ * the errno of resolving or stat-ing a parent otherwise. */
+int an_sb_check_store_parents(const char *root, an_error_t *err);
+
 /* Events (events.c): append one event object; `fields` is a JSON fragment
  * of extra members (",\"k\":v..." without braces) or NULL.  Best effort. */
 void an_sb_event(const char *dir, const char *type, const char *fields_fmt, ...)

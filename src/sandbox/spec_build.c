@@ -26,6 +26,7 @@
 #include "agentnest/spec.h"
 #include "engine/landlock.h"
 #include "sandbox/opts_internal.h"
+#include "sandbox/seccomp_check.h"
 #include "sandbox/spec_build_internal.h"
 #include "agentnest/seccomp_profile.h"
 #include "util/cleanup.h"
@@ -310,11 +311,14 @@ static bool build_linux(struct an_spec *spec, const struct an_sandbox_opts *opts
 /* DESIGN "landlock": where the kernel has it, writes are confined to the
  * writable mounts as a second line behind the mount flags (the engine reads
  * the annotation, engine/landlock.h). */
-static bool build_annotations(struct an_spec *spec) {
+static bool build_annotations(struct an_spec *spec, const struct an_sandbox_opts *opts) {
+  const char *mode = opts->landlock == AN_SANDBOX_LANDLOCK_REQUIRED ? "required"
+                     : opts->landlock == AN_SANDBOX_LANDLOCK_OFF    ? "off"
+                                                                    : "if-available";
   if (!(spec->annotations = calloc(1, sizeof *spec->annotations))) return false;
   spec->n_annotations = 1;
   return dup_str(&spec->annotations[0].key, AN_LANDLOCK_ANNOTATION) &&
-         dup_str(&spec->annotations[0].value, "if-available");
+         dup_str(&spec->annotations[0].value, mode);
 }
 
 int an_sandbox_build_spec_without_seccomp(const struct an_sandbox_opts *opts,
@@ -333,7 +337,7 @@ int an_sandbox_build_spec_without_seccomp(const struct an_sandbox_opts *opts,
   bool ok = dup_str(&spec->oci_version, OCI_VERSION) && dup_str(&spec->root.path, img->rootfs) &&
             dup_str(&spec->hostname, hostname) && build_process(spec, opts, img, argv) &&
             build_mounts(spec, opts, workspace_host_path) && build_linux(spec, opts, ids) &&
-            build_annotations(spec);
+            build_annotations(spec, opts);
   if (!ok) {
     an_spec_free(spec);
     return an_error_set(err, ENOMEM, "sandbox spec");
@@ -354,6 +358,11 @@ int an_sandbox_build_spec(const struct an_sandbox_opts *opts, const struct an_sa
   if (r < 0 || !spec->linux.seccomp) {   /* fail closed: no filter, no sandbox */
     an_spec_free(spec);
     return r < 0 ? r : an_error_set(err, EINVAL, "seccomp profile %s: no filter", opts->seccomp_profile);
+  }
+  /* A profile that lets through what the default denies only with an explicit yes. */
+  if ((r = an_sb_seccomp_check(opts, spec->linux.seccomp, err)) < 0) {
+    an_spec_free(spec);
+    return r;
   }
   *out = spec;
   return 0;

@@ -172,7 +172,7 @@ Test(profile, bad_values_are_errors_naming_the_key) {
   load_fails("{\"env\": {\"A\": 1}}", -EINVAL, "key \"env\": \"A\": expected a string value: EINVAL");
   load_fails("{\"env\": \"A=1\"}", -EINVAL,
              "key \"env\": expected an object or an array of \"K=V\": EINVAL");
-  load_fails("{\"memory\": \"1g\", \"memory\": \"2g\"}", -EINVAL, "key \"memory\": duplicate key: EINVAL");
+  load_fails("{\"memory\": \"1g\", \"memory\": \"2g\"}", -EINVAL, "duplicate key \"memory\"");
 }
 
 Test(profile, not_json_or_not_object_is_einval_naming_the_file) {
@@ -181,7 +181,7 @@ Test(profile, not_json_or_not_object_is_einval_naming_the_file) {
   cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
   const char *path = write_profile("broken", "{\"image\": ");
   cr_assert_eq(an_sandbox_opts_load_profile(o, path, NULL, &err), -EINVAL);
-  cr_assert(strstr(err->msg, "not valid JSON"), "%s", err->msg);
+  cr_assert(strstr(err->msg, "invalid JSON"), "%s", err->msg);
   cr_assert(strstr(err->msg, path), "%s", err->msg);
   an_error_free(&err);
   path = write_profile("array", "[\"image\"]");

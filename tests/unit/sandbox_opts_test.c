@@ -9,6 +9,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 #include "agentnest/sandbox_opts.h"
+#include "util.h"
 
 static struct an_sandbox_opts *o;
 
@@ -67,11 +68,16 @@ Test(opts, cpus_pids_and_durations_bounds) {
   REFUSED(an_sandbox_opts_set_max_read(o, 0, E), -EINVAL, "max_read 0B: must be positive: EINVAL");
   an_error_t err = NULL;
   cr_assert_eq(an_sandbox_opts_set_cpus(o, 10, &err), 0);
-  cr_assert_eq(an_sandbox_opts_set_pids(o, 4194304, &err), 0);
+  /* the top is the host's pid_max (at most 4194304, PID_MAX_LIMIT) */
+  char *pm = an_test_read_file("/proc/sys/kernel/pid_max", NULL);
+  cr_assert_not_null(pm);
+  uint64_t pid_max = strtoull(pm, NULL, 10);
+  free(pm);
+  cr_assert_eq(an_sandbox_opts_set_pids(o, pid_max, &err), 0);
   cr_assert_eq(an_sandbox_opts_set_lifetime(o, 1, &err), 0);
   cr_assert_eq(an_sandbox_opts_set_exec_timeout(o, 500, &err), 0);
   cr_assert_eq(an_sandbox_opts_cpus(o), 10);
-  cr_assert_eq(an_sandbox_opts_pids(o), 4194304);
+  cr_assert_eq(an_sandbox_opts_pids(o), pid_max);
   cr_assert_eq(an_sandbox_opts_lifetime(o), 1);
   cr_assert_eq(an_sandbox_opts_exec_timeout(o), 500);
 }

@@ -77,7 +77,12 @@ const char cli_sandbox_opts_help[] =
     "  --secret NAME=@FILE     secret read from FILE; never shown in output (repeatable)\n"
     "  --workdir DIR           working directory inside (default /workspace)\n"
     "  --network none          network mode (only 'none': loopback only)\n"
-    "  --seccomp-profile FILE  seccomp policy in the Docker/OCI profile format\n"
+    "  --seccomp-profile FILE  seccomp policy in the Docker/OCI profile format; one that\n"
+    "                          allows what the default denies (mount, bpf, ptrace, keyctl,\n"
+    "                          new namespaces, vsock, ...) is refused, naming the call\n"
+    "  --seccomp-unsafe        accept such a profile (recorded as a seccomp_unsafe event)\n"
+    "  --landlock MODE         required (refuse where the kernel lacks Landlock),\n"
+    "                          best-effort (default: where available) or off\n"
     "  --name NAME             a name for the sandbox\n";
 
 static const struct {
@@ -93,7 +98,8 @@ static const struct {
     {CLI_OPT_SECRET, "--secret", "secret"},        {CLI_OPT_WORKDIR, "--workdir", "workdir"},
     {CLI_OPT_NETWORK, "--network", "network"},
     {CLI_OPT_SECCOMP_PROFILE, "--seccomp-profile", "seccomp_profile"},
-    {CLI_OPT_NAME, "--name", "name"},
+    {CLI_OPT_NAME, "--name", "name"},              {CLI_OPT_LANDLOCK, "--landlock", "landlock"},
+    {CLI_OPT_SECCOMP_UNSAFE, "--seccomp-unsafe", "seccomp_unsafe"},
 };
 
 bool cli_sandbox_flag(struct cli_sandbox_flags *f, int code, const char *arg) {
@@ -131,12 +137,13 @@ int cli_sandbox_opts(const char *cmd, const struct cli_sandbox_flags *f,
         flag = flag_names[k].flag;
         option = flag_names[k].option;
       }
-    if (!option || an_sandbox_opts_set_option(o, option, f->item[i].value, &err) < 0) {
+    const char *value = f->item[i].code == CLI_OPT_SECCOMP_UNSAFE ? "true" : f->item[i].value;
+    if (!option || an_sandbox_opts_set_option(o, option, value, &err) < 0) {
       an_sandbox_opts_free(o);
       /* Never echo a --secret argument's value: it names a variable or a file only, but
        * the setters' message already names what is wrong. */
       if (f->item[i].code == CLI_OPT_SECRET) an_error_prefix(&err, "%s", flag);
-      else an_error_prefix(&err, "%s %s", flag, f->item[i].value);
+      else an_error_prefix(&err, "%s %s", flag, value);
       return cli_fail(cmd, &err);
     }
   }

@@ -1,0 +1,332 @@
+/* sandbox/seccomp_check.c — evaluate compiled seccomp filters on probe
+ * calls to find what a profile allows that the default denies (see
+ * seccomp_check.h).  The BPF evaluator follows the classic BPF machine of
+ * Documentation/networking/filter.rst restricted to what seccomp accepts
+ * (kernel/seccomp.c seccomp_check_filter): 32-bit loads from seccomp_data,
+ * ALU, jumps, the scratch memory, returns. */
+#include <errno.h>
+#include <linux/audit.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include "agentnest/seccomp_profile.h"
+#include "engine/seccomp.h"
+#include "sandbox/opts_internal.h"
+#include "sandbox/sandbox_internal.h"
+#include "sandbox/seccomp_check.h"
+#include "util/cleanup.h"
+#include "util/json_gen.h"
+
+#ifndef AF_VSOCK
+#define AF_VSOCK 40
+#endif
+#define PER_ADDR_NO_RANDOMIZE 0x0040000   /* <linux/personality.h> ADDR_NO_RANDOMIZE */
+
+int an_sb_bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_data *data,
+                  uint32_t *ret) {
+  uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = {0};
+  for (size_t pc = 0; pc < n; pc++) {
+    const struct sock_filter *in = &f[pc];
+    uint32_t k = in->k;
+    uint32_t src = BPF_SRC(in->code) == BPF_X ? x : k;
+    switch (BPF_CLASS(in->code)) {
+    case BPF_LD:
+    case BPF_LDX: {
+      uint32_t v;
+      switch (BPF_MODE(in->code)) {
+      case BPF_ABS:
+        if (BPF_CLASS(in->code) != BPF_LD || BPF_SIZE(in->code) != BPF_W || k % 4 ||
+            k > sizeof *data - 4)
+          return -EINVAL;
+        memcpy(&v, (const char *) data + k, sizeof v);
+        break;
+      case BPF_IMM: v = k; break;
+      case BPF_MEM:
+        if (k >= BPF_MEMWORDS) return -EINVAL;
+        v = mem[k];
+        break;
+      case BPF_LEN: v = (uint32_t) sizeof *data; break;
+      default: return -EINVAL;
+      }
+      if (BPF_CLASS(in->code) == BPF_LD) a = v;
+      else x = v;
+      break;
+    }
+    case BPF_ST:
+    case BPF_STX:
+      if (k >= BPF_MEMWORDS) return -EINVAL;
+      mem[k] = BPF_CLASS(in->code) == BPF_ST ? a : x;
+      break;
+    case BPF_ALU:
+      switch (BPF_OP(in->code)) {
+      case BPF_ADD: a += src; break;
+      case BPF_SUB: a -= src; break;
+      case BPF_MUL: a *= src; break;
+      case BPF_DIV: if (!src) return -EINVAL; a /= src; break;
+      case BPF_MOD: if (!src) return -EINVAL; a %= src; break;
+      case BPF_OR: a |= src; break;
+      case BPF_AND: a &= src; break;
+      case BPF_XOR: a ^= src; break;
+      case BPF_LSH: a = src < 32 ? a << src : 0; break;
+      case BPF_RSH: a = src < 32 ? a >> src : 0; break;
+      case BPF_NEG: a = -a; break;
+      default: return -EINVAL;
+      }
+      break;
+    case BPF_JMP: {
+      size_t off;
+      if (BPF_OP(in->code) == BPF_JA) {
+        off = k;
+      } else {
+        bool c;
+        switch (BPF_OP(in->code)) {
+        case BPF_JEQ: c = a == src; break;
+        case BPF_JGT: c = a > src; break;
+        case BPF_JGE: c = a >= src; break;
+        case BPF_JSET: c = (a & src) != 0; break;
+        default: return -EINVAL;
+        }
+        off = c ? in->jt : in->jf;
+      }
+      if (off >= n - pc - 1) return -EINVAL;   /* must land inside the program */
+      pc += off;
+      break;
+    }
+    case BPF_RET:
+      *ret = BPF_RVAL(in->code) == BPF_A ? a : k;
+      return 0;
+    case BPF_MISC:
+      if (BPF_MISCOP(in->code) == BPF_TAX) x = a;
+      else a = x;
+      break;
+    default:
+      return -EINVAL;
+    }
+  }
+  return -EINVAL;   /* fell off the end */
+}
+
+/* What the default denies on purpose, as calls: a syscall and (optionally)
+ * the one argument that makes it dangerous. */
+struct probe {
+  const char *syscall;
+  const char *label;        /* NULL: the syscall's name */
+  unsigned arg;
+  uint64_t value;
+};
+
+static const struct probe probes[] = {
+  {"unshare", "unshare(CLONE_NEWUSER)", 0, CLONE_NEWUSER},
+  {"unshare", "unshare(CLONE_NEWNS)", 0, CLONE_NEWNS},
+  {"unshare", "unshare(CLONE_NEWNET)", 0, CLONE_NEWNET},
+  {"unshare", "unshare(CLONE_NEWPID)", 0, CLONE_NEWPID},
+  {"unshare", "unshare(CLONE_NEWCGROUP)", 0, CLONE_NEWCGROUP},
+  {"clone", "clone(CLONE_NEWUSER)", 0, CLONE_NEWUSER},
+  {"clone", "clone(CLONE_NEWNS)", 0, CLONE_NEWNS},
+  {"clone", "clone(CLONE_NEWNET)", 0, CLONE_NEWNET},
+  {"clone", "clone(CLONE_NEWPID)", 0, CLONE_NEWPID},
+  {"clone3", "clone3 (flags out of seccomp's sight)", 0, 0},
+  {"setns", NULL, 0, 0},
+  {"mount", NULL, 0, 0}, {"umount2", NULL, 0, 0}, {"pivot_root", NULL, 0, 0},
+  {"chroot", NULL, 0, 0}, {"fsopen", NULL, 0, 0}, {"fsconfig", NULL, 0, 0},
+  {"fsmount", NULL, 0, 0}, {"fspick", NULL, 0, 0}, {"move_mount", NULL, 0, 0},
+  {"open_tree", NULL, 0, 0}, {"mount_setattr", NULL, 0, 0},
+  {"bpf", NULL, 0, 0}, {"perf_event_open", NULL, 0, 0}, {"userfaultfd", NULL, 0, 0},
+  {"keyctl", NULL, 0, 0}, {"add_key", NULL, 0, 0}, {"request_key", NULL, 0, 0},
+  {"ptrace", NULL, 0, 0}, {"process_vm_readv", NULL, 0, 0}, {"process_vm_writev", NULL, 0, 0},
+  {"pidfd_getfd", NULL, 0, 0}, {"kcmp", NULL, 0, 0},
+  {"kexec_load", NULL, 0, 0}, {"kexec_file_load", NULL, 0, 0}, {"init_module", NULL, 0, 0},
+  {"finit_module", NULL, 0, 0}, {"delete_module", NULL, 0, 0},
+  {"open_by_handle_at", NULL, 0, 0}, {"name_to_handle_at", NULL, 0, 0},
+  {"io_uring_setup", NULL, 0, 0}, {"io_uring_enter", NULL, 0, 0},
+  {"io_uring_register", NULL, 0, 0},
+  {"iopl", NULL, 0, 0}, {"ioperm", NULL, 0, 0}, {"modify_ldt", NULL, 0, 0},
+  {"swapon", NULL, 0, 0}, {"swapoff", NULL, 0, 0}, {"reboot", NULL, 0, 0},
+  {"acct", NULL, 0, 0}, {"quotactl", NULL, 0, 0}, {"syslog", NULL, 0, 0},
+  {"lookup_dcookie", NULL, 0, 0}, {"fanotify_init", NULL, 0, 0},
+  {"settimeofday", NULL, 0, 0}, {"clock_settime", NULL, 0, 0}, {"adjtimex", NULL, 0, 0},
+  {"clock_adjtime", NULL, 0, 0},
+  {"socket", "socket(AF_VSOCK)", 0, AF_VSOCK},
+  {"ioctl", "ioctl(TIOCSTI)", 1, TIOCSTI},
+  {"ioctl", "ioctl(TIOCLINUX)", 1, TIOCLINUX},
+  {"personality", "personality(ADDR_NO_RANDOMIZE)", 0, PER_ADDR_NO_RANDOMIZE},
+};
+
+static bool action_allows(uint32_t ret) {
+  switch (ret & SECCOMP_RET_ACTION_FULL) {
+  case SECCOMP_RET_ALLOW: case SECCOMP_RET_LOG: case SECCOMP_RET_TRACE: case SECCOMP_RET_USER_NOTIF:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* seccomp_data.arch of a libseccomp architecture token (x32 runs with the
+ * x86_64 audit arch and numbers carrying __X32_SYSCALL_BIT). */
+static uint32_t audit_arch(uint32_t token) {
+  return token == SCMP_ARCH_X32 ? AUDIT_ARCH_X86_64 : token;
+}
+
+static const char *arch_name(uint32_t token) {
+  switch (token) {
+  case SCMP_ARCH_X86_64: return "x86_64";
+  case SCMP_ARCH_X86: return "x86";
+  case SCMP_ARCH_X32: return "x32";
+  case SCMP_ARCH_AARCH64: return "aarch64";
+  case SCMP_ARCH_ARM: return "arm";
+  default: return "another architecture";
+  }
+}
+
+/* Whether program p allows probe pr on arch token `arch`; false also when
+ * the syscall does not exist there. */
+static int probe_allowed(const struct an_seccomp_program *p, const struct probe *pr, uint32_t arch,
+                         bool *allowed) {
+  *allowed = false;
+  int nr = seccomp_syscall_resolve_name_arch(arch, pr->syscall);
+  if (nr < 0) return 0;   /* unknown here, or a multiplexed pseudo-syscall */
+  struct seccomp_data d = {.nr = nr, .arch = audit_arch(arch)};
+  d.args[pr->arg] = pr->value;
+  uint32_t ret = 0;
+  if (an_sb_bpf_run(p->filter, p->prog.len, &d, &ret) < 0) return -EINVAL;
+  *allowed = action_allows(ret);
+  return 0;
+}
+
+void an_sb_labels_free(char **labels) {
+  for (char **l = labels; l && *l; l++) free(*l);
+  free(labels);
+}
+
+static void program_release(struct an_seccomp_program **p) { an_seccomp_program_free(*p); }
+#define cleanup_program __attribute__((cleanup(program_release)))
+
+int an_sb_seccomp_widening(const struct an_spec_seccomp *profile,
+                           const struct an_spec_seccomp *reference, char ***labels,
+                           an_error_t *err) {
+  cleanup_program struct an_seccomp_program *pp = NULL;
+  cleanup_program struct an_seccomp_program *rp = NULL;
+  int r;
+  if ((r = an_seccomp_prepare(profile, NULL, &pp, err)) < 0) return r;
+  if ((r = an_seccomp_prepare(reference, NULL, &rp, err)) < 0)
+    return an_error_prefix(err, "default seccomp profile");
+  /* the native architecture, then every one the profile lists */
+  uint32_t arches[17] = {seccomp_arch_native()};
+  size_t n_arches = 1;
+  for (size_t i = 0; i < profile->n_architectures && n_arches < 17; i++) {
+    bool seen = false;
+    for (size_t k = 0; k < n_arches; k++) seen |= arches[k] == profile->architectures[i];
+    if (!seen) arches[n_arches++] = profile->architectures[i];
+  }
+  size_t n_probes = sizeof probes / sizeof *probes;
+  cleanup_free char **out = calloc(n_probes * n_arches + 1, sizeof *out);
+  if (!out) return an_error_set(err, ENOMEM, "seccomp check");
+  size_t k = 0;
+  for (size_t a = 0; a < n_arches; a++)
+    for (size_t i = 0; i < n_probes; i++) {
+      bool in_profile, in_reference;
+      if (probe_allowed(pp, &probes[i], arches[a], &in_profile) < 0 ||
+          probe_allowed(rp, &probes[i], arches[a], &in_reference) < 0) {
+        an_sb_labels_free(an_steal(&out));
+        return an_error_set(err, EINVAL, "seccomp check: the compiled filter is not valid BPF");
+      }
+      if (!in_profile || in_reference) continue;
+      const char *label = probes[i].label ? probes[i].label : probes[i].syscall;
+      int ok = a == 0 ? ((out[k] = strdup(label)) != NULL)
+                      : asprintf(&out[k], "%s (%s)", label, arch_name(arches[a])) >= 0;
+      if (!ok) {
+        out[k] = NULL;
+        an_sb_labels_free(an_steal(&out));
+        return an_error_set(err, ENOMEM, "seccomp check");
+      }
+      k++;
+    }
+  *labels = an_steal(&out);
+  return 0;
+}
+
+int an_sb_seccomp_widening_of(const struct an_sandbox_opts *opts,
+                              const struct an_spec_seccomp *profile, char ***labels,
+                              an_error_t *err) {
+  const char *def = opts->seccomp_default;
+  if (!def || strcmp(opts->seccomp_profile, def) == 0) {   /* the default itself */
+    *labels = calloc(1, sizeof **labels);
+    return *labels ? 0 : an_error_set(err, ENOMEM, "seccomp check");
+  }
+  struct an_spec_seccomp *reference = NULL;
+  int r = an_seccomp_profile_load(def, &reference, err);
+  if (r < 0) return an_error_prefix(err, "check seccomp profile %s against the default",
+                                    opts->seccomp_profile);
+  r = an_sb_seccomp_widening(profile, reference, labels, err);
+  an_spec_seccomp_free(reference);
+  return r < 0 ? an_error_prefix(err, "seccomp profile %s", opts->seccomp_profile) : 0;
+}
+
+int an_sb_seccomp_check(const struct an_sandbox_opts *opts, const struct an_spec_seccomp *profile,
+                        an_error_t *err) {
+  if (opts->seccomp_unsafe) return 0;
+  char **labels = NULL;
+  int r = an_sb_seccomp_widening_of(opts, profile, &labels, err);
+  if (r < 0) return r;
+  size_t n = 0;
+  while (labels[n]) n++;
+  if (n == 0) {
+    an_sb_labels_free(labels);
+    return 0;
+  }
+  char more[512] = "";
+  size_t used = 0;
+  for (size_t i = 1; i < n && used < sizeof more - 1; i++) {
+    int w = snprintf(more + used, sizeof more - used, "%s%s", i > 1 ? ", " : "", labels[i]);
+    if (w < 0) break;
+    used += (size_t) w;
+  }
+  if (used >= sizeof more) used = sizeof more - 1;
+  r = an_error_set(err, EPERM, "seccomp profile %s allows %s, which the default profile denies"
+                   "%s%.*s%s; set seccomp_unsafe (--seccomp-unsafe) to accept it",
+                   opts->seccomp_profile, labels[0], n > 1 ? " (also " : "",
+                   (int) used, more, n > 1 ? ")" : "");
+  an_sb_labels_free(labels);
+  return r;
+}
+
+void an_sb_seccomp_unsafe_event(const char *dir, const struct an_sandbox_opts *opts,
+                                const struct an_spec_seccomp *profile) {
+  char **labels = NULL;
+  an_error_t e = NULL;
+  if (!opts->seccomp_unsafe || !profile ||
+      an_sb_seccomp_widening_of(opts, profile, &labels, &e) < 0 || !labels[0]) {
+    an_error_free(&e);
+    an_sb_labels_free(labels);
+    return;
+  }
+  /* an_sb_event takes the members as a fragment of at most ~1000 bytes:
+   * list the calls while they fit, then count the rest. */
+  cleanup_jgen struct an_jgen j;
+  if (an_jgen_init(&j, false) == 0) {
+    an_jgen_map_open(&j);
+    an_jgen_kv_str(&j, "profile", opts->seccomp_profile);
+    an_jgen_key(&j, "allows");
+    an_jgen_array_open(&j);
+    size_t used = strlen(opts->seccomp_profile) + 32, i = 0;
+    for (; labels[i] && used + strlen(labels[i]) + 3 < 900; i++) {
+      an_jgen_str(&j, labels[i]);
+      used += strlen(labels[i]) + 3;
+    }
+    an_jgen_array_close(&j);
+    size_t more = 0;
+    while (labels[i + more]) more++;
+    an_jgen_kv_u64(&j, "allows_more", more);
+    an_jgen_map_close(&j);
+    cleanup_free char *doc = NULL;
+    size_t len = 0;
+    if (an_jgen_finish(&j, &doc, &len) == 0 && len >= 2 && len < 1000)
+      an_sb_event(dir, "seccomp_unsafe", ",%.*s", (int) (len - 2), doc + 1);
+  }
+  an_sb_labels_free(labels);
+}

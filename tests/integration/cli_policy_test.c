@@ -1,0 +1,316 @@
+/* tests/integration/cli_policy_test.c — black-box tests of policy as data
+ * and honest refusals (issue 10 item 11) through the built `agentnest`
+ * ($AN_TEST_BUILD/agentnest): `inspect --policy`, `policy explain`,
+ * --landlock required failing closed on a kernel whose Landlock is hidden
+ * (a seccomp filter of the test's own answers landlock_create_ruleset with
+ * ENOSYS, as a kernel without Landlock does), --seccomp-profile widening
+ * the default refused unless --seccomp-unsafe (then an event), --pids above
+ * pid_max, U+0000 in a profile, doctor as non-root, a store under a 0700
+ * directory.
+ *
+ * The tests share one state root per run, /tmp/an-clipol-<runner pid>, with
+ * the busybox image imported from the `make images` cache (skipped when it
+ * is missing); it is pruned and removed when the run ends. */
+#include <criterion/criterion.h>
+#include <criterion/hooks.h>
+#include <errno.h>
+#include <grp.h>
+#include <seccomp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yajl/yajl_tree.h>
+#include "rm_tree.h"
+#include "util.h"
+
+#define CACHE "/var/cache/agentnest/images"
+
+static char an_bin[4096];
+static char profiles[4096];
+static char root[256];   /* shared state root of this run */
+static char work[256];   /* this test's scratch dir */
+static char out_path[300], err_path[300];
+static char *out_text, *err_text;
+
+enum run_as { AS_ROOT, AS_NOBODY, AS_ROOT_WITHOUT_LANDLOCK };
+
+/* In a forked child: become nobody, or hide Landlock from everything this
+ * child runs (landlock_create_ruleset -> ENOSYS), then run `cmd` with sh. */
+static int run_child(enum run_as as, const char *cmd) {
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    if (as == AS_NOBODY &&
+        (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+         setresuid(65534, 65534, 65534) < 0))
+      _exit(99);
+    if (as == AS_ROOT_WITHOUT_LANDLOCK) {
+      scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+      if (!ctx || seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) < 0 ||
+          seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(landlock_create_ruleset), 0) < 0 ||
+          seccomp_load(ctx) < 0)
+        _exit(98);
+    }
+    execl("/bin/sh", "sh", "-c", cmd, (char *) NULL);
+    _exit(97);
+  }
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0) cr_assert_eq(errno, EINTR);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Run `agentnest --root R <args>` in the test's scratch dir as `as`;
+ * stdout/stderr land in out_text/err_text.  Returns the exit status. */
+static int an_v(enum run_as as, const char *store, const char *fmt, va_list ap) {
+  char *args = NULL, *cmd = NULL;
+  cr_assert_geq(vasprintf(&args, fmt, ap), 0);
+  cr_assert_geq(asprintf(&cmd, "cd '%s' && AGENTNEST_PROFILES='%s' '%s' --root '%s' %s >'%s' 2>'%s'",
+                         work, profiles, an_bin, store, args, out_path, err_path), 0);
+  an_test_write_file(out_path, "", 0, 0666);   /* writable for AS_NOBODY too */
+  an_test_write_file(err_path, "", 0, 0666);
+  int st = run_child(as, cmd);
+  free(args);
+  free(cmd);
+  free(out_text);
+  free(err_text);
+  out_text = an_test_read_file(out_path, NULL);
+  err_text = an_test_read_file(err_path, NULL);
+  if (!out_text) out_text = strdup("");
+  if (!err_text) err_text = strdup("");
+  return st;
+}
+
+static int an(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int an(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = an_v(AS_ROOT, root, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+static int an_as(enum run_as as, const char *store, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int an_as(enum run_as as, const char *store, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = an_v(as, store, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+static yajl_val parse_json(const char *text) {
+  char e[256] = "";
+  yajl_val v = yajl_tree_parse(text, e, sizeof e);
+  cr_assert_not_null(v, "not JSON (%s): %s", e, text);
+  return v;
+}
+
+static yajl_val jpath(yajl_val v, yajl_type t, const char *a, const char *b, const char *c) {
+  const char *path[] = {a, b, c, NULL};
+  return yajl_tree_get(v, path, t);
+}
+
+static void chomp(char *s) {
+  size_t n = strlen(s);
+  while (n && s[n - 1] == '\n') s[--n] = 0;
+}
+
+static void import_busybox(void) {
+  struct stat st;
+  if (stat(CACHE "/busybox/layout", &st) != 0) cr_skip_test("no busybox image in " CACHE);
+  char stamp[400];
+  snprintf(stamp, sizeof stamp, "%s/.imported-busybox", root);
+  if (stat(stamp, &st) == 0) return;
+  cr_assert_eq(an("image import '" CACHE "/busybox/layout' --name busybox"), 0, "import: %s", err_text);
+  an_test_write_file(stamp, "", 0, 0644);
+}
+
+static void setup(void) {
+  const char *b = getenv("AN_TEST_BUILD");
+  char rel[4096];
+  snprintf(rel, sizeof rel, "%s/agentnest", b && *b ? b : "./build");
+  cr_assert_not_null(realpath(rel, an_bin), "agentnest not built at %s", rel);
+  const char *src = getenv("AN_TEST_SRC");
+  snprintf(rel, sizeof rel, "%s/profiles", src && *src ? src : ".");
+  cr_assert_not_null(realpath(rel, profiles));
+  snprintf(root, sizeof root, "/tmp/an-clipol-%d", (int) getppid());
+  mkdir(root, 0755);
+  snprintf(work, sizeof work, "/tmp/an-clipol-%d-%d", (int) getppid(), (int) getpid());
+  cr_assert(mkdir(work, 0755) == 0 || errno == EEXIST);
+  snprintf(out_path, sizeof out_path, "%s/.out", work);
+  snprintf(err_path, sizeof err_path, "%s/.err", work);
+}
+
+static void teardown(void) {
+  free(out_text);
+  free(err_text);
+  out_text = err_text = NULL;
+  an_test_rm_tree(work);
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
+  (void) stats;
+  char r[256];
+  snprintf(r, sizeof r, "/tmp/an-clipol-%d", (int) getpid());
+  an_test_store_remove(r);
+}
+
+TestSuite(cli_policy, .init = setup, .fini = teardown, .timeout = 120);
+
+/* The default profile with one more syscalls[] rule, written to work/NAME. */
+static const char *widened_profile(const char *name, const char *rule) {
+  static char path[600];
+  char def[4200];
+  snprintf(def, sizeof def, "%s/seccomp/default.json", profiles);
+  char *text = an_test_read_file(def, NULL);
+  cr_assert_not_null(text);
+  char *open = strchr(strstr(text, "\"syscalls\""), '[');
+  snprintf(path, sizeof path, "%s/%s", work, name);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fprintf(f, "%.*s%s,%s", (int) (open + 1 - text), text, rule, open + 1);
+  fclose(f);
+  free(text);
+  return path;
+}
+
+static size_t count_sandboxes(void) {
+  cr_assert_eq(an("ls --json"), 0, "%s", err_text);
+  yajl_val v = parse_json(out_text);
+  size_t n = YAJL_IS_ARRAY(v) ? v->u.array.len : 0;
+  yajl_tree_free(v);
+  return n;
+}
+
+/* ---- seccomp profiles that allow what the default denies ------------------------------- */
+
+Test(cli_policy, seccomp_profile_widening_the_default_is_refused_naming_the_call) {
+  import_busybox();
+  size_t before = count_sandboxes();
+  const char *p = widened_profile("mount.json", "{\"names\":[\"mount\"],\"action\":\"SCMP_ACT_ALLOW\"}");
+  cr_assert_eq(an("run --image busybox --seccomp-profile '%s' -- true", p), 125, "%s", err_text);
+  cr_expect(strstr(err_text, "allows mount, which the default profile denies") &&
+            strstr(err_text, "--seccomp-unsafe"), "%s", err_text);
+  p = widened_profile("userns.json", "{\"names\":[\"unshare\"],\"action\":\"SCMP_ACT_ALLOW\"}");
+  cr_assert_eq(an("run --image busybox --seccomp-profile '%s' -- true", p), 125);
+  cr_expect(strstr(err_text, "allows unshare(CLONE_NEWUSER)"), "%s", err_text);
+  p = widened_profile("ptrace.json", "{\"names\":[\"ptrace\",\"bpf\"],\"action\":\"SCMP_ACT_ALLOW\"}");
+  cr_assert_eq(an("create --image busybox --seccomp-profile '%s'", p), 125);
+  cr_expect(strstr(err_text, "allows bpf") || strstr(err_text, "allows ptrace"), "%s", err_text);
+  cr_expect_eq(count_sandboxes(), before, "a refused create left a sandbox");
+  /* a narrower profile is fine */
+  p = widened_profile("narrow.json", "{\"names\":[\"getpid\"],\"action\":\"SCMP_ACT_ERRNO\"}");
+  cr_expect_eq(an("run --image busybox --seccomp-profile '%s' -- true", p), 0, "%s", err_text);
+}
+
+Test(cli_policy, accepted_unsafe_profile_runs_and_is_an_event) {
+  import_busybox();
+  const char *p = widened_profile("keyctl.json",
+                                  "{\"names\":[\"keyctl\",\"add_key\"],\"action\":\"SCMP_ACT_ALLOW\"}");
+  cr_assert_eq(an("create --image busybox --seccomp-profile '%s' --seccomp-unsafe", p), 0, "%s", err_text);
+  char *id = strdup(out_text);
+  chomp(id);
+  cr_assert_eq(an("events %s", id), 0, "%s", err_text);
+  cr_expect(strstr(out_text, "\"type\":\"seccomp_unsafe\"") && strstr(out_text, "\"keyctl\"") &&
+            strstr(out_text, p), "%s", out_text);
+  cr_expect_eq(an("destroy %s", id), 0);
+  free(id);
+}
+
+/* ---- Landlock ------------------------------------------------------------------------- */
+
+Test(cli_policy, landlock_required_fails_closed_without_landlock) {
+  import_busybox();
+  size_t before = count_sandboxes();
+  cr_assert_eq(an_as(AS_ROOT_WITHOUT_LANDLOCK, root, "run --image busybox --landlock required -- true"),
+               125, "out %s err %s", out_text, err_text);
+  cr_expect(strstr(err_text, "Landlock is required but this kernel does not offer it"), "%s", err_text);
+  cr_expect_eq(count_sandboxes(), before, "a refused create left a sandbox");
+  /* best-effort (the default) runs there, without Landlock */
+  cr_expect_eq(an_as(AS_ROOT_WITHOUT_LANDLOCK, root, "run --image busybox --landlock best-effort -- true"),
+               0, "%s", err_text);
+  cr_expect_eq(an_as(AS_ROOT_WITHOUT_LANDLOCK, root, "run --image busybox -- true"), 0, "%s", err_text);
+  /* and required runs where the kernel has it */
+  if (an_as(AS_ROOT, root, "doctor") >= 0 && strstr(out_text, "\"abi\": 0"))
+    cr_skip_test("this kernel has no Landlock");
+  cr_expect_eq(an("run --image busybox --landlock required -- true"), 0, "%s", err_text);
+  cr_expect_eq(an("run --image busybox --landlock sometimes -- true"), 125);
+  cr_expect(strstr(err_text, "--landlock sometimes") && strstr(err_text, "required, best-effort, off"),
+            "%s", err_text);
+}
+
+/* ---- absurd values -------------------------------------------------------------------- */
+
+Test(cli_policy, pids_above_pid_max_is_refused_with_the_bound_named) {
+  char *pm = an_test_read_file("/proc/sys/kernel/pid_max", NULL);
+  cr_assert_not_null(pm);
+  unsigned long long pid_max = strtoull(pm, NULL, 10);
+  free(pm);
+  if (pid_max >= 4194304) cr_skip_test("pid_max is PID_MAX_LIMIT");
+  cr_assert_eq(an("run --image busybox --pids %llu -- true", pid_max + 1), 125);
+  char want[128];
+  snprintf(want, sizeof want, "more than the host's pid_max (%llu", pid_max);
+  cr_expect(strstr(err_text, want) && strstr(err_text, "--pids"), "%s", err_text);
+}
+
+Test(cli_policy, a_nul_in_a_profile_string_is_refused) {
+  char p[400];
+  snprintf(p, sizeof p, "%s/nul.json", work);
+  const char *doc = "{\"image\": \"busybox\", \"workdir\": \"/workspace\\u0000/../../etc\"}";
+  an_test_write_file(p, doc, strlen(doc), 0644);
+  cr_assert_eq(an("run --profile '%s' -- true", p), 125);
+  cr_expect(strstr(err_text, "U+0000"), "%s", err_text);
+}
+
+/* ---- doctor and privilege --------------------------------------------------------------- */
+
+Test(cli_policy, doctor_as_non_root_reports_the_missing_privilege_and_exits_1) {
+  /* a store root nobody can write, so that only the privilege is missing */
+  char store[400];
+  snprintf(store, sizeof store, "%s/nobody-store", work);
+  cr_assert_eq(mkdir(store, 0777), 0);
+  cr_assert_eq(chmod(store, 01777), 0);
+  cr_assert_eq(chmod(work, 0755), 0);
+  int st = an_as(AS_NOBODY, store, "doctor");
+  cr_assert_eq(st, 1, "doctor as nobody: %d\n%s\n%s", st, out_text, err_text);
+  yajl_val v = parse_json(out_text);
+  yajl_val ok = jpath(v, yajl_t_any, "privilege", "ok", NULL);
+  cr_expect(ok && YAJL_IS_FALSE(ok), "%s", out_text);
+  cr_expect(strstr(out_text, "run agentnest as root"), "%s", out_text);
+  yajl_tree_free(v);
+  /* as root it is fine */
+  an_as(AS_ROOT, store, "doctor");
+  v = parse_json(out_text);
+  ok = jpath(v, yajl_t_any, "privilege", "ok", NULL);
+  cr_expect(ok && YAJL_IS_TRUE(ok), "%s", out_text);
+  yajl_tree_free(v);
+}
+
+/* ---- a store below a directory the sandboxes cannot search -------------------------------- */
+
+Test(cli_policy, store_below_a_0700_directory_is_refused_naming_it) {
+  struct stat st;
+  if (stat(CACHE "/busybox/layout", &st) != 0) cr_skip_test("no busybox image in " CACHE);
+  char parent[400], store[450];
+  snprintf(parent, sizeof parent, "%s/private", work);
+  snprintf(store, sizeof store, "%s/store", parent);
+  cr_assert_eq(mkdir(parent, 0700), 0);
+  cr_assert_eq(an_as(AS_ROOT, store, "image import '" CACHE "/busybox/layout' --name busybox"), 0,
+               "%s", err_text);
+  cr_assert_eq(an_as(AS_ROOT, store, "run --image busybox -- true"), 125);
+  char want[600];
+  snprintf(want, sizeof want, "directory %s is mode 0700", parent);
+  cr_expect(strstr(err_text, want) && strstr(err_text, "chmod o+x"), "%s", err_text);
+  cr_expect(strstr(err_text, "open_tree") == NULL, "the engine's error, not the refusal: %s", err_text);
+  snprintf(want, sizeof want, "%s/sandboxes", store);
+  cr_expect(stat(want, &st) != 0 || st.st_nlink == 2, "a refused create left state in %s", want);
+  /* with the mode it names, it works */
+  cr_assert_eq(chmod(parent, 0701), 0);
+  cr_expect_eq(an_as(AS_ROOT, store, "run --image busybox -- true"), 0, "%s", err_text);
+  an_as(AS_ROOT, store, "prune --all");
+}
