@@ -330,3 +330,38 @@ void an_sb_seccomp_unsafe_event(const char *dir, const struct an_sandbox_opts *o
   }
   an_sb_labels_free(labels);
 }
+
+int an_sb_seccomp_probe(const struct an_spec_seccomp *profile, char ***allowed, char ***denied,
+                        an_error_t *err) {
+  cleanup_program struct an_seccomp_program *p = NULL;
+  int r = an_seccomp_prepare(profile, NULL, &p, err);
+  if (r < 0) return r;
+  size_t n = sizeof probes / sizeof *probes, na = 0, nd = 0;
+  char **a = calloc(n + 1, sizeof *a), **d = calloc(n + 1, sizeof *d);
+  if (!a || !d) {
+    free(a);
+    free(d);
+    return an_error_set(err, ENOMEM, "seccomp probes");
+  }
+  uint32_t arch = seccomp_arch_native();
+  for (size_t i = 0; i < n; i++) {
+    bool yes = false;
+    if (probe_allowed(p, &probes[i], arch, &yes) < 0) {
+      an_sb_labels_free(a);
+      an_sb_labels_free(d);
+      return an_error_set(err, EINVAL, "seccomp probes: the compiled filter is not valid BPF");
+    }
+    if (seccomp_syscall_resolve_name_arch(arch, probes[i].syscall) < 0) continue;
+    char *label = strdup(probes[i].label ? probes[i].label : probes[i].syscall);
+    if (!label) {
+      an_sb_labels_free(a);
+      an_sb_labels_free(d);
+      return an_error_set(err, ENOMEM, "seccomp probes");
+    }
+    if (yes) a[na++] = label;
+    else d[nd++] = label;
+  }
+  *allowed = a;
+  *denied = d;
+  return 0;
+}

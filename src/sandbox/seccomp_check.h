@@ -70,6 +70,13 @@ int an_sb_seccomp_check(const struct an_sandbox_opts *opts, const struct an_spec
 void an_sb_seccomp_unsafe_event(const char *dir, const struct an_sandbox_opts *opts,
                                 const struct an_spec_seccomp *profile);
 
+/* Every probe on the native architecture, split by what `profile`'s
+ * compiled filter answers: *allowed and *denied are label lists as above
+ * (free both with an_sb_labels_free).  Errors: as an_seccomp_prepare;
+ * -ENOMEM. */
+int an_sb_seccomp_probe(const struct an_spec_seccomp *profile, char ***allowed, char ***denied,
+                        an_error_t *err);
+
 /* Free a label list (NULL allowed). */
 void an_sb_labels_free(char **labels);
 

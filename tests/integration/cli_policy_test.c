@@ -115,6 +115,12 @@ static yajl_val jpath(yajl_val v, yajl_type t, const char *a, const char *b, con
   return yajl_tree_get(v, path, t);
 }
 
+/* The string of a JSON value, "" when it is not a string. */
+static const char *js(yajl_val v) {
+  const char *s = v && YAJL_IS_STRING(v) ? v->u.string : NULL;
+  return s ? s : "";
+}
+
 static void chomp(char *s) {
   size_t n = strlen(s);
   while (n && s[n - 1] == '\n') s[--n] = 0;
@@ -313,4 +319,125 @@ Test(cli_policy, store_below_a_0700_directory_is_refused_naming_it) {
   cr_assert_eq(chmod(parent, 0701), 0);
   cr_expect_eq(an_as(AS_ROOT, store, "run --image busybox -- true"), 0, "%s", err_text);
   an_as(AS_ROOT, store, "prune --all");
+}
+
+/* ---- policy as data --------------------------------------------------------------------- */
+
+static bool has_str(yajl_val arr, const char *s) {
+  for (size_t i = 0; arr && YAJL_IS_ARRAY(arr) && i < arr->u.array.len; i++)
+    if (YAJL_IS_STRING(arr->u.array.values[i]) && !strcmp(js(arr->u.array.values[i]), s))
+      return true;
+  return false;
+}
+
+static long long jnum(yajl_val v, const char *a, const char *b) {
+  yajl_val n = jpath(v, yajl_t_number, a, b, NULL);
+  cr_assert_not_null(n, "%s.%s: not a number", a, b ? b : "");
+  return YAJL_GET_INTEGER(n);
+}
+
+Test(cli_policy, inspect_policy_prints_every_control_from_the_applied_spec) {
+  import_busybox();
+  cr_assert_eq(an("create --image busybox --memory 64m --pids 100 --landlock required"), 0, "%s", err_text);
+  char *id = strdup(out_text);
+  chomp(id);
+  cr_assert_eq(an("inspect --policy %s", id), 0, "%s", err_text);
+  yajl_val p = parse_json(out_text);
+  /* namespaces, user, capabilities in all five sets, no_new_privs, rlimits */
+  yajl_val ns = jpath(p, yajl_t_array, "namespaces", NULL, NULL);
+  cr_assert_not_null(ns);
+  bool userns = false;
+  for (size_t i = 0; i < ns->u.array.len; i++) {
+    yajl_val t = jpath(ns->u.array.values[i], yajl_t_string, "type", NULL, NULL);
+    userns |= t && !strcmp(js(t), "user");
+  }
+  cr_expect(userns, "no user namespace listed");
+  cr_expect_eq(jnum(p, "user", "uid"), 65532);
+  const char *sets[] = {"bounding", "effective", "inheritable", "permitted", "ambient"};
+  for (size_t i = 0; i < 5; i++) {
+    yajl_val set = jpath(p, yajl_t_array, "capabilities", sets[i], NULL);
+    cr_expect(set && set->u.array.len == 0, "capabilities.%s not an empty list", sets[i]);
+  }
+  yajl_val nnp = jpath(p, yajl_t_any, "no_new_privileges", NULL, NULL);
+  cr_expect(nnp && YAJL_IS_TRUE(nnp));
+  yajl_val rl = jpath(p, yajl_t_array, "rlimits", NULL, NULL);
+  cr_expect(rl && rl->u.array.len >= 1 && strstr(out_text, "\"RLIMIT_NOFILE\""), "%s", out_text);
+  /* cgroup limits as given */
+  cr_expect_eq(jnum(p, "cgroup", "memory_limit"), 64ll << 20);
+  cr_expect_eq(jnum(p, "cgroup", "pids_limit"), 100);
+  /* seccomp: default action, architectures, digest, the dangerous calls denied */
+  yajl_val da = jpath(p, yajl_t_string, "seccomp", "default_action", NULL);
+  cr_expect(da && !strcmp(js(da), "SCMP_ACT_ERRNO"), "%s", out_text);
+  cr_expect(has_str(jpath(p, yajl_t_array, "seccomp", "architectures", NULL), "SCMP_ARCH_X86_64"));
+  yajl_val dg = jpath(p, yajl_t_string, "seccomp", "digest", NULL);
+  cr_expect(dg && !strncmp(js(dg), "sha256:", 7) && strlen(js(dg)) == 71);
+  yajl_val denies = jpath(p, yajl_t_array, "seccomp", "denies", NULL);
+  cr_expect(has_str(denies, "mount") && has_str(denies, "unshare(CLONE_NEWUSER)") &&
+            has_str(denies, "bpf") && has_str(denies, "ptrace"), "%s", out_text);
+  /* Landlock and network */
+  yajl_val lm = jpath(p, yajl_t_string, "landlock", "mode", NULL);
+  cr_expect(lm && !strcmp(js(lm), "required"));
+  cr_expect(has_str(jpath(p, yajl_t_array, "landlock", "writable_paths", NULL), "/workspace"));
+  yajl_val nm = jpath(p, yajl_t_string, "network", "mode", NULL);
+  cr_expect(nm && !strcmp(js(nm), "none"));
+  cr_expect_not_null(jpath(p, yajl_t_array, "not_enforced", NULL, NULL));
+  /* Every mount of the spec the engine stored, none more, none fewer, with its options. */
+  yajl_val spec_path = jpath(p, yajl_t_string, "spec", NULL, NULL);
+  cr_assert_not_null(spec_path);
+  char *cfg = an_test_read_file(js(spec_path), NULL);
+  cr_assert_not_null(cfg, "%s", js(spec_path));
+  yajl_val c = parse_json(cfg);
+  yajl_val cm = jpath(c, yajl_t_array, "mounts", NULL, NULL), pm = jpath(p, yajl_t_array, "mounts", NULL, NULL);
+  cr_assert(cm && pm);
+  cr_expect_eq(cm->u.array.len, pm->u.array.len, "mounts: %zu in the spec, %zu in the policy",
+               cm->u.array.len, pm->u.array.len);
+  for (size_t i = 0; i < cm->u.array.len && i < pm->u.array.len; i++) {
+    yajl_val a = jpath(cm->u.array.values[i], yajl_t_string, "destination", NULL, NULL);
+    yajl_val b = jpath(pm->u.array.values[i], yajl_t_string, "destination", NULL, NULL);
+    cr_expect(a && b && !strcmp(js(a), js(b)));
+    yajl_val ao = jpath(cm->u.array.values[i], yajl_t_array, "options", NULL, NULL);
+    yajl_val bo = jpath(pm->u.array.values[i], yajl_t_array, "options", NULL, NULL);
+    cr_expect_eq(ao ? ao->u.array.len : 0, bo ? bo->u.array.len : 0, "options of mount %zu", i);
+  }
+  yajl_tree_free(c);
+  free(cfg);
+  yajl_tree_free(p);
+  cr_expect_eq(an("destroy %s", id), 0);
+  free(id);
+}
+
+Test(cli_policy, policy_explain_lists_profiles_and_what_is_not_enforced_here) {
+  cr_assert_eq(an("policy explain --json"), 0, "%s", err_text);
+  yajl_val v = parse_json(out_text);
+  yajl_val ps = jpath(v, yajl_t_array, "profiles", NULL, NULL);
+  cr_assert(ps && ps->u.array.len >= 2, "%s", out_text);
+  bool def = false, gpu = false;
+  for (size_t i = 0; i < ps->u.array.len; i++) {
+    yajl_val p = ps->u.array.values[i];
+    yajl_val name = jpath(p, yajl_t_string, "name", NULL, NULL);
+    yajl_val run = jpath(p, yajl_t_any, "runnable", NULL, NULL);
+    cr_assert(name && run);
+    if (!strcmp(js(name), "default")) {
+      def = YAJL_IS_TRUE(run) && jpath(p, yajl_t_array, "policy", "not_enforced", NULL) &&
+            jpath(p, yajl_t_object, "policy", "seccomp", NULL);
+    }
+    if (!strcmp(js(name), "gpu"))
+      gpu = YAJL_IS_FALSE(run) && jpath(p, yajl_t_string, "reason", NULL, NULL);
+  }
+  cr_expect(def, "default profile not explained as runnable: %s", out_text);
+  cr_expect(gpu, "gpu profile not listed as not runnable with a reason");
+  yajl_tree_free(v);
+  /* human text, and what a kernel without Landlock does not enforce */
+  cr_assert_eq(an_as(AS_ROOT_WITHOUT_LANDLOCK, root, "policy explain --profile default"), 0, "%s", err_text);
+  cr_expect(strstr(out_text, "profile default: runnable") && strstr(out_text, "NOT enforced on this host") &&
+            strstr(out_text, "this kernel has no Landlock"), "%s", out_text);
+  cr_expect_eq(an("policy explain --profile nosuchprofile"), 125);
+  cr_expect(strstr(err_text, "nosuchprofile"), "%s", err_text);
+  cr_expect_eq(an("policy frobnicate"), 125);
+  cr_expect_eq(an("policy --help"), 0);
+  cr_expect(strstr(out_text, "Usage: agentnest policy explain"), "%s", out_text);
+  cr_expect_eq(an("policy explain --help"), 0);
+  cr_expect(strstr(out_text, "--profile NAME|FILE"), "%s", out_text);
+  cr_expect_eq(an("inspect --help"), 0);
+  cr_expect(strstr(out_text, "--policy"), "%s", out_text);
 }

@@ -33,6 +33,7 @@ static const struct an_command commands[] = {
     {"fork", cmd_fork, "copy a sandbox (options and workspace) into a new one"},
     {"image", cmd_image, "import, list, inspect and remove images"},
     {"doctor", cmd_doctor, "report what this host offers sandboxes (JSON)"},
+    {"policy", cmd_policy, "explain what each profile enforces, and what not, on this host"},
     {"demo", cmd_demo, "a narrated tour on the default image"},
 };
 
