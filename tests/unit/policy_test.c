@@ -249,3 +249,20 @@ Test(policy, a_nul_inside_a_profile_string_is_an_error_not_a_cut) {
     an_sandbox_opts_free(o);
   }
 }
+
+Test(policy, a_nul_inside_a_seccomp_profile_or_config_json_string_is_an_error) {
+  struct an_spec_seccomp *s = NULL;
+  an_error_t err = NULL;
+  const char *prof = "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":"
+                     "[\"read\\u0000mount\"],\"action\":\"SCMP_ACT_ALLOW\"}]}";
+  cr_expect_eq(an_seccomp_profile_parse(prof, strlen(prof), &s, &err), -EINVAL);
+  cr_expect(err && strstr(err->msg, "U+0000"), "%s", err ? err->msg : "(none)");
+  cr_expect_null(s);
+  an_error_free(&err);
+  struct an_spec *spec = NULL;
+  const char *cfg = "{\"ociVersion\":\"1.2.0\",\"root\":{\"path\":\"rootfs\\u0000/..\"}}";
+  cr_expect_eq(an_spec_parse(cfg, strlen(cfg), &spec, &err), -EINVAL);
+  cr_expect(err && strstr(err->msg, "U+0000"), "%s", err ? err->msg : "(none)");
+  an_error_free(&err);
+  an_spec_free(spec);
+}
