@@ -23,6 +23,7 @@
 #include "agentnest/doctor.h"
 #include "agentnest/image.h"
 #include "engine/cgroup_internal.h"
+#include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "util/json_gen.h"
 
@@ -323,8 +324,14 @@ static void probe_state_dir(struct an_jgen *g, const char *root, struct missing 
   an_jgen_kv_str(g, "path", root);
   an_jgen_kv_bool(g, "writable", r == 0);
   if (r < 0) an_jgen_kv_str(g, "error", msg);
+  /* the parents must let the sandboxes' own host ids through (store_access.c) */
+  cleanup_error an_error_t perr = NULL;
+  bool reachable = an_sb_check_store_parents(root, &perr) == 0;
+  an_jgen_kv_bool(g, "reachable_by_sandboxes", reachable);
+  if (!reachable) an_jgen_kv_str(g, "reachable_error", perr->msg);
   an_jgen_map_close(g);
   if (r < 0) miss(m, "writable state directory");
+  if (!reachable) miss(m, "store root reachable by sandboxes (parent directories searchable by others)");
 }
 
 int an_doctor_probe(const char *root, char **json, bool *ok, an_error_t *err) {

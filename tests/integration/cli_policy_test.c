@@ -313,6 +313,9 @@ Test(cli_policy, store_below_a_0700_directory_is_refused_naming_it) {
   snprintf(want, sizeof want, "directory %s is mode 0700", parent);
   cr_expect(strstr(err_text, want) && strstr(err_text, "chmod o+x"), "%s", err_text);
   cr_expect(strstr(err_text, "open_tree") == NULL, "the engine's error, not the refusal: %s", err_text);
+  /* doctor says so too */
+  cr_expect_eq(an_as(AS_ROOT, store, "doctor"), 1);
+  cr_expect(strstr(out_text, "\"reachable_by_sandboxes\": false"), "%s", out_text);
   snprintf(want, sizeof want, "%s/sandboxes", store);
   cr_expect(stat(want, &st) != 0 || st.st_nlink == 2, "a refused create left state in %s", want);
   /* with the mode it names, it works */

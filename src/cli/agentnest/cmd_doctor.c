@@ -9,10 +9,12 @@
 static const char doctor_usage[] =
     "Usage: agentnest doctor\n"
     "\n"
-    "Print a JSON report of what this host offers sandboxes: kernel, namespaces (and the\n"
+    "Print a JSON report of what this host offers sandboxes: kernel, the caller's privilege\n"
+    "(host root is needed: as another user it is missing), namespaces (and the\n"
     "unprivileged user namespace sysctls), cgroup layout and controllers per hierarchy,\n"
     "seccomp and its actions, Landlock ABI, nftables, idmapped mounts, openat2, pidfd,\n"
-    "clone3, the image store (path, image count) and whether the state directory is writable.\n"
+    "clone3, the image store (path, image count), whether the state directory is writable\n"
+    "and whether its parent directories let sandboxes through (others need search, o+x).\n"
     "\"missing\" lists what is required and absent.\n"
     "Exit status: 0 all required features present; 1 something is missing; 125 error.\n"
     "  -h, --help   this help\n";
