@@ -308,7 +308,9 @@ struct an_sandbox_ids {
  * refused with -EPERM naming the profile and the first such call, unless
  * opts' seccomp_unsafe is set.
  * Errors: -EINVAL a missing or invalid argument (message names it);
- *   -EPERM the seccomp profile widens the default (above);
+ *   -EPERM the seccomp profile widens the default (above); for a profile
+ *   other than the default, the errors of loading the default one (it is
+ *   what the profile is compared with: fail closed, unless seccomp_unsafe);
  *   the errors of an_seccomp_profile_load (agentnest/seccomp_profile.h) for
  *   opts' seccomp profile, e.g. -ENOENT when it is missing, -EINVAL when it
  *   is malformed: fail closed, never a spec without a seccomp filter;

@@ -5,6 +5,7 @@
  * (kernel/seccomp.c seccomp_check_filter): 32-bit loads from seccomp_data,
  * ALU, jumps, the scratch memory, returns. */
 #include <errno.h>
+#include <limits.h>
 #include <linux/audit.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -254,14 +255,19 @@ int an_sb_seccomp_widening_of(const struct an_sandbox_opts *opts,
                               const struct an_spec_seccomp *profile, char ***labels,
                               an_error_t *err) {
   const char *def = opts->seccomp_default;
-  if (!def || strcmp(opts->seccomp_profile, def) == 0) {   /* the default itself */
+  char real[PATH_MAX];
+  /* the default itself (opts keep a chosen profile as its realpath) */
+  if (!def || strcmp(opts->seccomp_profile, def) == 0 ||
+      (realpath(def, real) && strcmp(opts->seccomp_profile, real) == 0)) {
     *labels = calloc(1, sizeof **labels);
     return *labels ? 0 : an_error_set(err, ENOMEM, "seccomp check");
   }
   struct an_spec_seccomp *reference = NULL;
   int r = an_seccomp_profile_load(def, &reference, err);
-  if (r < 0) return an_error_prefix(err, "check seccomp profile %s against the default",
-                                    opts->seccomp_profile);
+  if (r < 0)   /* fail closed: unchecked is not accepted, unless the caller said unsafe */
+    return an_error_prefix(err, "check seccomp profile %s against the default (a profile other "
+                           "than the default runs only once compared with it, or with "
+                           "seccomp_unsafe)", opts->seccomp_profile);
   r = an_sb_seccomp_widening(profile, reference, labels, err);
   an_spec_seccomp_free(reference);
   return r < 0 ? an_error_prefix(err, "seccomp profile %s", opts->seccomp_profile) : 0;

@@ -99,10 +99,14 @@ void esc_sandbox_init(struct esc_sandbox *s, const char *image) {
   snprintf(to, sizeof to, "%s/probe", probes);
   an_test_copy_file(from, to, 0755);  /* new file: never through a planted link */
 
-  cr_assert(an_sandbox_opts_new(&s->opts, &err) == 0, "opts: %s", err ? err->msg : "?");
+  /* The source tree's profiles are the defaults (a profile other than the
+   * default is checked against the default, which must be there). */
   const char *src = getenv("AN_TEST_SRC");
-  char profile[PATH_MAX];
-  snprintf(profile, sizeof profile, "%s/profiles/seccomp/default.json", src && *src ? src : ".");
+  char dir[PATH_MAX], profile[PATH_MAX + 32];
+  snprintf(dir, sizeof dir, "%s/profiles", src && *src ? src : ".");
+  setenv("AGENTNEST_PROFILES", dir, 1);
+  cr_assert(an_sandbox_opts_new(&s->opts, &err) == 0, "opts: %s", err ? err->msg : "?");
+  snprintf(profile, sizeof profile, "%s/seccomp/default.json", dir);
   cr_assert(an_sandbox_opts_set_seccomp_profile(s->opts, profile, &err) == 0, "seccomp profile: %s",
             err ? err->msg : "?");
   cr_assert(an_sandbox_opts_set_image(s->opts, image, &err) == 0);

@@ -266,3 +266,27 @@ Test(policy, a_nul_inside_a_seccomp_profile_or_config_json_string_is_an_error) {
   an_error_free(&err);
   an_spec_free(spec);
 }
+
+Test(policy, a_profile_that_cannot_be_compared_with_the_default_is_refused) {
+  static char *image_env[] = {NULL};
+  const struct an_sandbox_image image = {"/r", image_env, "/"};
+  const struct an_sandbox_ids ids = {0x10020000u, 65536};
+  char *argv[] = {"true", NULL};
+  setenv("AGENTNEST_PROFILES", tmpdir, 1);   /* no seccomp/default.json there */
+  struct an_sandbox_opts *o = NULL;
+  an_error_t err = NULL;
+  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  setenv("AGENTNEST_PROFILES", profiles_dir, 1);
+  const char *narrow = widened_profile("narrow", "{\"names\":[\"getpid\"],\"action\":\"SCMP_ACT_ERRNO\"}");
+  cr_assert_eq(an_sandbox_opts_set_seccomp_profile(o, narrow, &err), 0);
+  struct an_spec *spec = NULL;
+  cr_expect_eq(an_sandbox_build_spec(o, &image, &ids, "a", "/w", argv, &spec, &err), -ENOENT);
+  cr_expect(err && strstr(err->msg, "against the default"), "%s", err ? err->msg : "(none)");
+  cr_expect_null(spec);
+  an_error_free(&err);
+  an_sandbox_opts_set_seccomp_unsafe(o, true);   /* the caller's explicit yes skips the check */
+  cr_expect_eq(an_sandbox_build_spec(o, &image, &ids, "a", "/w", argv, &spec, &err), 0, "%s",
+               err ? err->msg : "");
+  an_spec_free(spec);
+  an_sandbox_opts_free(o);
+}
