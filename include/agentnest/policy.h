@@ -6,7 +6,7 @@
  * exec reads back; for a profile the spec an_sandbox_build_spec makes from
  * it), never from a second description, so what is printed cannot drift
  * from what is enforced.  Host facts that decide whether a control takes
- * effect (Landlock ABI, cgroup controllers, pid_max, online CPUs) are probed
+ * effect (Landlock ABI, cgroup layout and controllers, online CPUs) are probed
  * at the call.  Nothing here prints; the CLI does (`agentnest inspect
  * --policy`, `agentnest policy explain`).
  */
