@@ -292,11 +292,9 @@ int an_workspace_restore_ex(int parent_dirfd, const char *workspace_name, const 
     int r = check_sha256_arg(expected_sha256, err);
     if (r < 0) return r;
   }
-  cleanup_close int tfd = open(tar_path, O_RDONLY | O_CLOEXEC);
-  if (tfd < 0) return an_error_set(err, errno, "restore: open %s", tar_path);
-  struct stat tst;
-  if (fstat(tfd, &tst) < 0) return an_error_set(err, errno, "restore: stat %s", tar_path);
-  if (!S_ISREG(tst.st_mode)) return an_error_set(err, EINVAL, "restore: %s: not a regular file", tar_path);
+  /* O_NONBLOCK, regular files only: a FIFO never hangs restore (BL-23) */
+  cleanup_close int tfd = an_open_input(AT_FDCWD, tar_path, 0, false, NULL, err);
+  if (tfd < 0) return an_error_prefix(err, "restore");
   /* Verify before extracting anything. */
   if (expected_sha256) {
     char got[AN_SHA256_HEX_LEN];

@@ -57,13 +57,40 @@ int an_copy_fd_capped(int in_fd, int out_fd, uint64_t max_bytes, const char *wha
   return 0;
 }
 
+const char *an_file_type_name(mode_t mode) {
+  return S_ISREG(mode)    ? "regular file"
+         : S_ISDIR(mode)  ? "directory"
+         : S_ISFIFO(mode) ? "FIFO"
+         : S_ISSOCK(mode) ? "socket"
+         : S_ISCHR(mode)  ? "character device"
+         : S_ISBLK(mode)  ? "block device"
+         : S_ISLNK(mode)  ? "symlink"
+                          : "special file";
+}
+
+int an_open_input(int dirfd, const char *path, uint64_t resolve, bool allow_dir, struct stat *st,
+                  an_error_t *err) {
+  /* O_NONBLOCK: opening a FIFO for reading returns at once instead of
+   * waiting for a writer; a tty is never made our controlling terminal. */
+  int fd = an_openat2(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, resolve);
+  if (fd < 0) return an_error_set(err, -fd, "open %s", path);
+  cleanup_close int fdc = fd;
+  struct stat sb;
+  if (fstat(fd, &sb) < 0) return an_error_set(err, errno, "stat %s", path);
+  if (!S_ISREG(sb.st_mode) && !(allow_dir && S_ISDIR(sb.st_mode)))
+    return an_error_set(err, EINVAL, "%s: not a regular file (%s)", path, an_file_type_name(sb.st_mode));
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+    return an_error_set(err, errno, "fcntl %s", path);
+  if (st) *st = sb;
+  return an_steal_fd(&fdc);
+}
+
 int an_read_file_at(int dirfd, const char *path, uint64_t resolve, size_t max, char **buf,
                     size_t *len, an_error_t *err) {
-  cleanup_close int fd = an_openat2(dirfd, path, O_RDONLY | O_NOCTTY, 0, resolve);
-  if (fd < 0) return an_error_set(err, -fd, "open %s", path);
   struct stat st;
-  if (fstat(fd, &st) < 0) return an_error_set(err, errno, "stat %s", path);
-  if (!S_ISREG(st.st_mode)) return an_error_set(err, EINVAL, "%s: not a regular file", path);
+  cleanup_close int fd = an_open_input(dirfd, path, resolve, false, &st, err);
+  if (fd < 0) return fd;
   if ((uint64_t) st.st_size > max)
     return an_error_set(err, EFBIG, "%s: %lld bytes, more than the %zu allowed", path,
                         (long long) st.st_size, max);
