@@ -48,7 +48,10 @@ int an_sandbox_fork(struct an_sandbox *sb, struct an_sandbox **out, an_error_t *
   if ((r = an_sandbox_create(sb->root, opts, &nsb, err)) < 0) goto out;
   struct an_file_opts fo;
   an_sandbox_file_opts(nsb, &fo);
-  struct an_snapshot_opts so = {.set_owner = true, .uid = fo.uid, .gid = fo.gid};
+  /* holes stay holes (the copy has pax sparse entries); the logical size
+   * is capped by the space free for the new workspace */
+  struct an_snapshot_opts so = {.set_owner = true, .uid = fo.uid, .gid = fo.gid,
+                                .max_bytes = an_sb_copy_cap(nsb->ws_fd, 1)};
   if (lseek(mfd, 0, SEEK_SET) < 0) r = an_error_set(err, errno, "rewind the workspace copy");
   else r = an_tar_extract_safe(mfd, nsb->ws_fd, &so, err);
   if (r < 0) {

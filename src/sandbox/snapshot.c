@@ -20,6 +20,7 @@
 #include "agentnest/snapshot.h"
 #include "util/cleanup.h"
 #include "util/quote.h"
+#include "util/dir_list.h"
 #include "util/fdcopy.h"
 #include "util/safe_path.h"
 #include "sandbox/files_internal.h"
@@ -59,8 +60,44 @@ struct walk {
   const struct an_snapshot_opts *o;
   uint64_t content;   /* file bytes archived so far */
   uint64_t entries;
+  uint64_t budget;    /* names the walk may still read */
+  uint64_t max_entries;
   char *buf;          /* 64 KiB copy buffer */
+  const char *zeros;  /* ZEROS bytes of zeros: what holes are fed as */
 };
+
+#define ZEROS (1u << 20)
+/* Data extents kept in a sparse map; past this the rest of the file is one
+ * extent (its holes archived as zeros, still under max_bytes). */
+#define MAX_EXTENTS 4096
+
+/* The data extents of `fd` within [0, size) (SEEK_DATA/SEEK_HOLE) as sparse
+ * map entries of `e`; *data gets the bytes they cover.  A file without holes
+ * gets no map (a plain entry). */
+static int map_extents(int fd, uint64_t size, struct archive_entry *e, uint64_t *data,
+                       const char *path, an_error_t *err) {
+  *data = size;
+  off_t first = lseek(fd, 0, SEEK_DATA);
+  if (first < 0 && errno != ENXIO) return 0; /* no SEEK_DATA here: archive all */
+  off_t hole0 = first < 0 ? 0 : lseek(fd, first, SEEK_HOLE);
+  if (first == 0 && hole0 >= (off_t) size) return 0; /* no hole */
+  uint64_t sum = 0;
+  off_t pos = 0;
+  for (unsigned n = 0; pos < (off_t) size; n++) {
+    off_t d = lseek(fd, pos, SEEK_DATA);
+    if (d < 0 || d >= (off_t) size) break;
+    off_t h = n + 1 >= MAX_EXTENTS ? (off_t) size : lseek(fd, d, SEEK_HOLE);
+    if (h < 0) return an_error_set(err, errno, "snapshot \"%s\": seek", AN_QUOTED(path));
+    if (h > (off_t) size) h = (off_t) size;
+    archive_entry_sparse_add_entry(e, d, h - d);
+    sum += (uint64_t) (h - d);
+    pos = h;
+  }
+  /* the map must end at the file's size (an empty extent there) */
+  archive_entry_sparse_add_entry(e, (la_int64_t) size, 0);
+  *data = sum;
+  return 0;
+}
 
 static void entry_freep(struct archive_entry **e) { if (*e) archive_entry_free(*e); }
 
@@ -84,10 +121,37 @@ static struct archive_entry *make_entry(const char *path, const struct stat *st,
   return e;
 }
 
+/* Feed `len` bytes of the file at `off` (data) or zeros (a hole, which a
+ * sparse entry skips) to the archive. */
+static int feed(struct walk *w, int fd, uint64_t off, uint64_t len, bool hole, const char *path,
+                an_error_t *err) {
+  while (len > 0) {
+    size_t want = hole ? (len < ZEROS ? (size_t) len : ZEROS) : (len < 65536 ? (size_t) len : 65536);
+    const char *src = w->zeros;
+    ssize_t n = (ssize_t) want;
+    if (!hole) {
+      n = pread(fd, w->buf, want, (off_t) off);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return an_error_set(err, errno, "snapshot \"%s\": read", AN_QUOTED(path));
+      }
+      /* Exactly the header's size: a file cut meanwhile is zero-padded. */
+      if (n == 0) memset(w->buf, 0, want), n = (ssize_t) want;
+      src = w->buf;
+    }
+    if (archive_write_data(w->a, src, (size_t) n) < 0) return arch_error(w, err, path);
+    off += (uint64_t) n;
+    len -= (uint64_t) n;
+  }
+  return 0;
+}
+
 static int add_file(struct walk *w, int dfd, const char *name, const char *path, an_error_t *err) {
   struct stat st;
-  cleanup_close int fd = an_open_regular_beneath(dfd, name, &st, err);
-  if (fd < 0) return an_error_prefix(err, "snapshot \"%s\"", AN_QUOTED(path));
+  cleanup_error an_error_t why = NULL;
+  cleanup_close int fd = an_open_regular_beneath(dfd, name, &st, &why);
+  if (fd == -ENOENT) return 0; /* removed meanwhile */
+  if (fd < 0) return an_error_set(err, -fd, "snapshot \"%s\"", AN_QUOTED(path));
   uint64_t size = (uint64_t) st.st_size;
   __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(path, &st, AE_IFREG);
   if (!e) return an_error_set(err, ENOMEM, "snapshot \"%s\"", AN_QUOTED(path));
@@ -108,43 +172,44 @@ static int add_file(struct walk *w, int dfd, const char *name, const char *path,
       return 0;
     }
   }
-  if (w->o->max_bytes && w->content + size > w->o->max_bytes)
+  uint64_t data = size;
+  int r = map_extents(fd, size, e, &data, path, err);
+  if (r < 0) return r;
+  if (w->o->max_bytes && w->content + data > w->o->max_bytes)
     return an_error_set(err, EFBIG, "snapshot \"%s\": workspace too large (cap %llu bytes)", AN_QUOTED(path),
                         (unsigned long long) w->o->max_bytes);
   if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
-  /* Exactly `size` bytes: a file changed meanwhile is cut or zero-padded so
-   * the header stays true. */
-  uint64_t left = size;
-  while (left > 0) {
-    size_t want = left < 65536 ? (size_t) left : 65536;
-    ssize_t n = read(fd, w->buf, want);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return an_error_set(err, errno, "snapshot \"%s\": read", AN_QUOTED(path));
-    }
-    if (n == 0) {
-      memset(w->buf, 0, want);
-      n = (ssize_t) want;
-    }
-    if (archive_write_data(w->a, w->buf, (size_t) n) < 0) return arch_error(w, err, path);
-    left -= (uint64_t) n;
+  /* The whole logical content in order: extents read, holes as zeros
+   * (which the pax writer does not store for a sparse entry). */
+  uint64_t pos = 0;
+  int ns = archive_entry_sparse_reset(e);
+  for (int k = 0; k < ns && r == 0; k++) {
+    la_int64_t off = 0, len = 0;
+    archive_entry_sparse_next(e, &off, &len);
+    if ((uint64_t) off > pos) r = feed(w, fd, pos, (uint64_t) off - pos, true, path, err);
+    if (r == 0) r = feed(w, fd, (uint64_t) off, (uint64_t) len, false, path, err);
+    pos = (uint64_t) (off + len);
   }
-  w->content += size;
+  if (r == 0 && pos < size) r = feed(w, fd, pos, size - pos, ns > 0, path, err);
+  if (r < 0) return r;
+  w->content += data;
   return 0;
 }
 
+static int add_dir(struct walk *w, int dfd, const char *name, const char *path, int depth, an_error_t *err);
+
 static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, an_error_t *err) {
-  if (depth > AN_TREE_MAX_DEPTH) return an_error_set(err, ELOOP, "snapshot \"%s\": nesting too deep", AN_QUOTED(prefix));
-  struct dirent **names = NULL;
-  int n = scandirat(dfd, ".", &names, NULL, alphasort);
-  if (n < 0) return an_error_set(err, errno, "snapshot: read directory \"%s\"", prefix[0] ? AN_QUOTED(prefix) : ".");
-  int r = 0;
-  for (int i = 0; i < n; i++) {
-    const char *name = names[i]->d_name;
-    if (r < 0 || !strcmp(name, ".") || !strcmp(name, "..")) continue;
+  struct an_dir_list names;
+  char shown[AN_QUOTE_NAME_SIZE + 2];
+  snprintf(shown, sizeof shown, "\"%s\"", prefix[0] ? AN_QUOTED(prefix) : ".");
+  int r = an_dir_list_read(dfd, shown, &w->budget, w->max_entries, &names, err);
+  if (r < 0) return an_error_prefix(err, "snapshot");
+  for (size_t i = 0; i < names.n && r == 0; i++) {
+    const char *name = names.names[i];
     char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s%s", prefix, name) >= (int) sizeof path) {
-      r = an_error_set(err, ENAMETOOLONG, "snapshot \"%s%s\"", AN_QUOTED(prefix), AN_QUOTED(name));
+    if (snprintf(path, sizeof path, "%s%s", prefix, name) >= (int) sizeof path - 1) {
+      an_warnf(w->o->warn, w->o->warn_data, "snapshot: \"%s%s\" skipped (path longer than %d bytes)",
+               AN_QUOTED(prefix), AN_QUOTED(name), PATH_MAX - 2);
       continue;
     }
     struct stat st;
@@ -155,25 +220,12 @@ static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, an_e
     if (S_ISREG(st.st_mode)) {
       r = add_file(w, dfd, name, path, err);
     } else if (S_ISDIR(st.st_mode)) {
-      cleanup_close int sub = an_openat_beneath(dfd, name, O_RDONLY | O_DIRECTORY, 0, err);
-      if (sub < 0) {
-        r = an_error_prefix(err, "snapshot");
+      if (depth + 1 > AN_TREE_MAX_DEPTH_SKIP) {
+        an_warnf(w->o->warn, w->o->warn_data, "snapshot: \"%s\" skipped (nested deeper than %d directories)",
+                 AN_QUOTED(path), AN_TREE_MAX_DEPTH_SKIP);
         continue;
       }
-      struct stat dst;
-      if (fstat(sub, &dst) < 0) {
-        r = an_error_set(err, errno, "snapshot: stat \"%s\"", AN_QUOTED(path));
-        continue;
-      }
-      char dpath[PATH_MAX];
-      if (snprintf(dpath, sizeof dpath, "%s/", path) >= (int) sizeof dpath) {
-        r = an_error_set(err, ENAMETOOLONG, "snapshot \"%s\"", AN_QUOTED(path));
-        continue;
-      }
-      __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(dpath, &dst, AE_IFDIR);
-      if (!e) r = an_error_set(err, ENOMEM, "snapshot \"%s\"", AN_QUOTED(path));
-      else if (archive_write_header(w->a, e) != ARCHIVE_OK) r = arch_error(w, err, path);
-      else r = walk_dir(w, sub, dpath, depth + 1, err);
+      r = add_dir(w, dfd, name, path, depth, err);
     } else if (S_ISLNK(st.st_mode)) {
       char target[PATH_MAX];
       ssize_t k = readlinkat(dfd, name, target, sizeof target - 1);
@@ -190,14 +242,30 @@ static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, an_e
       archive_entry_set_symlink(e, target);
       if (archive_write_header(w->a, e) != ARCHIVE_OK) r = arch_error(w, err, path);
     } else {
-      an_warnf(w->o->warn, w->o->warn_data, "snapshot: %s skipped (not a regular file, directory or symlink)", path);
+      an_warnf(w->o->warn, w->o->warn_data, "snapshot: \"%s\" skipped (not a regular file, directory or symlink)",
+               AN_QUOTED(path));
       continue;
     }
     if (r == 0) w->entries++;
   }
-  for (int i = 0; i < n; i++) free(names[i]);
-  free(names);
+  an_dir_list_free(&names);
   return r;
+}
+
+static int add_dir(struct walk *w, int dfd, const char *name, const char *path, int depth, an_error_t *err) {
+  cleanup_error an_error_t why = NULL;
+  cleanup_close int sub = an_openat_beneath(dfd, name, O_RDONLY | O_DIRECTORY, 0, &why);
+  if (sub == -ENOENT) return 0;
+  if (sub < 0) return an_error_set(err, -sub, "snapshot \"%s\"", AN_QUOTED(path));
+  struct stat dst;
+  if (fstat(sub, &dst) < 0) return an_error_set(err, errno, "snapshot: stat \"%s\"", AN_QUOTED(path));
+  char dpath[PATH_MAX];
+  if (snprintf(dpath, sizeof dpath, "%s/", path) >= (int) sizeof dpath) /* the caller left a byte */
+    return an_error_set(err, ENAMETOOLONG, "snapshot \"%s\"", AN_QUOTED(path));
+  __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(dpath, &dst, AE_IFDIR);
+  if (!e) return an_error_set(err, ENOMEM, "snapshot \"%s\"", AN_QUOTED(path));
+  if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
+  return walk_dir(w, sub, dpath, depth + 1, err);
 }
 
 static void archive_freep(struct archive **a) { if (*a) archive_write_free(*a); }
@@ -214,7 +282,8 @@ int an_workspace_snapshot_fd(int ws_dirfd, int out_fd, const struct an_snapshot_
   struct tar_sink sink = {.fd = out_fd, .md = md};
   __attribute__((cleanup(archive_freep))) struct archive *a = archive_write_new();
   cleanup_free char *buf = malloc(65536);
-  if (!a || !buf) return an_error_set(err, ENOMEM, "snapshot");
+  cleanup_free char *zeros = calloc(1, ZEROS);
+  if (!a || !buf || !zeros) return an_error_set(err, ENOMEM, "snapshot");
   __attribute__((cleanup(links_freep))) struct archive_entry_linkresolver *links =
     archive_entry_linkresolver_new();
   if (!links) return an_error_set(err, ENOMEM, "snapshot");
@@ -229,7 +298,9 @@ int an_workspace_snapshot_fd(int ws_dirfd, int out_fd, const struct an_snapshot_
     return an_error_set(err, EIO, "snapshot: %s", archive_error_string(a));
   cleanup_close int root = an_openat_beneath(ws_dirfd, ".", O_RDONLY | O_DIRECTORY, 0, err);
   if (root < 0) return an_error_prefix(err, "snapshot");
-  struct walk w = {.a = a, .links = links, .o = o, .buf = buf};
+  uint64_t max_entries = o->max_entries ? o->max_entries : AN_TREE_DEFAULT_MAX_ENTRIES;
+  struct walk w = {.a = a, .links = links, .o = o, .buf = buf, .zeros = zeros, .budget = max_entries,
+                   .max_entries = max_entries};
   int r = walk_dir(&w, root, "", 0, err);
   if (r < 0) return r;
   if (archive_write_close(a) != ARCHIVE_OK)

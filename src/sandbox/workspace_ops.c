@@ -163,7 +163,10 @@ int an_sandbox_restore(struct an_sandbox *sb, const char *tar_path, const char *
   if (mkdirat(dfd, staging, 0700) < 0) return an_error_set(err, errno, "restore: mkdir %s", staging);
   struct an_file_opts fo;
   an_sandbox_file_opts(sb, &fo);
-  struct an_snapshot_opts so = {.set_owner = true, .uid = fo.uid, .gid = fo.gid};
+  /* The files of the tar may declare at most the space free for the
+   * workspace, in logical bytes (a sparse entry counts in full). */
+  struct an_snapshot_opts so = {.set_owner = true, .uid = fo.uid, .gid = fo.gid,
+                                .max_bytes = an_sb_copy_cap(sb->ws_fd, 1)};
   /* Verify and extract into the (empty) staging directory: on error the
    * workspace is untouched. */
   int r = an_workspace_restore_ex(dfd, staging, tar_path, expected_sha256, &so, err);

@@ -21,7 +21,14 @@ int an_write_all(int fd, const void *buf, size_t len, const char *what, an_error
  * out_fd < 0) and hashing it into `sha256_hex` (lowercase hex, skipped when
  * NULL).  Reads at most max_bytes: if the source has more, fails with
  * -EFBIG "<what>: file too large (more than N bytes)".  *copied (may be NULL)
- * receives the number of bytes copied.  Returns 0 or a negative errno. */
+ * receives the number of bytes copied (the logical size: holes count).
+ * Holes are preserved: when in_fd is a regular file read from offset 0, its
+ * data extents are found with lseek(2) SEEK_DATA/SEEK_HOLE and holes are
+ * neither read nor written; when out_fd is a regular file at offset 0 too,
+ * holes are skipped with lseek and the file is ftruncate'd to the logical
+ * size at the end (so a 1 GiB sparse file costs its data, not 1 GiB); to a
+ * pipe, holes are written as zeros.  The cap counts holes (logical size).
+ * Returns 0 or a negative errno. */
 int an_copy_fd_capped(int in_fd, int out_fd, uint64_t max_bytes, const char *what,
                       uint64_t *copied, char *sha256_hex, an_error_t *err);
 

@@ -756,6 +756,45 @@ Test(sandbox, files_snapshot_restore_and_fork) {
   an_sandbox_opts_free(o);
 }
 
+/* Issue 10 item 6: fork keeps a sparse file sparse (it used to turn 1 GiB
+ * of holes into 1 GiB of data), and restore counts a sparse entry's
+ * logical size against the space free for the workspace (it accepted a
+ * 1 TiB sparse entry).  st_blocks is the evidence: no test writes GiBs. */
+Test(sandbox, fork_keeps_holes_and_restore_caps_sparse_entries) {
+  struct an_sandbox_opts *o = opts_for("busybox");
+  struct an_sandbox *sb = make_sb(o);
+  an_error_t err = NULL;
+  struct an_exec_result res =
+      run(sb, "dd if=/dev/zero of=/workspace/s bs=1 count=1 seek=1073741823 2>/dev/null && echo ok", 0);
+  cr_assert_str_eq(res.output.stdout_buf, "ok\n");
+  an_exec_result_release(&res);
+  struct an_sandbox *child = NULL;
+  cr_assert(an_sandbox_fork(sb, &child, &err) == 0, "%s", err ? err->msg : "");
+  char p[PATH_MAX + 16];
+  snprintf(p, sizeof p, "%s/s", an_sandbox_workspace_path(child));
+  struct stat st;
+  cr_assert_eq(stat(p, &st), 0, "stat %s", p);
+  cr_expect_eq(st.st_size, 1ll << 30);
+  cr_expect_leq((long long) st.st_blocks * 512, 1 << 20, "fork filled the holes: %lld bytes on disk",
+                (long long) st.st_blocks * 512);
+  destroy(child);
+  /* a snapshot declaring an 8 TiB file (more than any test host has free), a few KiB of tar */
+  res = run(sb, "rm /workspace/s; dd if=/dev/zero of=/workspace/t bs=1 count=1 seek=8796093022207 2>/dev/null && echo ok", 0);
+  cr_assert_str_eq(res.output.stdout_buf, "ok\n");
+  an_exec_result_release(&res);
+  char tar[PATH_MAX + 64];
+  snprintf(tar, sizeof tar, "%s/tera-%d.tar", g_root, (int) getpid());
+  struct an_snapshot_info info;
+  cr_assert(an_sandbox_snapshot(sb, tar, &info, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect_lt(info.size, 1 << 20);
+  int r = an_sandbox_restore(sb, tar, info.sha256, &err);
+  unlink(tar);
+  cr_expect_eq(r, -EFBIG, "restore of an 8 TiB sparse entry: %d %s", r, err ? err->msg : "accepted");
+  an_error_free(&err);
+  destroy(sb);
+  an_sandbox_opts_free(o);
+}
+
 /* A process of the sandbox may SIGSTOP an exec'd process in the moment
  * between its change to the sandbox's uid and its execve (it predicts the
  * pid from ns_last_pid).  The exec's timeout still ends the exec, reported
