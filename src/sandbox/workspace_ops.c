@@ -68,9 +68,16 @@ int an_sandbox_get_data(struct an_sandbox *sb, const char *src, void **data, siz
 }
 
 int an_sandbox_get(struct an_sandbox *sb, const char *src, const char *host_dest, an_error_t *err) {
+  return an_sandbox_get_warn(sb, src, host_dest, NULL, NULL, err);
+}
+
+int an_sandbox_get_warn(struct an_sandbox *sb, const char *src, const char *host_dest, an_warn_fn warn,
+                        void *warn_data, an_error_t *err) {
   if (!src || !host_dest) return an_error_set(err, EINVAL, "get: no source or destination");
   struct an_file_opts fo;
   an_sandbox_file_opts(sb, &fo);
+  fo.warn = warn;
+  fo.warn_data = warn_data;
   fo.set_owner = false;   /* host files belong to the caller */
   /* Type of src, looked up safely (no symlink followed, never opened). */
   int pfd = an_openat_beneath(sb->ws_fd, src, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, err);
