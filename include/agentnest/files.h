@@ -80,7 +80,8 @@ struct an_file_opts {
   an_warn_fn warn;      /* directory copies: receives warnings; NULL = ignore */
   void *warn_data;
   uint64_t max_total_bytes; /* directory copies: cap on the sum of file sizes
-                               (logical); 0 = AN_TREE_DEFAULT_MAX_BYTES */
+                               (logical); 0 = AN_TREE_DEFAULT_MAX_BYTES for
+                               an_dir_get, none for an_dir_put (host data) */
   uint64_t max_entries;     /* directory copies: cap on entries walked;
                                0 = AN_TREE_DEFAULT_MAX_ENTRIES */
 };

@@ -168,6 +168,9 @@ int an_dir_put(int ws_dirfd, const char *relpath, const char *host_dir,
                const struct an_file_opts *opts, an_error_t *err) {
   struct an_file_opts o;
   tree_opts(opts, &o);
+  /* the host's own data: no byte cap unless asked (the workspace's disk
+   * quota bounds it); the entry cap stays */
+  if (!opts || !opts->max_total_bytes) o.max_total_bytes = UINT64_MAX;
   cleanup_close int src = open(host_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (src < 0) return an_error_set(err, errno, "put directory: open %s", host_dir);
   cleanup_close int dst = -1;

@@ -22,8 +22,9 @@ int an_sandbox_fork(struct an_sandbox *sb, struct an_sandbox **out, an_error_t *
   cleanup_close int mfd = -1;
   char op[PATH_MAX + 64];
   snprintf(op, sizeof op, "%s/%s", sb->dir, AN_SB_OPTIONS_FILE);
-  int r = an_sandbox_opts_new(&opts, err);
+  int r = an_sb_secret_values_ok(sb, err);
   if (r < 0) return r;
+  if ((r = an_sandbox_opts_new(&opts, err)) < 0) return r;
   if ((r = an_sandbox_opts_load_profile(opts, op, NULL, err)) < 0) goto out;
   for (size_t i = 0; i < sb->rec.nsecrets; i++)
     if ((r = an_sandbox_opts_add_secret(opts, sb->rec.secrets[i].name, sb->rec.secrets[i].value, err)) < 0)

@@ -374,7 +374,10 @@ int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sa
   }
   struct an_sandbox *sb = NULL;
   if ((r = an_sb_handle_new(root, &rec, &sb, err)) < 0) { an_sb_record_clear(&rec); return r; }
-  if ((r = an_sb_secrets_read(&sb->rec, err)) < 0) {
+  /* Values gone (the /run file removed, e.g. a reboot): the handle still
+   * serves destroy, cp, inspect; exec and fork refuse (an_sb_secret_values_ok). */
+  if ((r = an_sb_secrets_read(&sb->rec, err)) == -ENOENT) an_error_free(err);
+  else if (r < 0) {
     an_sandbox_close(sb);
     return r;
   }
@@ -395,7 +398,8 @@ int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sa
     return r;
   }
   for (size_t i = 0; i < sb->rec.nsecrets; i++)
-    if ((r = an_sandbox_opts_add_secret(sb->opts, sb->rec.secrets[i].name, sb->rec.secrets[i].value, err)) < 0) {
+    if (sb->rec.secrets[i].value &&
+        (r = an_sandbox_opts_add_secret(sb->opts, sb->rec.secrets[i].name, sb->rec.secrets[i].value, err)) < 0) {
       an_sandbox_close(sb);
       return r;
     }

@@ -178,6 +178,10 @@ int an_sb_secrets_write(const char *id, const struct an_secret *s, size_t n, an_
  * so), parse errors -EINVAL. */
 int an_sb_secrets_read(struct an_sb_record *rec, an_error_t *err);
 
+/* 0 when every secret of the handle has its value; else -ENOENT naming the
+ * secret and the missing file (exec and fork refuse then: fail closed). */
+int an_sb_secret_values_ok(const struct an_sandbox *sb, an_error_t *err);
+
 /* Remove the secrets file of sandbox `id` (no error if missing). */
 void an_sb_secrets_remove(const char *id);
 

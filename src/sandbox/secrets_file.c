@@ -123,6 +123,17 @@ int an_sb_secrets_read(struct an_sb_record *rec, an_error_t *err) {
   return r;
 }
 
+int an_sb_secret_values_ok(const struct an_sandbox *sb, an_error_t *err) {
+  for (size_t k = 0; k < sb->rec.nsecrets; k++)
+    if (!sb->rec.secrets[k].value) {
+      char path[PATH_MAX];
+      path_of(sb->rec.id, path);
+      return an_error_set(err, ENOENT, "sandbox %s: the value of secret %s is gone (%s removed, or the host "
+                          "rebooted); destroy and recreate it", sb->rec.id, sb->rec.secrets[k].name, path);
+    }
+  return 0;
+}
+
 void an_sb_secrets_remove(const char *id) {
   char path[PATH_MAX];
   path_of(id, path);

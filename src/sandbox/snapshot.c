@@ -77,6 +77,7 @@ struct walk {
 static int map_extents(int fd, uint64_t size, struct archive_entry *e, uint64_t *data,
                        const char *path, an_error_t *err) {
   *data = size;
+  if (size == 0) return 0;
   off_t first = lseek(fd, 0, SEEK_DATA);
   if (first < 0 && errno != ENXIO) return 0; /* no SEEK_DATA here: archive all */
   off_t hole0 = first < 0 ? 0 : lseek(fd, first, SEEK_HOLE);

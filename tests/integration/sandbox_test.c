@@ -597,6 +597,16 @@ Test(sandbox, secret_values_are_in_no_state_file) {
   cr_expect_str_eq(res.output.stdout_buf, "same\n[REDACTED:API_TOKEN]\n");
   an_exec_result_release(&res);
   an_sandbox_close(sb2);
+  /* values gone (a reboot empties /run): open still works (destroy, cp),
+   * exec refuses rather than run without its secrets or unredacted */
+  cr_assert_eq(unlink(sf), 0);
+  cr_assert(an_sandbox_open(g_root, an_sandbox_id(sb), &sb2, &err) == 0, "%s", err ? err->msg : "");
+  char *argv[] = {"true", NULL};
+  int r = an_sandbox_exec(sb2, argv, NULL, &res, &err);
+  cr_expect_eq(r, -ENOENT, "exec without the secret values: %d", r);
+  cr_expect(err && strstr(err->msg, "is gone"), "%s", err ? err->msg : "");
+  an_error_free(&err);
+  an_sandbox_close(sb2);
   destroy(sb);
   cr_expect_neq(stat(sf, &st), 0, "%s left after destroy", sf);
   an_sandbox_opts_free(o);
