@@ -174,7 +174,7 @@ static int link_artifact(struct collect *c, const struct an_inode_ent *first, co
 }
 
 /* Hash (and copy out) one regular file; the fd is the host's own. */
-static int add_file(struct collect *c, int dfd, const char *name, const char *path, an_error_t *err) {
+static __attribute__((noinline)) int add_file(struct collect *c, int dfd, const char *name, const char *path, an_error_t *err) {
   struct stat st;
   cleanup_error an_error_t why = NULL;
   cleanup_close int fd = an_files_open_capped(dfd, name, path, c->o.max_bytes, &st, &why);
@@ -219,7 +219,7 @@ static int add_file(struct collect *c, int dfd, const char *name, const char *pa
   return 0;
 }
 
-static int add_symlink(struct collect *c, int dfd, const char *name, const char *path,
+static __attribute__((noinline)) int add_symlink(struct collect *c, int dfd, const char *name, const char *path,
                        const struct stat *st, an_error_t *err) {
   char target[PATH_MAX];
   ssize_t k = readlinkat(dfd, name, target, sizeof target - 1);
@@ -246,37 +246,58 @@ static int add_symlink(struct collect *c, int dfd, const char *name, const char 
  * `prefix`, "" for the workspace root).  Names are read sorted and bounded
  * (util/dir_list: the entry cap bounds memory); directories deeper than
  * AN_TREE_MAX_DEPTH_SKIP are skipped with a warning. */
-static int walk(struct collect *c, int dfd, const char *prefix, char **comp, size_t depth, an_error_t *err) {
-  struct an_dir_list names;
+/* Out of line, so that quoting buffers and PATH_MAX arrays are not in the
+ * frames of the recursive walk (256 levels must fit any stack). */
+static __attribute__((noinline, cold)) void path_warn(const struct collect *c, const char *what, const char *a,
+                                                       const char *b, const char *why) {
+  an_warnf(c->fo.warn, c->fo.warn_data, "%s \"%s%s%s\" skipped: %s", what, AN_QUOTED(a), b ? "/" : "",
+           b ? AN_QUOTED(b) : "", why);
+}
+
+static __attribute__((noinline, cold)) int path_err(an_error_t *err, int e, const char *what, const char *path) {
+  return an_error_set(err, e, "%s \"%s\"", what, AN_QUOTED(path));
+}
+
+static __attribute__((noinline)) int list_dir(struct collect *c, int dfd, const char *prefix,
+                                              struct an_dir_list *names, an_error_t *err) {
   char shown[AN_QUOTE_NAME_SIZE + 2];
   snprintf(shown, sizeof shown, "\"%s\"", *prefix ? AN_QUOTED(prefix) : ".");
-  int r = an_dir_list_read(dfd, shown, &c->budget, c->o.max_entries, &names, err);
-  if (r < 0) return an_error_prefix(err, "artifacts");
+  int r = an_dir_list_read(dfd, shown, &c->budget, c->o.max_entries, names, err);
+  return r < 0 ? an_error_prefix(err, "artifacts") : 0;
+}
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+static int walk(struct collect *c, int dfd, const char *prefix, char **comp, size_t depth, an_error_t *err) {
+  struct an_dir_list names;
+  int r = list_dir(c, dfd, prefix, &names, err);
+  if (r < 0) return r;
+  cleanup_free char *path = malloc(PATH_MAX);
+  if (!path) r = an_error_set(err, ENOMEM, "artifacts");
   for (size_t i = 0; i < names.n && r == 0; i++) {
     char *name = names.names[i];
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "/" : "", name) >= (int) sizeof path) {
-      an_warnf(c->fo.warn, c->fo.warn_data, "artifacts: \"%s/%s\" skipped: path longer than %d bytes",
-               AN_QUOTED(prefix), AN_QUOTED(name), PATH_MAX - 1);
+    if (snprintf(path, PATH_MAX, "%s%s%s", prefix, *prefix ? "/" : "", name) >= PATH_MAX) {
+      path_warn(c, "artifacts:", prefix, name, "path longer than PATH_MAX");
       continue;
     }
     comp[depth] = name;
     struct stat st;
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-      if (errno != ENOENT) r = an_error_set(err, errno, "artifacts: stat \"%s\"", AN_QUOTED(path));
+      if (errno != ENOENT) r = path_err(err, errno, "artifacts: stat", path);
       continue;
     }
     if (S_ISDIR(st.st_mode)) {
       if (!any_prefix(c, comp, depth + 1)) continue;
       if (depth + 1 > AN_TREE_MAX_DEPTH_SKIP) {
-        an_warnf(c->fo.warn, c->fo.warn_data, "artifacts: directory \"%s\" skipped: nested deeper than %d directories",
-                 AN_QUOTED(path), AN_TREE_MAX_DEPTH_SKIP);
+        path_warn(c, "artifacts: directory", path, NULL,
+                  "nested deeper than " STR(AN_TREE_MAX_DEPTH_SKIP) " directories");
         continue;
       }
       cleanup_close int sub = an_openat_beneath(dfd, name, O_RDONLY | O_DIRECTORY, 0, NULL);
       if (sub < 0) { /* swapped for a symlink or removed meanwhile: not followed */
-        an_warnf(c->fo.warn, c->fo.warn_data, "artifacts: directory \"%s\" skipped: %s", AN_QUOTED(path),
-                 sub == -EXDEV ? "a symlink (never followed)" : "gone or unreadable");
+        path_warn(c, "artifacts: directory", path, NULL,
+                  sub == -EXDEV ? "a symlink (never followed)" : "gone or unreadable");
         continue;
       }
       r = walk(c, sub, path, comp, depth + 1, err);
@@ -287,7 +308,7 @@ static int walk(struct collect *c, int dfd, const char *prefix, char **comp, siz
     } else if (S_ISLNK(st.st_mode)) {
       r = add_symlink(c, dfd, name, path, &st, err);
     } else {
-      an_warnf(c->fo.warn, c->fo.warn_data, "artifact \"%s\" skipped: not a regular file", AN_QUOTED(path));
+      path_warn(c, "artifact", path, NULL, "not a regular file");
     }
   }
   an_dir_list_free(&names);

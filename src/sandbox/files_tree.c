@@ -77,44 +77,63 @@ static int mkdir_open(int parent, const char *name, mode_t mode, const char *dis
   return fd;
 }
 
+/* Messages naming a path the sandbox chose, quoted; out of line so that
+ * the quoting buffers are not in the frames of the recursive walk (256
+ * levels must fit any stack, ASan's too). */
+static __attribute__((noinline, cold)) int path_err(an_error_t *err, int e, const char *what, const char *path,
+                                                     const char *after) {
+  return an_error_set(err, e, "%s\"%s\"%s", what, AN_QUOTED(path), after);
+}
+
+static __attribute__((noinline, cold)) void path_warn(const struct tree *t, const char *a, const char *b,
+                                                       const char *why) {
+  an_warnf(t->o->warn, t->o->warn_data, "\"%s%s%s\": skipped, %s", AN_QUOTED(a), b ? "/" : "",
+           b ? AN_QUOTED(b) : "", why);
+}
+
+static __attribute__((noinline, cold)) int too_many(const struct tree *t, const char *display, an_error_t *err) {
+  return an_error_set(err, E2BIG, "\"%s\": more than %llu entries (the cap of one copy)", AN_QUOTED(display),
+                      (unsigned long long) t->o->max_entries);
+}
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
 /* Walk one directory level: every entry of `src` but "." and ".." goes to
  * t->entry.  `display` is the raw path of `src` (quoted when shown). */
 static int copy_tree(struct tree *t, int src, int dst, const char *display, int depth, an_error_t *err) {
   int dfd = dup(src);
-  if (dfd < 0) return an_error_set(err, errno, "dup \"%s\"", AN_QUOTED(display));
+  if (dfd < 0) return path_err(err, errno, "dup ", display, "");
   cleanup_closedir DIR *d = fdopendir(dfd);
   if (!d) {
     close(dfd);
-    return an_error_set(err, errno, "opendir \"%s\"", AN_QUOTED(display));
+    return path_err(err, errno, "opendir ", display, "");
   }
+  cleanup_free char *path = malloc(PATH_MAX);
+  if (!path) return an_error_set(err, ENOMEM, "copy");
   struct dirent *de;
   while ((errno = 0, de = readdir(d))) {
     const char *name = de->d_name;
     if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
-    if (++t->entries > t->o->max_entries)
-      return an_error_set(err, E2BIG, "\"%s\": more than %llu entries (the cap of one copy)",
-                          AN_QUOTED(display), (unsigned long long) t->o->max_entries);
-    char path[PATH_MAX];
-    int w = snprintf(path, sizeof path, "%s/%s", display, name);
-    if (w < 0 || (size_t) w >= sizeof path) {
-      an_warnf(t->o->warn, t->o->warn_data, "\"%s/%s\": skipped, path longer than %d bytes",
-               AN_QUOTED(display), AN_QUOTED(name), PATH_MAX - 1);
+    if (++t->entries > t->o->max_entries) return too_many(t, display, err);
+    int w = snprintf(path, PATH_MAX, "%s/%s", display, name);
+    if (w < 0 || w >= PATH_MAX) {
+      path_warn(t, display, name, "path longer than PATH_MAX");
       continue;
     }
     struct stat st;
     if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
       if (errno == ENOENT && t->skip_vanished) continue;
-      return an_error_set(err, errno, "stat \"%s\"", AN_QUOTED(path));
+      return path_err(err, errno, "stat ", path, "");
     }
     if (S_ISDIR(st.st_mode) && depth + 1 > AN_TREE_MAX_DEPTH_SKIP) {
-      an_warnf(t->o->warn, t->o->warn_data, "\"%s\": skipped, nested deeper than %d directories",
-               AN_QUOTED(path), AN_TREE_MAX_DEPTH_SKIP);
+      path_warn(t, path, NULL, "nested deeper than " STR(AN_TREE_MAX_DEPTH_SKIP) " directories");
       continue;
     }
     int r = t->entry(t, src, dst, name, path, &st, depth, err);
     if (r < 0) return r;
   }
-  if (errno) return an_error_set(err, errno, "readdir \"%s\"", AN_QUOTED(display));
+  if (errno) return path_err(err, errno, "readdir ", display, "");
   return 0;
 }
 
@@ -128,6 +147,15 @@ static void tree_opts(const struct an_file_opts *in, struct an_file_opts *o) {
   an_files_resolve_opts(in, o);
   if (!o->max_total_bytes) o->max_total_bytes = AN_TREE_DEFAULT_MAX_BYTES;
   if (!o->max_entries) o->max_entries = AN_TREE_DEFAULT_MAX_ENTRIES;
+}
+
+static __attribute__((noinline)) int copy_link_in(int src, int dst, const char *name, const char *path,
+                                                  const struct an_file_opts *o, an_error_t *err) {
+  char target[PATH_MAX];
+  ssize_t n = readlinkat(src, name, target, sizeof target - 1);
+  if (n < 0) return an_error_set(err, errno, "readlink %s", path);
+  target[n] = '\0';
+  return symlink_at(dst, name, target, path, o, err);
 }
 
 /* host -> workspace: directories, regular files and symlinks (as links). */
@@ -153,13 +181,7 @@ static int copy_entry_in(struct tree *t, int src, int dst, const char *name, con
     t->bytes += n;
     return r;
   }
-  if (S_ISLNK(st->st_mode)) {
-    char target[PATH_MAX];
-    ssize_t n = readlinkat(src, name, target, sizeof target - 1);
-    if (n < 0) return an_error_set(err, errno, "readlink %s", path);
-    target[n] = '\0';
-    return symlink_at(dst, name, target, path, o, err);
-  }
+  if (S_ISLNK(st->st_mode)) return copy_link_in(src, dst, name, path, o, err);
   an_warnf(o->warn, o->warn_data, "%s: skipped, not a regular file, directory or symlink", path);
   return 0;
 }
@@ -208,7 +230,7 @@ static int link_copy(struct tree *t, const struct an_inode_ent *first, int dst, 
   return 1;
 }
 
-static int copy_file_out(struct tree *t, int src, int dst, const char *name, const char *path,
+static __attribute__((noinline)) int copy_file_out(struct tree *t, int src, int dst, const char *name, const char *path,
                          const struct stat *st, an_error_t *err) {
   const struct an_file_opts *o = t->o;
   if (st->st_nlink > 1) {
@@ -241,6 +263,14 @@ static int copy_file_out(struct tree *t, int src, int dst, const char *name, con
   return 0;
 }
 
+/* mkdir_open for the way out: the sandbox's name quoted in its errors. */
+static __attribute__((noinline)) int mkdir_out(int dst, const char *name, mode_t mode, const char *path,
+                                               const struct an_file_opts *o, an_error_t *err) {
+  char shown[AN_QUOTE_NAME_SIZE + 2];
+  snprintf(shown, sizeof shown, "\"%s\"", AN_QUOTED(path));
+  return mkdir_open(dst, name, mode, shown, o, err);
+}
+
 /* workspace -> host: directories and regular files (capped); symlinks
  * are never followed nor copied. */
 static int copy_entry_out(struct tree *t, int src, int dst, const char *name, const char *path,
@@ -249,22 +279,17 @@ static int copy_entry_out(struct tree *t, int src, int dst, const char *name, co
   if (S_ISDIR(st->st_mode)) {
     /* The type check is only a hint: the open refuses a symlink swapped in
      * meanwhile. */
-    cleanup_error an_error_t why = NULL;
-    cleanup_close int s2 = an_openat_beneath(src, name, O_RDONLY | O_DIRECTORY, 0, &why);
+    cleanup_close int s2 = an_openat_beneath(src, name, O_RDONLY | O_DIRECTORY, 0, NULL);
     if (s2 == -ENOENT) return 0;
-    if (s2 < 0) return an_error_set(err, -s2, "get \"%s\"", AN_QUOTED(path));
-    char shown[AN_QUOTE_NAME_SIZE + 2];
-    snprintf(shown, sizeof shown, "\"%s\"", AN_QUOTED(path));
-    cleanup_close int d2 = mkdir_open(dst, name, AN_HOST_COPY_MODE(st->st_mode) | 0700, shown, o, err);
+    if (s2 < 0) return path_err(err, -s2, "get ", path, "");
+    cleanup_close int d2 = mkdir_out(dst, name, AN_HOST_COPY_MODE(st->st_mode) | 0700, path, o, err);
     if (d2 < 0) return d2;
     return copy_tree(t, s2, d2, path, depth + 1, err);
   }
   if (S_ISREG(st->st_mode)) return copy_file_out(t, src, dst, name, path, st, err);
-  if (S_ISLNK(st->st_mode))
-    an_warnf(o->warn, o->warn_data, "\"%s\": skipped symlink (symlinks are never followed)",
-             AN_QUOTED(path));
-  else
-    an_warnf(o->warn, o->warn_data, "\"%s\": skipped, not a regular file", AN_QUOTED(path));
+  if (S_ISLNK(st->st_mode)) path_warn(t, path, NULL, "a symlink (symlinks are never followed)");
+  else path_warn(t, path, NULL, "not a regular file");
+  (void) o;
   return 0;
 }
 

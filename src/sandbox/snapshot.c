@@ -102,7 +102,7 @@ static int map_extents(int fd, uint64_t size, struct archive_entry *e, uint64_t 
 
 static void entry_freep(struct archive_entry **e) { if (*e) archive_entry_free(*e); }
 
-static int arch_error(struct walk *w, an_error_t *err, const char *path) {
+static __attribute__((noinline, cold)) int arch_error(struct walk *w, an_error_t *err, const char *path) {
   int e = archive_errno(w->a);
   return an_error_set(err, e > 0 ? e : EIO, "snapshot \"%s\": %s", AN_QUOTED(path),
                       archive_error_string(w->a));
@@ -147,11 +147,12 @@ static int feed(struct walk *w, int fd, uint64_t off, uint64_t len, bool hole, c
   return 0;
 }
 
-static int add_file(struct walk *w, int dfd, const char *name, const char *path, an_error_t *err) {
+static __attribute__((noinline)) int add_file(struct walk *w, int dfd, const char *name, const char *path,
+                                              an_error_t *err) {
   struct stat st;
   cleanup_error an_error_t why = NULL;
   cleanup_close int fd = an_open_regular_beneath(dfd, name, &st, &why);
-  if (fd == -ENOENT) return 0; /* removed meanwhile */
+  if (fd == -ENOENT) return 1; /* removed meanwhile: not counted */
   if (fd < 0) return an_error_set(err, -fd, "snapshot \"%s\"", AN_QUOTED(path));
   uint64_t size = (uint64_t) st.st_size;
   __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(path, &st, AE_IFREG);
@@ -197,75 +198,97 @@ static int add_file(struct walk *w, int dfd, const char *name, const char *path,
   return 0;
 }
 
-static int add_dir(struct walk *w, int dfd, const char *name, const char *path, int depth, an_error_t *err);
+#define STR2(x) #x
+#define STR(x) STR2(x)
 
-static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, an_error_t *err) {
-  struct an_dir_list names;
+/* Messages naming a path the sandbox chose, quoted.  Out of line (as are
+ * the leaf entry kinds), so that quoting buffers and PATH_MAX arrays are not
+ * in the frames of the recursive walk: 256 levels must fit any stack. */
+static __attribute__((noinline, cold)) int path_err(an_error_t *err, int e, const char *what, const char *path) {
+  return an_error_set(err, e, "%s \"%s\"", what, AN_QUOTED(path));
+}
+
+static __attribute__((noinline, cold)) void path_warn(const struct walk *w, const char *a, const char *b,
+                                                       const char *why) {
+  an_warnf(w->o->warn, w->o->warn_data, "snapshot: \"%s%s\" skipped (%s)", AN_QUOTED(a), b ? AN_QUOTED(b) : "", why);
+}
+
+static __attribute__((noinline)) int list_dir(struct walk *w, int dfd, const char *prefix, struct an_dir_list *names,
+                                              an_error_t *err) {
   char shown[AN_QUOTE_NAME_SIZE + 2];
   snprintf(shown, sizeof shown, "\"%s\"", prefix[0] ? AN_QUOTED(prefix) : ".");
-  int r = an_dir_list_read(dfd, shown, &w->budget, w->max_entries, &names, err);
-  if (r < 0) return an_error_prefix(err, "snapshot");
-  for (size_t i = 0; i < names.n && r == 0; i++) {
+  int r = an_dir_list_read(dfd, shown, &w->budget, w->max_entries, names, err);
+  return r < 0 ? an_error_prefix(err, "snapshot") : 0;
+}
+
+static __attribute__((noinline)) int add_symlink(struct walk *w, int dfd, const char *name, const char *path,
+                                                 const struct stat *st, an_error_t *err) {
+  char target[PATH_MAX];
+  ssize_t k = readlinkat(dfd, name, target, sizeof target - 1);
+  if (k < 0) return errno == ENOENT ? 1 : path_err(err, errno, "snapshot: readlink", path);
+  target[k] = '\0';
+  __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(path, st, AE_IFLNK);
+  if (!e) return path_err(err, ENOMEM, "snapshot", path);
+  archive_entry_set_symlink(e, target);
+  if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
+  return 0;
+}
+
+static int add_dir(struct walk *w, int dfd, const char *name, const char *path, int depth, an_error_t *err);
+
+/* One directory level; returns 0 or a negative errno.  (r > 0 from a leaf:
+ * the entry vanished, not counted.) */
+static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, an_error_t *err) {
+  struct an_dir_list names;
+  int r = list_dir(w, dfd, prefix, &names, err);
+  if (r < 0) return r;
+  cleanup_free char *path = malloc(PATH_MAX);
+  if (!path) r = an_error_set(err, ENOMEM, "snapshot");
+  for (size_t i = 0; i < names.n && r >= 0; i++) {
     const char *name = names.names[i];
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s%s", prefix, name) >= (int) sizeof path - 1) {
-      an_warnf(w->o->warn, w->o->warn_data, "snapshot: \"%s%s\" skipped (path longer than %d bytes)",
-               AN_QUOTED(prefix), AN_QUOTED(name), PATH_MAX - 2);
+    r = 0;
+    if (snprintf(path, PATH_MAX, "%s%s", prefix, name) >= PATH_MAX - 1) {
+      path_warn(w, prefix, name, "path longer than PATH_MAX");
       continue;
     }
     struct stat st;
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-      if (errno != ENOENT) r = an_error_set(err, errno, "snapshot: stat \"%s\"", AN_QUOTED(path));
+      if (errno != ENOENT) r = path_err(err, errno, "snapshot: stat", path);
       continue;
     }
     if (S_ISREG(st.st_mode)) {
       r = add_file(w, dfd, name, path, err);
     } else if (S_ISDIR(st.st_mode)) {
       if (depth + 1 > AN_TREE_MAX_DEPTH_SKIP) {
-        an_warnf(w->o->warn, w->o->warn_data, "snapshot: \"%s\" skipped (nested deeper than %d directories)",
-                 AN_QUOTED(path), AN_TREE_MAX_DEPTH_SKIP);
+        path_warn(w, path, NULL, "nested deeper than " STR(AN_TREE_MAX_DEPTH_SKIP) " directories");
         continue;
       }
       r = add_dir(w, dfd, name, path, depth, err);
     } else if (S_ISLNK(st.st_mode)) {
-      char target[PATH_MAX];
-      ssize_t k = readlinkat(dfd, name, target, sizeof target - 1);
-      if (k < 0) {
-        if (errno != ENOENT) r = an_error_set(err, errno, "snapshot: readlink \"%s\"", AN_QUOTED(path));
-        continue;
-      }
-      target[k] = '\0';
-      __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(path, &st, AE_IFLNK);
-      if (!e) {
-        r = an_error_set(err, ENOMEM, "snapshot \"%s\"", AN_QUOTED(path));
-        continue;
-      }
-      archive_entry_set_symlink(e, target);
-      if (archive_write_header(w->a, e) != ARCHIVE_OK) r = arch_error(w, err, path);
+      r = add_symlink(w, dfd, name, path, &st, err);
     } else {
-      an_warnf(w->o->warn, w->o->warn_data, "snapshot: \"%s\" skipped (not a regular file, directory or symlink)",
-               AN_QUOTED(path));
+      path_warn(w, path, NULL, "not a regular file, directory or symlink");
       continue;
     }
     if (r == 0) w->entries++;
   }
   an_dir_list_free(&names);
-  return r;
+  return r < 0 ? r : 0;
 }
 
 static int add_dir(struct walk *w, int dfd, const char *name, const char *path, int depth, an_error_t *err) {
-  cleanup_error an_error_t why = NULL;
-  cleanup_close int sub = an_openat_beneath(dfd, name, O_RDONLY | O_DIRECTORY, 0, &why);
-  if (sub == -ENOENT) return 0;
-  if (sub < 0) return an_error_set(err, -sub, "snapshot \"%s\"", AN_QUOTED(path));
+  cleanup_close int sub = an_openat_beneath(dfd, name, O_RDONLY | O_DIRECTORY, 0, NULL);
+  if (sub == -ENOENT) return 1;
+  if (sub < 0) return path_err(err, -sub, "snapshot", path);
   struct stat dst;
-  if (fstat(sub, &dst) < 0) return an_error_set(err, errno, "snapshot: stat \"%s\"", AN_QUOTED(path));
-  char dpath[PATH_MAX];
-  if (snprintf(dpath, sizeof dpath, "%s/", path) >= (int) sizeof dpath) /* the caller left a byte */
-    return an_error_set(err, ENAMETOOLONG, "snapshot \"%s\"", AN_QUOTED(path));
-  __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(dpath, &dst, AE_IFDIR);
-  if (!e) return an_error_set(err, ENOMEM, "snapshot \"%s\"", AN_QUOTED(path));
-  if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
+  if (fstat(sub, &dst) < 0) return path_err(err, errno, "snapshot: stat", path);
+  cleanup_free char *dpath = NULL;
+  if (asprintf(&dpath, "%s/", path) < 0) return an_error_set(err, ENOMEM, "snapshot");
+  {
+    __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(dpath, &dst, AE_IFDIR);
+    if (!e) return path_err(err, ENOMEM, "snapshot", path);
+    if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
+  }
   return walk_dir(w, sub, dpath, depth + 1, err);
 }
 
