@@ -19,6 +19,7 @@
 #include "agentnest/files.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
+#include "util/fdcopy.h"
 #include "util/safe_path.h"
 
 int an_sb_freeze(struct an_sandbox *sb, bool frozen, an_error_t *err) {
@@ -46,8 +47,9 @@ int an_sandbox_put(struct an_sandbox *sb, const char *host_path, const char *des
   if (stat(host_path, &st) < 0) return an_error_set(err, errno, "put: %s", host_path);
   if (S_ISDIR(st.st_mode)) return an_dir_put(sb->ws_fd, dest, host_path, &fo, err);
   if (!S_ISREG(st.st_mode)) return an_error_set(err, EINVAL, "put: %s: not a regular file or directory", host_path);
-  cleanup_close int fd = open(host_path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return an_error_set(err, errno, "put: open %s", host_path);
+  /* O_NONBLOCK, regular only: swapped for a FIFO since the stat, it fails (BL-23) */
+  cleanup_close int fd = an_open_input(AT_FDCWD, host_path, 0, false, NULL, err);
+  if (fd < 0) return an_error_prefix(err, "put");
   fo.mode = st.st_mode & 0777;
   return an_file_put_fd(sb->ws_fd, dest, fd, &fo, err);
 }
