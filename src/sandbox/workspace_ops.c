@@ -104,13 +104,18 @@ int an_sandbox_get_warn(struct an_sandbox *sb, const char *src, const char *host
 
 int an_sandbox_snapshot(struct an_sandbox *sb, const char *tar_path, struct an_snapshot_info *info,
                         an_error_t *err) {
+  return an_sandbox_snapshot_warn(sb, tar_path, info, NULL, NULL, err);
+}
+
+int an_sandbox_snapshot_warn(struct an_sandbox *sb, const char *tar_path, struct an_snapshot_info *info,
+                             an_warn_fn warn, void *warn_data, an_error_t *err) {
   /* the tar may not fill the disk it goes to (a sandbox's sparse file of
    * 100 GB is 100 GB of tar) */
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s", tar_path);
   cleanup_close int dfd = open(dirname(dir), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return an_error_set(err, errno, "snapshot: directory of %s", tar_path);
-  struct an_snapshot_opts so = {.max_bytes = an_sb_copy_cap(dfd, 1)};
+  struct an_snapshot_opts so = {.max_bytes = an_sb_copy_cap(dfd, 1), .warn = warn, .warn_data = warn_data};
   int r = an_sb_freeze(sb, true, err);
   if (r < 0) return r;
   r = an_workspace_snapshot(sb->ws_fd, tar_path, &so, info, err);
