@@ -63,6 +63,12 @@ struct an_artifact_opts {
   bool skip_symlinks;       /* skip matching symlinks with a warning instead of listing */
   an_warn_fn warn;
   void *warn_data;
+  uint64_t max_total_bytes; /* cap on the sum of the sizes of the files hashed (and
+                               copied), logical (holes count); 0 =
+                               AN_TREE_DEFAULT_MAX_BYTES; over it: -EFBIG */
+  uint64_t max_entries;     /* cap on the entries walked (also bounds the list and
+                               the memory it takes); 0 = AN_TREE_DEFAULT_MAX_ENTRIES;
+                               over it: -E2BIG */
 };
 
 /* Check one glob: non-empty, relative, no `..` component.  Returns 0,

@@ -49,6 +49,10 @@ struct an_container_opts {
   bool detach;                  /* run: do not wait */
   bool keep;                    /* run: keep state after exit */
   int stdio[3];                 /* fds for the container's stdin/out/err; -1 = inherit 0/1/2 */
+  char *const *config_env;      /* non-NULL: the process.env recorded in the state's
+                                   config.json instead of spec->process->env (e.g. with
+                                   secret values left out); the process still gets
+                                   spec->process->env.  NULL-terminated, borrowed */
 };
 
 /* The runtime-spec state (runtime.md "State") as kept by the engine. */

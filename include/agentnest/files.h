@@ -46,6 +46,21 @@ extern "C" {
 /* Default read cap in bytes (DESIGN: file read 64 MiB). */
 #define AN_FILE_DEFAULT_MAX_BYTES (64ull << 20)
 
+/* Default caps of one directory copy (an_dir_get, an_dir_put), artifacts
+ * and snapshots (issue 10 item 6): entries walked (files, directories,
+ * links, skipped entries alike) and the sum of the logical sizes of the
+ * files copied (a sparse file counts its st_size even though its holes
+ * are kept as holes; a hard link counts once).  Over a cap: -EFBIG (bytes)
+ * or -E2BIG (entries), naming the cap. */
+#define AN_TREE_DEFAULT_MAX_ENTRIES 100000ull
+#define AN_TREE_DEFAULT_MAX_BYTES (4ull << 30)
+
+/* Directories nested deeper than this below the root of a directory copy,
+ * artifacts walk or snapshot are not walked: each such directory is skipped
+ * with a warning naming it and the rest is copied (no call fails because
+ * of the depth a sandbox chose). */
+#define AN_TREE_MAX_DEPTH_SKIP 256
+
 /* Called for each non-fatal problem of a directory copy (a skipped symlink or
  * special file).  `msg` is valid only during the call. */
 typedef void (*an_warn_fn)(void *data, const char *msg);
@@ -64,6 +79,11 @@ struct an_file_opts {
   gid_t gid;
   an_warn_fn warn;      /* directory copies: receives warnings; NULL = ignore */
   void *warn_data;
+  uint64_t max_total_bytes; /* directory copies: cap on the sum of file sizes
+                               (logical); 0 = AN_TREE_DEFAULT_MAX_BYTES for
+                               an_dir_get, none for an_dir_put (host data) */
+  uint64_t max_entries;     /* directory copies: cap on entries walked;
+                               0 = AN_TREE_DEFAULT_MAX_ENTRIES */
 };
 
 /* Write `len` bytes of `data` to `relpath` beneath ws_dirfd, atomically
@@ -100,9 +120,12 @@ int an_file_get_fd(int ws_dirfd, const char *relpath, int dst_fd, const struct a
  * Regular files are written atomically with their permission bits (& 0777);
  * directories are created with dir_mode; symlinks are recreated as symlinks
  * with the same target string (never followed); other file types are skipped
- * with a warning.  Existing files of the same name are replaced.  The tree
- * is made durable with one syncfs(2) at the end.  Nesting deeper than 256
- * fails with -ELOOP.  On error the copy may be partial. */
+ * with a warning.  Existing files of the same name are replaced.  Holes of
+ * sparse files stay holes; the names of a hard-linked file become hard
+ * links of one copy.  The tree is made durable with one syncfs(2) at the
+ * end.  Directories deeper than AN_TREE_MAX_DEPTH_SKIP (or whose path
+ * exceeds PATH_MAX) are skipped with a warning.  -EFBIG / -E2BIG past
+ * max_total_bytes / max_entries.  On error the copy may be partial. */
 int an_dir_put(int ws_dirfd, const char *relpath, const char *host_dir,
                const struct an_file_opts *opts, an_error_t *err);
 
@@ -112,8 +135,16 @@ int an_dir_put(int ws_dirfd, const char *relpath, const char *host_dir,
  * max_bytes; symlinks, FIFOs, sockets and devices inside are skipped with a
  * warning (never followed or opened); directories are walked through
  * O_NOFOLLOW dirfds only, so the walk terminates.  Files are created with
- * their permission bits & 0777 (never setuid/setgid).  Returns 0, -EXDEV,
- * -EFBIG (a file over the cap), -ELOOP (nesting deeper than 256), ... */
+ * their permission bits & 0755 (never setuid/setgid, group/other write).
+ * Holes of sparse files stay holes (SEEK_DATA/SEEK_HOLE) and the names of a
+ * hard-linked file become hard links of its one copy, so the host gets no
+ * more disk use than the workspace has.  Directories nested deeper than
+ * AN_TREE_MAX_DEPTH_SKIP, or whose path exceeds PATH_MAX, are skipped with a
+ * warning naming them (quoted) and the rest is copied.  Memory use does not
+ * grow with the number of files (entries are streamed with readdir(3); the
+ * hard-link map holds only multiply-linked files, at most max_entries).
+ * Returns 0, -EXDEV, -EFBIG (a file over max_bytes, or the sum over
+ * max_total_bytes), -E2BIG (more than max_entries entries), ... */
 int an_dir_get(int ws_dirfd, const char *relpath, const char *host_dir,
                const struct an_file_opts *opts, an_error_t *err);
 

@@ -12,10 +12,23 @@
  * - A cut at a cap never splits a UTF-8 sequence: the kept bytes back off to
  *   the last character boundary.
  * - Secrets: every occurrence of a secret value in the kept output is
- *   replaced by "[REDACTED:<NAME>]", also when the value arrives split across
- *   reads (up to max_secret_len-1 bytes are held back between reads).  When
- *   secrets overlap, the longest value wins.  Secrets are matched on the raw
- *   bytes of each stream separately.
+ *   replaced by "[REDACTED:<NAME>]", in any of these forms: raw; each byte
+ *   raw or escaped, mixed freely (URL %XX in either case, '+' for a space,
+ *   JSON \uXXXX incl. UTF-16 surrogate pairs, \xXX, JSON's \" \\ \/ \n \t
+ *   \r \b \f); hex of the value in either case; base64 and base64url of
+ *   the value at any alignment inside a longer encoded text, with or without
+ *   padding, with line breaks (CR, LF) anywhere between the characters (the
+ *   characters that depend on the value alone are replaced; up to 5 bits
+ *   at each end of the value can remain in the neighbouring characters).
+ *   Secrets shorter than 3 bytes are looked for raw/escaped only.  A value
+ *   is found also when it arrives split across reads, interleaved with the
+ *   other stream's output, or split between stdout and stderr in the order
+ *   they were read, as long as its pieces lie within the form's length plus
+ *   4096 bytes of the combined output; that much is held back between reads.
+ *   When secrets overlap, the longest value wins.  Not covered (cannot be in
+ *   general): any other transformation (compression, encryption, other
+ *   encodings, reversal, arithmetic, a value spread over many writes far
+ *   apart, timing or exit-status channels).
  * Nothing here prints, execs or allocates per byte.
  */
 #ifndef AGENTNEST_OUTPUT_H
@@ -57,14 +70,30 @@ typedef int (*an_output_sink_fn)(void *data, const char *buf, size_t len);
  * -ENOMEM. */
 int an_redactor_new(const struct an_secret *secrets, size_t n, an_redactor_t **out, an_error_t *err);
 
-/* Scan `len` bytes, calling `sink` with redacted output.  Bytes that may be
- * the start of a secret continued by the next feed are held back (at most
- * max_secret_len-1 bytes).  Returns 0 or the sink's negative value. */
+/* Scan `len` bytes of one stream, calling `sink` with redacted output.
+ * Bytes that may be the start of a secret continued by the next feed are
+ * held back (at most the longest form's length + 4096 bytes).  Returns 0 or
+ * the sink's negative value. */
 int an_redactor_feed(an_redactor_t *r, const char *buf, size_t len, an_output_sink_fn sink, void *data);
 
 /* End of stream: emit the held-back bytes (they cannot complete a secret
  * any more).  Returns 0 or the sink's negative value. */
 int an_redactor_flush(an_redactor_t *r, an_output_sink_fn sink, void *data);
+
+/* Receives redacted bytes of one stream, in order.  Return 0 to continue,
+ * negative to stop (passed back to the caller). */
+typedef int (*an_output_stream_sink_fn)(void *data, enum an_stream stream, const char *buf, size_t len);
+
+/* As an_redactor_feed for a redactor shared by both streams: `len` bytes of
+ * `stream` as read, in read order across the two streams; a secret split
+ * between the streams is found too (see the top of this file).  Bytes that
+ * may still become part of a match are held back (at most the longest
+ * form's length + 4096 bytes).  Returns 0 or the sink's negative value. */
+int an_redactor_feed_stream(an_redactor_t *r, enum an_stream stream, const char *buf, size_t len,
+                            an_output_stream_sink_fn sink, void *data);
+
+/* End of both streams: emit everything held back.  0 or the sink's value. */
+int an_redactor_flush_streams(an_redactor_t *r, an_output_stream_sink_fn sink, void *data);
 
 /* Release (NULL allowed).  Secret copies are wiped first. */
 void an_redactor_free(an_redactor_t *r);

@@ -215,6 +215,11 @@ int an_sandbox_put_data(struct an_sandbox *sb, const char *dest, const void *dat
  * written atomically; capped by opts max_read).  Errors: files.h. */
 int an_sandbox_get(struct an_sandbox *sb, const char *src, const char *host_dest,
                    an_error_t *err);
+/* As an_sandbox_get, calling warn(warn_data, msg) (may be NULL) for each
+ * entry a directory copy skips: symlinks, special files, directories nested
+ * deeper than AN_TREE_MAX_DEPTH_SKIP (names quoted; see an_dir_get). */
+int an_sandbox_get_warn(struct an_sandbox *sb, const char *src, const char *host_dest, an_warn_fn warn,
+                        void *warn_data, an_error_t *err);
 /* Read workspace file src into *data (heap, caller frees; capped by opts
  * max_read, -EFBIG beyond). */
 int an_sandbox_get_data(struct an_sandbox *sb, const char *src, void **data, size_t *len,
@@ -226,6 +231,11 @@ int an_sandbox_get_data(struct an_sandbox *sb, const char *src, void **data, siz
  * while it is read, so the tar is one point in time).  info may be NULL. */
 int an_sandbox_snapshot(struct an_sandbox *sb, const char *tar_path, struct an_snapshot_info *info,
                         an_error_t *err);
+/* As an_sandbox_snapshot, calling warn(warn_data, msg) (may be NULL) for
+ * each entry left out: special files, directories nested deeper than
+ * AN_TREE_MAX_DEPTH_SKIP, paths over PATH_MAX (names quoted). */
+int an_sandbox_snapshot_warn(struct an_sandbox *sb, const char *tar_path, struct an_snapshot_info *info,
+                             an_warn_fn warn, void *warn_data, an_error_t *err);
 
 /* Replace the workspace content with tar_path (verified against
  * expected_sha256 when non-NULL; hostile entries refused as in snapshot.h).

@@ -46,14 +46,19 @@ extern "C" {
 /* Options; a zero struct (or NULL) means: no size cap, numeric owners taken
  * from the tar, warnings dropped. */
 struct an_snapshot_opts {
-  uint64_t max_bytes;  /* snapshot: cap on file content archived; restore: cap
-                          on file content extracted; 0 = none.  Over it: -EFBIG */
+  uint64_t max_bytes;  /* snapshot: cap on the file data archived (the tar's
+                          size: holes of sparse files are not data); restore: cap
+                          on the sum of the logical sizes of the files extracted
+                          (a sparse entry counts its full size, so a tar cannot
+                          declare 1 TiB in a few bytes); 0 = none.  Over it: -EFBIG */
   bool set_owner;      /* restore: chown every entry to uid:gid (e.g. the
                           target sandbox's mapped ids) instead of the tar's ids */
   uid_t uid;
   gid_t gid;
   an_warn_fn warn;     /* snapshot: skipped entries; restore: cleanup problems */
   void *warn_data;
+  uint64_t max_entries;/* entries archived / extracted; 0 =
+                          AN_TREE_DEFAULT_MAX_ENTRIES.  Over it: -E2BIG */
 };
 
 /* What a snapshot produced. */
@@ -65,8 +70,14 @@ struct an_snapshot_info {
 
 /* Write a snapshot of the workspace `ws_dirfd` to the host file `tar_path`
  * (created atomically: temporary file in the same directory, fsync, rename;
- * mode 0600).  Fills *info (may be NULL).  Returns 0, or -EFBIG (over
- * max_bytes), -ELOOP (nesting deeper than 256), -EXDEV (an entry was swapped
+ * mode 0600).  Fills *info (may be NULL).  Sparse files become pax sparse
+ * entries (GNU.sparse 1.0 map from SEEK_DATA/SEEK_HOLE: holes take no room in
+ * the tar); a hard-linked file is archived once and its other names as link
+ * entries.  Directories deeper than AN_TREE_MAX_DEPTH_SKIP (or with a path
+ * over PATH_MAX) are left out with a warning naming them; the rest is
+ * archived.  Names are read one directory at a time, sorted, the whole walk
+ * bounded by max_entries.  Returns 0, or -EFBIG (over max_bytes), -E2BIG
+ * (over max_entries), -EXDEV (an entry was swapped
  * for a symlink while walked), or the errno of the failing open/read/write;
  * on error no file is left at tar_path. */
 int an_workspace_snapshot(int ws_dirfd, const char *tar_path, const struct an_snapshot_opts *opts,

@@ -313,7 +313,12 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
   if ((r = an_cgroup_create(l->cg_path, s->linux.resources, &l->cg, err)) < 0) goto fail;
   {
     cleanup_free char *config = NULL;
-    if ((r = an_spec_to_json(s, &config, err)) < 0) goto fail;
+    /* what is recorded may leave values out (opts->config_env) */
+    char **env = s->process ? s->process->env : NULL;
+    if (o->config_env && s->process) s->process->env = (char **) o->config_env;
+    r = an_spec_to_json(s, &config, err);
+    if (s->process) s->process->env = env;
+    if (r < 0) goto fail;
     if ((r = an_state_write_file(l->dirfd, AN_STATE_CONFIG, config, strlen(config), err)) < 0)
       goto fail;
   }

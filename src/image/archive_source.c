@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "image/image_internal.h"
 #include "util/cleanup.h"
+#include "util/fdcopy.h"
 
 #define MAX_META_BLOB (16u << 20)   /* manifests, configs, indexes */
 
@@ -95,10 +96,11 @@ int an_source_open(const char *src, int scratch_dirfd, const struct an_unpack_op
   s->dirfd = s->filefd = -1;
   s->kind = 0;
   if (!(s->path = strdup(src))) return an_error_set(err, ENOMEM, "%s", src);
-  cleanup_close int fd = open(src, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return an_error_set(err, errno, "open %s", src);
+  /* O_NONBLOCK open, regular file or directory only: a FIFO given as the
+   * image must not hang the CLI (BL-23) */
   struct stat st;
-  if (fstat(fd, &st) < 0) return an_error_set(err, errno, "stat %s", src);
+  cleanup_close int fd = an_open_input(AT_FDCWD, src, 0, true, &st, err);
+  if (fd < 0) return fd;
   if (S_ISDIR(st.st_mode)) {
     if (faccessat(fd, "oci-layout", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
       s->kind = AN_IMAGE_SOURCE_OCI_LAYOUT;
@@ -146,14 +148,11 @@ int an_source_open_file(const struct an_image_source *s, const char *path, an_er
     if (lseek(fd, 0, SEEK_SET) < 0) { close(fd); return an_error_set(err, errno, "seek %s", s->path); }
     return fd;
   }
-  int fd = an_openat2(s->dirfd, path, O_RDONLY, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  /* a FIFO as a blob is refused without waiting for a writer (BL-23) */
+  cleanup_error an_error_t why = NULL;
+  int fd = an_open_input(s->dirfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS, false, NULL, &why);
   if (fd == -ENOENT) return an_error_set(err, ENOENT, "blob %s: not found in %s", path, s->path);
-  if (fd < 0) return an_error_set(err, -fd, "open %s in %s", path, s->path);
-  struct stat st;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return an_error_set(err, EINVAL, "%s in %s: not a regular file", path, s->path);
-  }
+  if (fd < 0) return an_error_set(err, -fd, "%s in %s", why->msg, s->path);
   return fd;
 }
 

@@ -14,10 +14,13 @@
 #include "sandbox/files_internal.h"
 #include "util/cleanup.h"
 #include "util/quote.h"
+#include "util/dir_list.h"
 #include "util/fdcopy.h"
+#include "util/inode_map.h"
 #include "util/safe_path.h"
 
-#define MAX_COMPONENTS 128
+/* components of a path the walk reaches (it skips deeper directories) */
+#define MAX_COMPONENTS (AN_TREE_MAX_DEPTH_SKIP + 2)
 
 /* Split a '/'-path into components (in place), dropping "" and ".". */
 static size_t split(char *s, char **comp, size_t max) {
@@ -89,6 +92,9 @@ struct collect {
   int to_fd;                /* host copy-out root or -1 */
   struct an_artifact_list *out;
   size_t alloc;
+  uint64_t budget;          /* entries the walk may still read */
+  uint64_t bytes;           /* file bytes hashed so far (logical) */
+  struct an_inode_map links;/* --to: files with more names, first copy */
 };
 
 static void artifact_clear(struct an_artifact *a) {
@@ -129,60 +135,97 @@ static bool any_prefix(struct collect *c, char **s, size_t ns) {
   return false;
 }
 
-/* Hash (and copy out) one regular file; the fd is the host's own. */
-static int add_file(struct collect *c, int dfd, const char *name, const char *path, an_error_t *err) {
-  struct stat st;
-  cleanup_error an_error_t why = NULL;
-  cleanup_close int fd = an_files_open_capped(dfd, name, path, c->o.max_bytes, &st, &why);
-  if (fd < 0) {
-    if (fd == -EFBIG || fd == -ENOENT || fd == -EINVAL || fd == -EXDEV) {
-      /* too large, removed, or swapped for something else while walking */
-      an_warnf(c->fo.warn, c->fo.warn_data, "artifact \"%s\" skipped: %s", AN_QUOTED(path), why->msg);
-      return 0;
-    }
-    return an_error_set(err, -fd, "artifacts: %s", why->msg);
-  }
-  char sha[AN_SHA256_HEX_LEN];
-  uint64_t size = 0;
-  bool copied = false;
-  if (c->to_fd >= 0) {
-    cleanup_free char *last = NULL;
-    cleanup_close int parent = an_open_parent_beneath(c->to_fd, path, true, 0755, (uid_t) -1,
-                                                      (gid_t) -1, &last, err);
-    if (parent < 0) return an_error_prefix(err, "artifacts: copy %s", path);
-    int r = an_files_copy_hashed_at(parent, last, path, fd, c->o.max_bytes, AN_HOST_COPY_MODE(st.st_mode), &c->fo,
-                                    &size, sha, &why);
-    if (r == -EFBIG) {
-      an_warnf(c->fo.warn, c->fo.warn_data, "artifact \"%s\" skipped: %s", AN_QUOTED(path), why->msg);
-      return 0;
-    }
-    if (r < 0) return an_error_set(err, -r, "artifacts: %s", why->msg);
-    copied = true;
-  } else {
-    int r = an_copy_fd_capped(fd, -1, c->o.max_bytes, path, &size, sha, &why);
-    if (r == -EFBIG) {
-      an_warnf(c->fo.warn, c->fo.warn_data, "artifact \"%s\" skipped: %s", AN_QUOTED(path), why->msg);
-      return 0;
-    }
-    if (r < 0) return an_error_set(err, -r, "artifacts: %s", why->msg);
-  }
-  struct an_artifact *a = push(c);
-  if (!a) return an_error_set(err, ENOMEM, "artifacts");
-  a->path = strdup(path);
-  if (!a->path) return an_error_set(err, ENOMEM, "artifacts");
-  a->kind = AN_ARTIFACT_FILE;
-  a->size = size;
-  memcpy(a->sha256, sha, sizeof a->sha256);
-  a->mode = st.st_mode & 0777;
-  a->copied = copied;
+static int skip_warn(struct collect *c, const char *path, const char *why) {
+  an_warnf(c->fo.warn, c->fo.warn_data, "artifact \"%s\" skipped: %s", AN_QUOTED(path), why);
   return 0;
 }
 
-static int add_symlink(struct collect *c, int dfd, const char *name, const char *path,
+static struct an_artifact *push_file(struct collect *c, const char *path, uint64_t size,
+                                     const char *sha, mode_t mode, bool copied) {
+  struct an_artifact *a = push(c);
+  if (!a || !(a->path = strdup(path))) return NULL;
+  a->kind = AN_ARTIFACT_FILE;
+  a->size = size;
+  memcpy(a->sha256, sha, sizeof a->sha256);
+  a->mode = mode & 0777;
+  a->copied = copied;
+  return a;
+}
+
+/* Another name of a file already copied to --to: a hard link to that copy
+ * (no second copy of its bytes).  1 when done, 0 to copy instead. */
+static int link_artifact(struct collect *c, const struct an_inode_ent *first, const char *path,
+                         mode_t mode, an_error_t *err) {
+  cleanup_free char *last = NULL;
+  cleanup_error an_error_t why = NULL;
+  cleanup_close int parent = an_open_parent_beneath(c->to_fd, path, true, 0755, (uid_t) -1, (gid_t) -1,
+                                                    &last, &why);
+  if (parent < 0) return an_error_set(err, -parent, "artifacts: copy \"%s\"", AN_QUOTED(path));
+  cleanup_free char *tmp = an_random_name(".an-lnk");
+  if (!tmp) return an_error_set(err, ENOMEM, "artifacts");
+  if (linkat(c->to_fd, first->path, parent, tmp, 0) < 0) return 0;
+  if (renameat(parent, tmp, parent, last) < 0) {
+    int e = errno;
+    unlinkat(parent, tmp, 0);
+    return an_error_set(err, e, "artifacts: copy \"%s\": rename into place", AN_QUOTED(path));
+  }
+  if (!push_file(c, path, first->size, first->sha256, mode, true)) return an_error_set(err, ENOMEM, "artifacts");
+  return 1;
+}
+
+/* Hash (and copy out) one regular file; the fd is the host's own. */
+static __attribute__((noinline)) int add_file(struct collect *c, int dfd, const char *name, const char *path, an_error_t *err) {
+  struct stat st;
+  cleanup_error an_error_t why = NULL;
+  cleanup_close int fd = an_files_open_capped(dfd, name, path, c->o.max_bytes, &st, &why);
+  if (fd == -EFBIG) return skip_warn(c, path, "file too large");
+  if (fd == -ENOENT || fd == -EINVAL || fd == -EXDEV) /* removed or swapped while walking */
+    return skip_warn(c, path, fd == -ENOENT ? "removed" : "no longer a regular file");
+  if (fd < 0) return an_error_set(err, -fd, "artifacts: \"%s\"", AN_QUOTED(path));
+  if (st.st_nlink > 1 && c->to_fd >= 0) {
+    const struct an_inode_ent *first = an_inode_map_find(&c->links, st.st_dev, st.st_ino);
+    if (first) {
+      int r = link_artifact(c, first, path, st.st_mode, err);
+      if (r != 0) return r < 0 ? r : 0;
+    }
+  }
+  if (c->bytes + (uint64_t) st.st_size > c->o.max_total_bytes)
+    return an_error_set(err, EFBIG, "artifacts: \"%s\": more than %llu bytes in all (the cap of one call)",
+                        AN_QUOTED(path), (unsigned long long) c->o.max_total_bytes);
+  uint64_t left = c->o.max_total_bytes - c->bytes, cap = c->o.max_bytes < left ? c->o.max_bytes : left;
+  char sha[AN_SHA256_HEX_LEN];
+  uint64_t size = 0;
+  char shown[AN_QUOTE_NAME_SIZE + 2];
+  snprintf(shown, sizeof shown, "\"%s\"", AN_QUOTED(path));
+  int r;
+  if (c->to_fd >= 0) {
+    cleanup_free char *last = NULL;
+    cleanup_close int parent = an_open_parent_beneath(c->to_fd, path, true, 0755, (uid_t) -1,
+                                                      (gid_t) -1, &last, &why);
+    if (parent < 0)
+      return an_error_set(err, -parent, "artifacts: copy %s", shown);
+    an_error_free(&why);
+    r = an_files_copy_hashed_at(parent, last, shown, fd, cap, AN_HOST_COPY_MODE(st.st_mode), &c->fo, &size,
+                                sha, &why);
+  } else {
+    r = an_copy_fd_capped(fd, -1, cap, shown, &size, sha, &why);
+  }
+  if (r == -EFBIG && cap == c->o.max_bytes) return skip_warn(c, path, "file too large (grew while read)");
+  if (r < 0) return an_error_set(err, -r, "artifacts: %s", why->msg);
+  c->bytes += size;
+  if (!push_file(c, path, size, sha, st.st_mode, c->to_fd >= 0)) return an_error_set(err, ENOMEM, "artifacts");
+  if (st.st_nlink > 1 && c->to_fd >= 0 && an_inode_map_add(&c->links, st.st_dev, st.st_ino, path, size, sha) < 0)
+    return an_error_set(err, ENOMEM, "artifacts");
+  return 0;
+}
+
+static __attribute__((noinline)) int add_symlink(struct collect *c, int dfd, const char *name, const char *path,
                        const struct stat *st, an_error_t *err) {
   char target[PATH_MAX];
   ssize_t k = readlinkat(dfd, name, target, sizeof target - 1);
-  if (k < 0) return errno == ENOENT || errno == EINVAL ? 0 : an_error_set(err, errno, "artifacts: readlink %s", path);
+  if (k < 0)
+    return errno == ENOENT || errno == EINVAL ? 0
+                                              : an_error_set(err, errno, "artifacts: readlink \"%s\"", AN_QUOTED(path));
   target[k] = '\0';
   if (c->o.skip_symlinks) {
     an_warnf(c->fo.warn, c->fo.warn_data, "artifact \"%s\" skipped: symlink to \"%s\" (never followed)",
@@ -200,35 +243,61 @@ static int add_symlink(struct collect *c, int dfd, const char *name, const char 
 }
 
 /* `comp[0..depth)` are the components of the directory `dfd` (its path is
- * `prefix`, "" for the workspace root). */
+ * `prefix`, "" for the workspace root).  Names are read sorted and bounded
+ * (util/dir_list: the entry cap bounds memory); directories deeper than
+ * AN_TREE_MAX_DEPTH_SKIP are skipped with a warning. */
+/* Out of line, so that quoting buffers and PATH_MAX arrays are not in the
+ * frames of the recursive walk (256 levels must fit any stack). */
+static __attribute__((noinline, cold)) void path_warn(const struct collect *c, const char *what, const char *a,
+                                                       const char *b, const char *why) {
+  an_warnf(c->fo.warn, c->fo.warn_data, "%s \"%s%s%s\" skipped: %s", what, AN_QUOTED(a), b ? "/" : "",
+           b ? AN_QUOTED(b) : "", why);
+}
+
+static __attribute__((noinline, cold)) int path_err(an_error_t *err, int e, const char *what, const char *path) {
+  return an_error_set(err, e, "%s \"%s\"", what, AN_QUOTED(path));
+}
+
+static __attribute__((noinline)) int list_dir(struct collect *c, int dfd, const char *prefix,
+                                              struct an_dir_list *names, an_error_t *err) {
+  char shown[AN_QUOTE_NAME_SIZE + 2];
+  snprintf(shown, sizeof shown, "\"%s\"", *prefix ? AN_QUOTED(prefix) : ".");
+  int r = an_dir_list_read(dfd, shown, &c->budget, c->o.max_entries, names, err);
+  return r < 0 ? an_error_prefix(err, "artifacts") : 0;
+}
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
 static int walk(struct collect *c, int dfd, const char *prefix, char **comp, size_t depth, an_error_t *err) {
-  if (depth >= MAX_COMPONENTS - 1 || depth > AN_TREE_MAX_DEPTH)
-    return an_error_set(err, ELOOP, "artifacts: %s: nesting too deep", prefix);
-  struct dirent **names = NULL;
-  int n = scandirat(dfd, ".", &names, NULL, alphasort);
-  if (n < 0) return an_error_set(err, errno, "artifacts: read directory %s", *prefix ? prefix : ".");
-  int r = 0;
-  for (int i = 0; i < n && r == 0; i++) {
-    char *name = names[i]->d_name;
-    if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "/" : "", name) >= (int) sizeof path) {
-      r = an_error_set(err, ENAMETOOLONG, "artifacts: %s/%s", prefix, name);
-      break;
+  struct an_dir_list names;
+  int r = list_dir(c, dfd, prefix, &names, err);
+  if (r < 0) return r;
+  cleanup_free char *path = malloc(PATH_MAX);
+  if (!path) r = an_error_set(err, ENOMEM, "artifacts");
+  for (size_t i = 0; i < names.n && r == 0; i++) {
+    char *name = names.names[i];
+    if (snprintf(path, PATH_MAX, "%s%s%s", prefix, *prefix ? "/" : "", name) >= PATH_MAX) {
+      path_warn(c, "artifacts:", prefix, name, "path longer than PATH_MAX");
+      continue;
     }
     comp[depth] = name;
     struct stat st;
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-      if (errno != ENOENT) r = an_error_set(err, errno, "artifacts: stat %s", path);
+      if (errno != ENOENT) r = path_err(err, errno, "artifacts: stat", path);
       continue;
     }
     if (S_ISDIR(st.st_mode)) {
       if (!any_prefix(c, comp, depth + 1)) continue;
-      cleanup_error an_error_t why = NULL;
-      cleanup_close int sub = an_openat_beneath(dfd, name, O_RDONLY | O_DIRECTORY, 0, &why);
+      if (depth + 1 > AN_TREE_MAX_DEPTH_SKIP) {
+        path_warn(c, "artifacts: directory", path, NULL,
+                  "nested deeper than " STR(AN_TREE_MAX_DEPTH_SKIP) " directories");
+        continue;
+      }
+      cleanup_close int sub = an_openat_beneath(dfd, name, O_RDONLY | O_DIRECTORY, 0, NULL);
       if (sub < 0) { /* swapped for a symlink or removed meanwhile: not followed */
-        an_warnf(c->fo.warn, c->fo.warn_data, "artifacts: directory \"%s\" skipped: %s", AN_QUOTED(path),
-               why->msg);
+        path_warn(c, "artifacts: directory", path, NULL,
+                  sub == -EXDEV ? "a symlink (never followed)" : "gone or unreadable");
         continue;
       }
       r = walk(c, sub, path, comp, depth + 1, err);
@@ -239,11 +308,10 @@ static int walk(struct collect *c, int dfd, const char *prefix, char **comp, siz
     } else if (S_ISLNK(st.st_mode)) {
       r = add_symlink(c, dfd, name, path, &st, err);
     } else {
-      an_warnf(c->fo.warn, c->fo.warn_data, "artifact \"%s\" skipped: not a regular file", AN_QUOTED(path));
+      path_warn(c, "artifact", path, NULL, "not a regular file");
     }
   }
-  for (int i = 0; i < n; i++) free(names[i]);
-  free(names);
+  an_dir_list_free(&names);
   return r;
 }
 
@@ -268,6 +336,9 @@ int an_artifacts_collect(int ws_dirfd, const char *const *globs, size_t nglobs,
   }
   struct collect c = {.globs = g, .nglobs = nglobs, .o = opts ? *opts : none, .to_fd = -1, .out = out};
   if (!c.o.max_bytes) c.o.max_bytes = AN_FILE_DEFAULT_MAX_BYTES;
+  if (!c.o.max_total_bytes) c.o.max_total_bytes = AN_TREE_DEFAULT_MAX_BYTES;
+  if (!c.o.max_entries) c.o.max_entries = AN_TREE_DEFAULT_MAX_ENTRIES;
+  c.budget = c.o.max_entries;
   c.fo.warn = c.o.warn;
   c.fo.warn_data = c.o.warn_data;
   cleanup_close int to_fd = -1;
@@ -282,6 +353,7 @@ int an_artifacts_collect(int ws_dirfd, const char *const *globs, size_t nglobs,
   if (root < 0) return an_error_prefix(err, "artifacts");
   char *comp[MAX_COMPONENTS];
   int r = walk(&c, root, "", comp, 0, err);
+  an_inode_map_free(&c.links);
   if (r == 0 && to_fd >= 0 && syncfs(to_fd) < 0) r = an_error_set(err, errno, "artifacts: sync %s", c.o.to_dir);
   if (r < 0) {
     an_artifact_list_free(out);

@@ -121,6 +121,8 @@ int an_sb_exec_secrets(const struct an_sandbox *sb, const struct an_exec_opts *e
                        const struct an_secret **list, size_t *n, struct an_secret **owned,
                        an_error_t *err) {
   *owned = NULL;
+  int r = an_sb_secret_values_ok(sb, err);
+  if (r < 0) return r;
   *list = sb->rec.secrets;
   *n = sb->rec.nsecrets;
   if (!eo->nsecrets) return 0;

@@ -18,12 +18,33 @@
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
+/* config.json records a secret's env entry as "NAME=" (sandbox.c): give it
+ * its value again from the handle's record (the secrets file). */
+static int put_secret_values(struct an_sandbox *sb, an_error_t *err) {
+  if (!sb->spec->process) return 0;
+  for (char **e = sb->spec->process->env; e && *e; e++) {
+    size_t kl = strlen(*e);
+    if (!kl || (*e)[kl - 1] != '=') continue;
+    for (size_t k = 0; k < sb->rec.nsecrets; k++) {
+      const struct an_secret *s = &sb->rec.secrets[k];
+      if (!s->value || strlen(s->name) != kl - 1 || strncmp(*e, s->name, kl - 1)) continue;
+      char *kv = NULL;
+      if (asprintf(&kv, "%s=%s", s->name, s->value) < 0) return an_error_set(err, ENOMEM, "env");
+      free(*e);
+      *e = kv;
+      break;
+    }
+  }
+  return 0;
+}
+
 static int load_exec_cache(struct an_sandbox *sb, an_error_t *err) {
   int r;
   if (!sb->spec) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s/%s", sb->containers, sb->rec.id, AN_STATE_CONFIG);
     if ((r = an_spec_load_file(path, &sb->spec, err)) < 0) return r;
+    if ((r = put_secret_values(sb, err)) < 0) return r;
   }
   if (!sb->seccomp && sb->spec->linux.seccomp) {
     char cache[PATH_MAX];

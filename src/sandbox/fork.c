@@ -22,8 +22,9 @@ int an_sandbox_fork(struct an_sandbox *sb, struct an_sandbox **out, an_error_t *
   cleanup_close int mfd = -1;
   char op[PATH_MAX + 64];
   snprintf(op, sizeof op, "%s/%s", sb->dir, AN_SB_OPTIONS_FILE);
-  int r = an_sandbox_opts_new(&opts, err);
+  int r = an_sb_secret_values_ok(sb, err);
   if (r < 0) return r;
+  if ((r = an_sandbox_opts_new(&opts, err)) < 0) return r;
   if ((r = an_sandbox_opts_load_profile(opts, op, NULL, err)) < 0) goto out;
   for (size_t i = 0; i < sb->rec.nsecrets; i++)
     if ((r = an_sandbox_opts_add_secret(opts, sb->rec.secrets[i].name, sb->rec.secrets[i].value, err)) < 0)
@@ -48,7 +49,10 @@ int an_sandbox_fork(struct an_sandbox *sb, struct an_sandbox **out, an_error_t *
   if ((r = an_sandbox_create(sb->root, opts, &nsb, err)) < 0) goto out;
   struct an_file_opts fo;
   an_sandbox_file_opts(nsb, &fo);
-  struct an_snapshot_opts so = {.set_owner = true, .uid = fo.uid, .gid = fo.gid};
+  /* holes stay holes (the copy has pax sparse entries); the logical size
+   * is capped by the space free for the new workspace */
+  struct an_snapshot_opts so = {.set_owner = true, .uid = fo.uid, .gid = fo.gid,
+                                .max_bytes = an_sb_copy_cap(nsb->ws_fd, 1)};
   if (lseek(mfd, 0, SEEK_SET) < 0) r = an_error_set(err, errno, "rewind the workspace copy");
   else r = an_tar_extract_safe(mfd, nsb->ws_fd, &so, err);
   if (r < 0) {

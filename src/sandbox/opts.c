@@ -12,6 +12,7 @@
 #include "agentnest/sandbox_opts.h"
 #include "sandbox/opts_internal.h"
 #include "util/cleanup.h"
+#include "util/fdcopy.h"
 #include "util/units.h"
 
 #define DEFAULT_MEMORY      (512ull << 20)
@@ -287,8 +288,8 @@ int an_sandbox_opts_add_secret(struct an_sandbox_opts *o, const char *name, cons
 /* Read a secret file: at most AN_SANDBOX_SECRET_FILE_MAX bytes, one trailing
  * newline dropped. */
 static int read_secret_file(const char *name, const char *path, char **out, an_error_t *err) {
-  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return an_error_set(err, errno, "secret %s: open %s", name, path);
+  cleanup_close int fd = an_open_input(AT_FDCWD, path, 0, false, NULL, err);
+  if (fd < 0) return an_error_prefix(err, "secret %s", name);
   char *buf = calloc(1, AN_SANDBOX_SECRET_FILE_MAX + 2);
   if (!buf) return an_error_set(err, ENOMEM, "secret %s", name);
   size_t len = 0;

@@ -20,13 +20,13 @@ struct stream_buf {
   bool truncated;
   bool full;         /* cap reached: drop everything that follows */
   uint64_t read;
-  an_redactor_t *redactor;
   enum an_stream id;
   struct an_output_capture *owner;
 };
 
 struct an_output_capture {
   struct stream_buf s[2];
+  an_redactor_t *redactor;   /* one for both streams: finds secrets split between them */
   size_t total_cap;
   an_output_data_fn on_data;
   void *on_data_arg;
@@ -87,12 +87,16 @@ static int store(void *data, const char *buf, size_t len) {
   return 0;
 }
 
+/* Redactor sink for both streams. */
+static int store_stream(void *data, enum an_stream s, const char *buf, size_t len) {
+  struct an_output_capture *c = data;
+  return store(&c->s[s == AN_STREAM_STDERR], buf, len);
+}
+
 void an_output_capture_free(an_output_capture_t *c) {
   if (!c) return;
-  for (int i = 0; i < 2; i++) {
-    free(c->s[i].buf);
-    an_redactor_free(c->s[i].redactor);
-  }
+  for (int i = 0; i < 2; i++) free(c->s[i].buf);
+  an_redactor_free(c->redactor);
   free(c);
 }
 
@@ -112,9 +116,9 @@ int an_output_capture_new(const struct an_output_opts *opts, an_output_capture_t
     sb->cap = caps[i] ? caps[i] : SIZE_MAX;
     sb->id = i == 0 ? AN_STREAM_STDOUT : AN_STREAM_STDERR;
     sb->owner = c;
-    int r = an_redactor_new(opts->secrets, opts->nsecrets, &sb->redactor, err);
-    if (r < 0) return an_error_prefix(err, "output capture");
   }
+  int r = an_redactor_new(opts->secrets, opts->nsecrets, &c->redactor, err);
+  if (r < 0) return an_error_prefix(err, "output capture");
   *out = an_steal(&c);
   return 0;
 }
@@ -129,16 +133,16 @@ int an_output_capture_feed(an_output_capture_t *c, enum an_stream stream, const 
   if (!sb) return an_error_set(err, EINVAL, "output capture: bad stream %d", (int) stream);
   sb->read += len;
   if (sb->full) return 0; /* drain and drop: no redaction work past the cap */
-  int r = an_redactor_feed(sb->redactor, buf, len, store, sb);
+  int r = an_redactor_feed_stream(c->redactor, stream, buf, len, store_stream, c);
   return r < 0 ? an_error_set(err, -r, "output capture") : 0;
 }
 
 int an_output_capture_finish(an_output_capture_t *c, struct an_output *out, an_error_t *err) {
   memset(out, 0, sizeof *out);
+  int r = an_redactor_flush_streams(c->redactor, store_stream, c);
+  if (r < 0) return an_error_set(err, -r, "output capture");
   for (int i = 0; i < 2; i++) {
     struct stream_buf *sb = &c->s[i];
-    int r = an_redactor_flush(sb->redactor, store, sb);
-    if (r < 0) return an_error_set(err, -r, "output capture");
     if (!sb->buf) {
       sb->buf = calloc(1, 1);
       if (!sb->buf) return an_error_set(err, ENOMEM, "output capture");

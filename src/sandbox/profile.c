@@ -13,6 +13,7 @@
 #include "agentnest/sandbox_opts.h"
 #include "sandbox/opts_internal.h"
 #include "util/cleanup.h"
+#include "util/fdcopy.h"
 #include "util/json_tree.h"
 #include "util/units.h"
 
@@ -38,11 +39,9 @@ static bool valid_profile_name(const char *s) {
 
 /* Read a whole file of at most PROFILE_MAX_BYTES, NUL-terminated. */
 static int read_small_file(const char *path, char **out, an_error_t *err) {
-  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return an_error_set(err, errno, "open %s", path);
-  struct stat st;
-  if (fstat(fd, &st) < 0) return an_error_set(err, errno, "stat %s", path);
-  if (!S_ISREG(st.st_mode)) return an_error_set(err, EINVAL, "%s: not a regular file", path);
+  /* a FIFO given as --profile must not hang the CLI (BL-23) */
+  cleanup_close int fd = an_open_input(AT_FDCWD, path, 0, false, NULL, err);
+  if (fd < 0) return fd;
   cleanup_free char *buf = malloc(PROFILE_MAX_BYTES + 1);
   if (!buf) return an_error_set(err, ENOMEM, "read %s", path);
   size_t len = 0;

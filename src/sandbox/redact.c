@@ -1,33 +1,25 @@
-/* sandbox/redact.c — streaming secret redaction: replaces every occurrence
- * of a secret value by "[REDACTED:<NAME>]", also across read boundaries, by
- * holding back a tail that could still start a secret (see
- * agentnest/output.h).  Capping and pipes live in sandbox/output.c. */
+/* sandbox/redact.c — streaming secret redaction of an exec's two output
+ * streams together (see agentnest/output.h).  One window holds the bytes of
+ * both streams in the order they were read, each tagged with its stream.  At
+ * every position each secret is tried in each of its forms
+ * (sandbox/redact_forms.c) in two modes: along the bytes of that position's
+ * stream only (a secret in one stream, however the other stream's output is
+ * interleaved and however the reads were cut), and along the combined order
+ * (a secret split between stdout and stderr).  A match removes its bytes and
+ * puts "[REDACTED:<NAME>]" into each stream it took bytes from.  What may
+ * still grow into a match is held back (at most the longest form's span)
+ * until the next feed or the end.  Capping and pipes: sandbox/output.c. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "agentnest/output.h"
+#include "sandbox/redact_internal.h"
 #include "util/cleanup.h"
 
 #define REDACT_CHUNK 65536
 #define SECRET_NAME_MAX 64
-
-struct redact_secret {
-  char *value;
-  size_t len;
-  char *marker;      /* "[REDACTED:NAME]" */
-  size_t marker_len;
-};
-
-struct an_redactor {
-  struct redact_secret *secrets; /* sorted by length, longest first */
-  size_t n;
-  size_t max_len;
-  bool first_byte[256];          /* bytes that can start a secret */
-  char *win;                     /* held-back tail + current chunk */
-  size_t held;                   /* bytes of win held back from earlier feeds */
-};
 
 static int by_len_desc(const void *a, const void *b) {
   const struct redact_secret *x = a, *y = b;
@@ -37,13 +29,23 @@ static int by_len_desc(const void *a, const void *b) {
 void an_redactor_free(an_redactor_t *r) {
   if (!r) return;
   for (size_t i = 0; i < r->n; i++) {
-    if (r->secrets[i].value) explicit_bzero(r->secrets[i].value, r->secrets[i].len);
-    free(r->secrets[i].value);
-    free(r->secrets[i].marker);
+    struct redact_secret *s = &r->secrets[i];
+    if (s->value) explicit_bzero(s->value, s->len);
+    free(s->value);
+    free(s->marker);
+    for (size_t k = 0; k < s->nforms; k++) {
+      explicit_bzero(s->forms[k].pat, s->forms[k].len);
+      free(s->forms[k].pat);
+    }
+    free(s->forms);
   }
   free(r->secrets);
-  if (r->win) explicit_bzero(r->win, r->max_len + REDACT_CHUNK);
+  if (r->win) explicit_bzero(r->win, r->cap);
   free(r->win);
+  free(r->tag);
+  free(r->dead);
+  free(r->mark);
+  free(r->used);
   free(r);
 }
 
@@ -52,6 +54,7 @@ static void redactor_freep(an_redactor_t **r) { an_redactor_free(*r); }
 int an_redactor_new(const struct an_secret *secrets, size_t n, an_redactor_t **out, an_error_t *err) {
   __attribute__((cleanup(redactor_freep))) an_redactor_t *r = calloc(1, sizeof *r);
   if (!r) return an_error_set(err, ENOMEM, "redactor");
+  if (n >= UINT16_MAX) return an_error_set(err, EINVAL, "redactor: more than %d secrets", UINT16_MAX - 1);
   r->secrets = calloc(n ? n : 1, sizeof *r->secrets);
   if (!r->secrets) return an_error_set(err, ENOMEM, "redactor");
   for (size_t i = 0; i < n; i++) {
@@ -68,66 +71,110 @@ int an_redactor_new(const struct an_secret *secrets, size_t n, an_redactor_t **o
       return an_error_set(err, ENOMEM, "secret %s", name);
     }
     s->marker_len = (size_t) m;
-    if (s->len > r->max_len) r->max_len = s->len;
-    r->first_byte[(unsigned char) val[0]] = true;
+    if (an_redact_forms_build(s) < 0) return an_error_set(err, ENOMEM, "secret %s", name);
+    for (size_t k = 0; k < s->nforms; k++)
+      if (s->forms[k].span > r->max_span) r->max_span = s->forms[k].span;
+    an_redact_forms_first_bytes(s, r->first_byte);
   }
   qsort(r->secrets, r->n, sizeof *r->secrets, by_len_desc);
-  r->win = malloc(r->max_len + REDACT_CHUNK);
-  if (!r->win) return an_error_set(err, ENOMEM, "redactor window");
+  r->cap = r->max_span + REDACT_CHUNK;
+  r->win = malloc(r->cap);
+  r->tag = malloc(r->cap);
+  r->dead = calloc(r->cap, sizeof *r->dead);
+  r->mark = calloc(r->cap, sizeof *r->mark);
+  r->used = malloc((r->max_span + 1) * sizeof *r->used);
+  if (!r->win || !r->tag || !r->dead || !r->mark || !r->used)
+    return an_error_set(err, ENOMEM, "redactor window");
   *out = an_steal(&r);
   return 0;
 }
 
-/* Scan win[0..wl).  Emits everything that cannot be part of a secret any
- * more; keeps in win[0..held) what may still grow into one (not when final). */
-static int scan(an_redactor_t *r, size_t wl, bool final, an_output_sink_fn sink, void *data) {
-  const char *w = r->win;
-  size_t i = 0, emit = 0;
+static int out_bytes(an_redactor_t *r, size_t from, size_t to, an_output_stream_sink_fn sink, void *data) {
+  if (to <= from) return 0;
+  return sink(data, r->tag[from] ? AN_STREAM_STDERR : AN_STREAM_STDOUT, r->win + from, to - from);
+}
+
+/* Emit win[0..upto): the marker where one is set, live bytes to their
+ * stream in runs, redacted bytes not at all. */
+static int emit(an_redactor_t *r, size_t upto, an_output_stream_sink_fn sink, void *data) {
+  size_t run = 0; /* start of the pending run of live bytes of one stream */
   int rc;
-  while (i < wl) {
-    if (!r->first_byte[(unsigned char) w[i]]) {
-      i++;
-      continue;
+  for (size_t j = 0; j < upto; j++) {
+    if (r->mark[j] || r->dead[j] || r->tag[j] != r->tag[run]) {
+      if ((rc = out_bytes(r, run, j, sink, data)) < 0) return rc;
+      run = j;
     }
-    const struct redact_secret *hit = NULL;
-    bool maybe_longer = false;
-    for (size_t k = 0; k < r->n; k++) {
-      const struct redact_secret *s = &r->secrets[k];
-      if (wl - i >= s->len) {
-        if (memcmp(w + i, s->value, s->len) == 0) {
-          hit = s;
-          break; /* longest complete match (sorted) */
+    if (r->mark[j]) {
+      const struct redact_secret *s = &r->secrets[r->mark[j] - 1];
+      if ((rc = sink(data, r->tag[j] ? AN_STREAM_STDERR : AN_STREAM_STDOUT, s->marker, s->marker_len)) < 0)
+        return rc;
+    }
+    if (r->dead[j]) run = j + 1;
+  }
+  return out_bytes(r, run, upto, sink, data);
+}
+
+/* Try every secret's forms at position i, both modes.  FORM_MATCH (the
+ * match is marked in the window), FORM_PARTIAL or FORM_NONE. */
+static int try_at(an_redactor_t *r, size_t i, size_t wl, bool final) {
+  for (size_t k = 0; k < r->n; k++) {
+    const struct redact_secret *s = &r->secrets[k];
+    for (size_t f = 0; f < s->nforms; f++) {
+      for (int mode = 0; mode < 2; mode++) {
+        struct redact_it it = {.r = r, .start = i, .pos = i, .wl = wl, .span = s->forms[f].span,
+                               .tag = mode == 0 ? r->tag[i] : -1, .used = r->used,
+                               .cap_used = r->max_span + 1};
+        int m = an_redact_form_match(&it, &s->forms[f], final);
+        if (m == FORM_PARTIAL) return FORM_PARTIAL; /* may complete: decide later */
+        if (m != FORM_MATCH) continue;
+        bool other = false;
+        for (size_t u = 0; u < it.nused; u++) {
+          size_t p = it.used[u];
+          r->dead[p] = true;
+          if (r->tag[p] != r->tag[i] && !other) {
+            other = true;
+            r->mark[p] = (uint16_t) (k + 1);
+          }
         }
-      } else if (!final && memcmp(w + i, s->value, wl - i) == 0) {
-        maybe_longer = true; /* a longer secret may complete in the next read */
-        break;
+        r->mark[i] = (uint16_t) (k + 1);
+        return FORM_MATCH;
       }
     }
-    if (maybe_longer) {
-      if (i > emit && (rc = sink(data, w + emit, i - emit)) < 0) return rc;
-      memmove(r->win, w + i, wl - i);
-      r->held = wl - i;
-      return 0;
-    }
-    if (hit) {
-      if (i > emit && (rc = sink(data, w + emit, i - emit)) < 0) return rc;
-      if ((rc = sink(data, hit->marker, hit->marker_len)) < 0) return rc;
-      i += hit->len;
-      emit = i;
-      continue;
-    }
-    i++;
   }
-  r->held = 0;
-  if (wl > emit && (rc = sink(data, w + emit, wl - emit)) < 0) return rc;
+  return FORM_NONE;
+}
+
+/* Scan win[0..wl): emit what can no longer be part of a match, keep in
+ * win[0..held) what may still grow into one (nothing when final). */
+static int scan(an_redactor_t *r, size_t wl, bool final, an_output_stream_sink_fn sink, void *data) {
+  size_t hold = wl;
+  for (size_t i = 0; i < wl; i++) {
+    if (r->dead[i] || !r->first_byte[(unsigned char) r->win[i]]) continue;
+    if (try_at(r, i, wl, final) == FORM_PARTIAL) {
+      hold = i;
+      break;
+    }
+  }
+  int rc = emit(r, hold, sink, data);
+  if (rc < 0) return rc;
+  size_t left = wl - hold;
+  memmove(r->win, r->win + hold, left);
+  memmove(r->tag, r->tag + hold, left);
+  memmove(r->dead, r->dead + hold, left * sizeof *r->dead);
+  memmove(r->mark, r->mark + hold, left * sizeof *r->mark);
+  r->held = left;
   return 0;
 }
 
-int an_redactor_feed(an_redactor_t *r, const char *buf, size_t len, an_output_sink_fn sink, void *data) {
-  if (r->n == 0) return len ? sink(data, buf, len) : 0;
+int an_redactor_feed_stream(an_redactor_t *r, enum an_stream stream, const char *buf, size_t len,
+                            an_output_stream_sink_fn sink, void *data) {
+  if (r->n == 0) return len ? sink(data, stream, buf, len) : 0;
   while (len > 0) {
     size_t piece = len < REDACT_CHUNK ? len : REDACT_CHUNK;
     memcpy(r->win + r->held, buf, piece);
+    memset(r->tag + r->held, stream == AN_STREAM_STDERR, piece);
+    memset(r->dead + r->held, 0, piece * sizeof *r->dead);
+    memset(r->mark + r->held, 0, piece * sizeof *r->mark);
     int rc = scan(r, r->held + piece, false, sink, data);
     if (rc < 0) return rc;
     buf += piece;
@@ -136,7 +183,29 @@ int an_redactor_feed(an_redactor_t *r, const char *buf, size_t len, an_output_si
   return 0;
 }
 
-int an_redactor_flush(an_redactor_t *r, an_output_sink_fn sink, void *data) {
+int an_redactor_flush_streams(an_redactor_t *r, an_output_stream_sink_fn sink, void *data) {
   if (r->n == 0 || r->held == 0) return 0;
   return scan(r, r->held, true, sink, data);
+}
+
+/* The one-stream interface: everything is "stdout". */
+struct one {
+  an_output_sink_fn sink;
+  void *data;
+};
+
+static int one_sink(void *data, enum an_stream s, const char *buf, size_t len) {
+  (void) s;
+  const struct one *o = data;
+  return o->sink(o->data, buf, len);
+}
+
+int an_redactor_feed(an_redactor_t *r, const char *buf, size_t len, an_output_sink_fn sink, void *data) {
+  struct one o = {sink, data};
+  return an_redactor_feed_stream(r, AN_STREAM_STDOUT, buf, len, one_sink, &o);
+}
+
+int an_redactor_flush(an_redactor_t *r, an_output_sink_fn sink, void *data) {
+  struct one o = {sink, data};
+  return an_redactor_flush_streams(r, one_sink, &o);
 }

@@ -116,6 +116,37 @@ static int collect_secrets(const struct an_sandbox_opts *opts, const struct an_s
   return 0;
 }
 
+/* A copy of env with "NAME=" (value left out) for each secret's entry: what
+ * the engine's config.json records.  One allocation (the array, then the
+ * strings): free() it. */
+static char **env_without_secrets(char **env, const struct an_sb_record *rec) {
+  size_t n = 0, bytes = 0;
+  for (char **e = env; e && *e; e++, n++) bytes += strlen(*e) + 1;
+  /* one allocation: the array, then the strings */
+  char **out = malloc((n + 1) * sizeof *out + bytes);
+  if (!out) return NULL;
+  char *p = (char *) (out + n + 1);
+  for (size_t i = 0; i < n; i++) {
+    const char *eq = strchr(env[i], '=');
+    size_t kl = eq ? (size_t) (eq - env[i]) : strlen(env[i]);
+    bool secret = false;
+    for (size_t k = 0; eq && k < rec->nsecrets; k++)
+      if (strlen(rec->secrets[k].name) == kl && !strncmp(env[i], rec->secrets[k].name, kl) &&
+          !strcmp(eq + 1, rec->secrets[k].value))
+        secret = true;
+    out[i] = p;
+    if (secret) {
+      memcpy(p, env[i], kl + 1); /* "NAME=" */
+      p[kl + 1] = '\0';
+      p += kl + 2;
+    } else {
+      p = stpcpy(p, env[i]) + 1;
+    }
+  }
+  out[n] = NULL;
+  return out;
+}
+
 static int claim_name(const char *root, const char *name, const char *id, an_error_t *err) {
   char dir[PATH_MAX], link[PATH_MAX + 256], target[64];
   snprintf(dir, sizeof dir, "%s/%s", root, AN_SB_NAMES_DIR);
@@ -150,6 +181,7 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   struct an_image_info *img = NULL;
   if ((r = an_image_resolve(root, image, &img, err)) < 0) return r;
   cleanup_free char *init_path = NULL;
+  cleanup_free char **config_env = NULL;  /* the env config.json records */
   if ((r = an_sandbox_init_path(&init_path, err)) < 0) { an_image_info_free(img); return r; }
 
   struct an_sb_record rec = {0};
@@ -248,12 +280,19 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   free(spec->linux.cgroups_path);
   if (!(spec->linux.cgroups_path = strdup(sb->cgroup_path))) { r = an_error_set(err, ENOMEM, "spec"); goto fail; }
   if ((r = collect_secrets(opts, spec, &sb->rec, err)) < 0) goto fail;
+  if ((r = an_sb_secrets_write(sb->rec.id, sb->rec.secrets, sb->rec.nsecrets, err)) < 0) goto fail;
+  /* the engine's config.json records the env with the secret values out */
+  if (sb->rec.nsecrets && !(config_env = env_without_secrets(spec->process->env, &sb->rec))) {
+    r = an_error_set(err, ENOMEM, "spec");
+    goto fail;
+  }
 
   devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull < 0) { r = an_error_set(err, errno, "open /dev/null"); goto fail; }
   struct an_container_opts co = {
     .state_root = sb->containers, .id = sb->rec.id, .bundle = sb->dir,
     .stdio = {stdio ? stdio[0] : devnull, stdio ? stdio[1] : devnull, stdio ? stdio[2] : devnull},
+    .config_env = config_env,
   };
   if ((r = mkdir_mode(sb->containers, 0700, false, err)) < 0) goto fail;
   /* create + start in one step (runc run --detach): pid 1 execs at once. */
@@ -338,6 +377,13 @@ int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sa
   }
   struct an_sandbox *sb = NULL;
   if ((r = an_sb_handle_new(root, &rec, &sb, err)) < 0) { an_sb_record_clear(&rec); return r; }
+  /* Values gone (the /run file removed, e.g. a reboot): the handle still
+   * serves destroy, cp, inspect; exec and fork refuse (an_sb_secret_values_ok). */
+  if ((r = an_sb_secrets_read(&sb->rec, err)) == -ENOENT) an_error_free(err);
+  else if (r < 0) {
+    an_sandbox_close(sb);
+    return r;
+  }
   if (sb->rec.deadline_ms && an_sb_now_ms() >= sb->rec.deadline_ms) {
     an_sandbox_close(sb);
     return an_error_set(err, ETIME, "sandbox %s expired", id);
@@ -355,7 +401,8 @@ int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sa
     return r;
   }
   for (size_t i = 0; i < sb->rec.nsecrets; i++)
-    if ((r = an_sandbox_opts_add_secret(sb->opts, sb->rec.secrets[i].name, sb->rec.secrets[i].value, err)) < 0) {
+    if (sb->rec.secrets[i].value &&
+        (r = an_sandbox_opts_add_secret(sb->opts, sb->rec.secrets[i].name, sb->rec.secrets[i].value, err)) < 0) {
       an_sandbox_close(sb);
       return r;
     }

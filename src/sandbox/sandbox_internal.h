@@ -17,6 +17,8 @@
 #define AN_SB_CONTAINERS_DIR "containers"
 #define AN_SB_STATE_FILE "sandbox.json"
 #define AN_SB_OPTIONS_FILE "options.json"
+/* Values of secrets (sandbox/secrets_file.c): on tmpfs, outside the state. */
+#define AN_SB_SECRETS_DIR "/run/agentnest/secrets"
 #define AN_SB_EVENTS_FILE "events.jsonl"
 #define AN_SB_LOCK_FILE "lock"
 #define AN_SB_CGROUP_PREFIX "agentnest/sb-"
@@ -168,5 +170,25 @@ int an_sb_exec_secrets(const struct an_sandbox *sb, const struct an_exec_opts *e
 /* res->status from exit_code/signal/timed_out/oom_killed as DESIGN's exit
  * statuses: 137 OOM kill, 124 timeout, 128+N signal N, else the code. */
 void an_sb_finish_status(struct an_exec_result *res);
+
+/* ---- secret values (sandbox/secrets_file.c) ---- */
+
+/* Write the values of a new sandbox's secrets to AN_SB_SECRETS_DIR/<id>.json
+ * (0600, created O_EXCL; directories 0700, checked to be ours).  Nothing
+ * when n == 0.  Errors: mkdir/open/write errno, -EPERM for a secrets
+ * directory that is not ours or is open to others. */
+int an_sb_secrets_write(const char *id, const struct an_secret *s, size_t n, an_error_t *err);
+
+/* Fill the values of rec->secrets (names from sandbox.json) from the
+ * secrets file.  -ENOENT when the file or a value is missing (message says
+ * so), parse errors -EINVAL. */
+int an_sb_secrets_read(struct an_sb_record *rec, an_error_t *err);
+
+/* 0 when every secret of the handle has its value; else -ENOENT naming the
+ * secret and the missing file (exec and fork refuse then: fail closed). */
+int an_sb_secret_values_ok(const struct an_sandbox *sb, an_error_t *err);
+
+/* Remove the secrets file of sandbox `id` (no error if missing). */
+void an_sb_secrets_remove(const char *id);
 
 #endif

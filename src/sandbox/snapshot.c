@@ -20,6 +20,7 @@
 #include "agentnest/snapshot.h"
 #include "util/cleanup.h"
 #include "util/quote.h"
+#include "util/dir_list.h"
 #include "util/fdcopy.h"
 #include "util/safe_path.h"
 #include "sandbox/files_internal.h"
@@ -59,12 +60,49 @@ struct walk {
   const struct an_snapshot_opts *o;
   uint64_t content;   /* file bytes archived so far */
   uint64_t entries;
+  uint64_t budget;    /* names the walk may still read */
+  uint64_t max_entries;
   char *buf;          /* 64 KiB copy buffer */
+  const char *zeros;  /* ZEROS bytes of zeros: what holes are fed as */
 };
+
+#define ZEROS (1u << 20)
+/* Data extents kept in a sparse map; past this the rest of the file is one
+ * extent (its holes archived as zeros, still under max_bytes). */
+#define MAX_EXTENTS 4096
+
+/* The data extents of `fd` within [0, size) (SEEK_DATA/SEEK_HOLE) as sparse
+ * map entries of `e`; *data gets the bytes they cover.  A file without holes
+ * gets no map (a plain entry). */
+static int map_extents(int fd, uint64_t size, struct archive_entry *e, uint64_t *data,
+                       const char *path, an_error_t *err) {
+  *data = size;
+  if (size == 0) return 0;
+  off_t first = lseek(fd, 0, SEEK_DATA);
+  if (first < 0 && errno != ENXIO) return 0; /* no SEEK_DATA here: archive all */
+  off_t hole0 = first < 0 ? 0 : lseek(fd, first, SEEK_HOLE);
+  if (first == 0 && hole0 >= (off_t) size) return 0; /* no hole */
+  uint64_t sum = 0;
+  off_t pos = 0;
+  for (unsigned n = 0; pos < (off_t) size; n++) {
+    off_t d = lseek(fd, pos, SEEK_DATA);
+    if (d < 0 || d >= (off_t) size) break;
+    off_t h = n + 1 >= MAX_EXTENTS ? (off_t) size : lseek(fd, d, SEEK_HOLE);
+    if (h < 0) return an_error_set(err, errno, "snapshot \"%s\": seek", AN_QUOTED(path));
+    if (h > (off_t) size) h = (off_t) size;
+    archive_entry_sparse_add_entry(e, d, h - d);
+    sum += (uint64_t) (h - d);
+    pos = h;
+  }
+  /* the map must end at the file's size (an empty extent there) */
+  archive_entry_sparse_add_entry(e, (la_int64_t) size, 0);
+  *data = sum;
+  return 0;
+}
 
 static void entry_freep(struct archive_entry **e) { if (*e) archive_entry_free(*e); }
 
-static int arch_error(struct walk *w, an_error_t *err, const char *path) {
+static __attribute__((noinline, cold)) int arch_error(struct walk *w, an_error_t *err, const char *path) {
   int e = archive_errno(w->a);
   return an_error_set(err, e > 0 ? e : EIO, "snapshot \"%s\": %s", AN_QUOTED(path),
                       archive_error_string(w->a));
@@ -84,10 +122,38 @@ static struct archive_entry *make_entry(const char *path, const struct stat *st,
   return e;
 }
 
-static int add_file(struct walk *w, int dfd, const char *name, const char *path, an_error_t *err) {
+/* Feed `len` bytes of the file at `off` (data) or zeros (a hole, which a
+ * sparse entry skips) to the archive. */
+static int feed(struct walk *w, int fd, uint64_t off, uint64_t len, bool hole, const char *path,
+                an_error_t *err) {
+  while (len > 0) {
+    size_t want = hole ? (len < ZEROS ? (size_t) len : ZEROS) : (len < 65536 ? (size_t) len : 65536);
+    const char *src = w->zeros;
+    ssize_t n = (ssize_t) want;
+    if (!hole) {
+      n = pread(fd, w->buf, want, (off_t) off);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return an_error_set(err, errno, "snapshot \"%s\": read", AN_QUOTED(path));
+      }
+      /* Exactly the header's size: a file cut meanwhile is zero-padded. */
+      if (n == 0) memset(w->buf, 0, want), n = (ssize_t) want;
+      src = w->buf;
+    }
+    if (archive_write_data(w->a, src, (size_t) n) < 0) return arch_error(w, err, path);
+    off += (uint64_t) n;
+    len -= (uint64_t) n;
+  }
+  return 0;
+}
+
+static __attribute__((noinline)) int add_file(struct walk *w, int dfd, const char *name, const char *path,
+                                              an_error_t *err) {
   struct stat st;
-  cleanup_close int fd = an_open_regular_beneath(dfd, name, &st, err);
-  if (fd < 0) return an_error_prefix(err, "snapshot \"%s\"", AN_QUOTED(path));
+  cleanup_error an_error_t why = NULL;
+  cleanup_close int fd = an_open_regular_beneath(dfd, name, &st, &why);
+  if (fd == -ENOENT) return 1; /* removed meanwhile: not counted */
+  if (fd < 0) return an_error_set(err, -fd, "snapshot \"%s\"", AN_QUOTED(path));
   uint64_t size = (uint64_t) st.st_size;
   __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(path, &st, AE_IFREG);
   if (!e) return an_error_set(err, ENOMEM, "snapshot \"%s\"", AN_QUOTED(path));
@@ -108,96 +174,122 @@ static int add_file(struct walk *w, int dfd, const char *name, const char *path,
       return 0;
     }
   }
-  if (w->o->max_bytes && w->content + size > w->o->max_bytes)
+  uint64_t data = size;
+  int r = map_extents(fd, size, e, &data, path, err);
+  if (r < 0) return r;
+  if (w->o->max_bytes && w->content + data > w->o->max_bytes)
     return an_error_set(err, EFBIG, "snapshot \"%s\": workspace too large (cap %llu bytes)", AN_QUOTED(path),
                         (unsigned long long) w->o->max_bytes);
   if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
-  /* Exactly `size` bytes: a file changed meanwhile is cut or zero-padded so
-   * the header stays true. */
-  uint64_t left = size;
-  while (left > 0) {
-    size_t want = left < 65536 ? (size_t) left : 65536;
-    ssize_t n = read(fd, w->buf, want);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return an_error_set(err, errno, "snapshot \"%s\": read", AN_QUOTED(path));
-    }
-    if (n == 0) {
-      memset(w->buf, 0, want);
-      n = (ssize_t) want;
-    }
-    if (archive_write_data(w->a, w->buf, (size_t) n) < 0) return arch_error(w, err, path);
-    left -= (uint64_t) n;
+  /* The whole logical content in order: extents read, holes as zeros
+   * (which the pax writer does not store for a sparse entry). */
+  uint64_t pos = 0;
+  int ns = archive_entry_sparse_reset(e);
+  for (int k = 0; k < ns && r == 0; k++) {
+    la_int64_t off = 0, len = 0;
+    archive_entry_sparse_next(e, &off, &len);
+    if ((uint64_t) off > pos) r = feed(w, fd, pos, (uint64_t) off - pos, true, path, err);
+    if (r == 0) r = feed(w, fd, (uint64_t) off, (uint64_t) len, false, path, err);
+    pos = (uint64_t) (off + len);
   }
-  w->content += size;
+  if (r == 0 && pos < size) r = feed(w, fd, pos, size - pos, ns > 0, path, err);
+  if (r < 0) return r;
+  w->content += data;
   return 0;
 }
 
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+/* Messages naming a path the sandbox chose, quoted.  Out of line (as are
+ * the leaf entry kinds), so that quoting buffers and PATH_MAX arrays are not
+ * in the frames of the recursive walk: 256 levels must fit any stack. */
+static __attribute__((noinline, cold)) int path_err(an_error_t *err, int e, const char *what, const char *path) {
+  return an_error_set(err, e, "%s \"%s\"", what, AN_QUOTED(path));
+}
+
+static __attribute__((noinline, cold)) void path_warn(const struct walk *w, const char *a, const char *b,
+                                                       const char *why) {
+  an_warnf(w->o->warn, w->o->warn_data, "snapshot: \"%s%s\" skipped (%s)", AN_QUOTED(a), b ? AN_QUOTED(b) : "", why);
+}
+
+static __attribute__((noinline)) int list_dir(struct walk *w, int dfd, const char *prefix, struct an_dir_list *names,
+                                              an_error_t *err) {
+  char shown[AN_QUOTE_NAME_SIZE + 2];
+  snprintf(shown, sizeof shown, "\"%s\"", prefix[0] ? AN_QUOTED(prefix) : ".");
+  int r = an_dir_list_read(dfd, shown, &w->budget, w->max_entries, names, err);
+  return r < 0 ? an_error_prefix(err, "snapshot") : 0;
+}
+
+static __attribute__((noinline)) int add_symlink(struct walk *w, int dfd, const char *name, const char *path,
+                                                 const struct stat *st, an_error_t *err) {
+  char target[PATH_MAX];
+  ssize_t k = readlinkat(dfd, name, target, sizeof target - 1);
+  if (k < 0) return errno == ENOENT ? 1 : path_err(err, errno, "snapshot: readlink", path);
+  target[k] = '\0';
+  __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(path, st, AE_IFLNK);
+  if (!e) return path_err(err, ENOMEM, "snapshot", path);
+  archive_entry_set_symlink(e, target);
+  if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
+  return 0;
+}
+
+static int add_dir(struct walk *w, int dfd, const char *name, const char *path, int depth, an_error_t *err);
+
+/* One directory level; returns 0 or a negative errno.  (r > 0 from a leaf:
+ * the entry vanished, not counted.) */
 static int walk_dir(struct walk *w, int dfd, const char *prefix, int depth, an_error_t *err) {
-  if (depth > AN_TREE_MAX_DEPTH) return an_error_set(err, ELOOP, "snapshot \"%s\": nesting too deep", AN_QUOTED(prefix));
-  struct dirent **names = NULL;
-  int n = scandirat(dfd, ".", &names, NULL, alphasort);
-  if (n < 0) return an_error_set(err, errno, "snapshot: read directory \"%s\"", prefix[0] ? AN_QUOTED(prefix) : ".");
-  int r = 0;
-  for (int i = 0; i < n; i++) {
-    const char *name = names[i]->d_name;
-    if (r < 0 || !strcmp(name, ".") || !strcmp(name, "..")) continue;
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s%s", prefix, name) >= (int) sizeof path) {
-      r = an_error_set(err, ENAMETOOLONG, "snapshot \"%s%s\"", AN_QUOTED(prefix), AN_QUOTED(name));
+  struct an_dir_list names;
+  int r = list_dir(w, dfd, prefix, &names, err);
+  if (r < 0) return r;
+  cleanup_free char *path = malloc(PATH_MAX);
+  if (!path) r = an_error_set(err, ENOMEM, "snapshot");
+  for (size_t i = 0; i < names.n && r >= 0; i++) {
+    const char *name = names.names[i];
+    r = 0;
+    if (snprintf(path, PATH_MAX, "%s%s", prefix, name) >= PATH_MAX - 1) {
+      path_warn(w, prefix, name, "path longer than PATH_MAX");
       continue;
     }
     struct stat st;
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-      if (errno != ENOENT) r = an_error_set(err, errno, "snapshot: stat \"%s\"", AN_QUOTED(path));
+      if (errno != ENOENT) r = path_err(err, errno, "snapshot: stat", path);
       continue;
     }
     if (S_ISREG(st.st_mode)) {
       r = add_file(w, dfd, name, path, err);
     } else if (S_ISDIR(st.st_mode)) {
-      cleanup_close int sub = an_openat_beneath(dfd, name, O_RDONLY | O_DIRECTORY, 0, err);
-      if (sub < 0) {
-        r = an_error_prefix(err, "snapshot");
+      if (depth + 1 > AN_TREE_MAX_DEPTH_SKIP) {
+        path_warn(w, path, NULL, "nested deeper than " STR(AN_TREE_MAX_DEPTH_SKIP) " directories");
         continue;
       }
-      struct stat dst;
-      if (fstat(sub, &dst) < 0) {
-        r = an_error_set(err, errno, "snapshot: stat \"%s\"", AN_QUOTED(path));
-        continue;
-      }
-      char dpath[PATH_MAX];
-      if (snprintf(dpath, sizeof dpath, "%s/", path) >= (int) sizeof dpath) {
-        r = an_error_set(err, ENAMETOOLONG, "snapshot \"%s\"", AN_QUOTED(path));
-        continue;
-      }
-      __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(dpath, &dst, AE_IFDIR);
-      if (!e) r = an_error_set(err, ENOMEM, "snapshot \"%s\"", AN_QUOTED(path));
-      else if (archive_write_header(w->a, e) != ARCHIVE_OK) r = arch_error(w, err, path);
-      else r = walk_dir(w, sub, dpath, depth + 1, err);
+      r = add_dir(w, dfd, name, path, depth, err);
     } else if (S_ISLNK(st.st_mode)) {
-      char target[PATH_MAX];
-      ssize_t k = readlinkat(dfd, name, target, sizeof target - 1);
-      if (k < 0) {
-        if (errno != ENOENT) r = an_error_set(err, errno, "snapshot: readlink \"%s\"", AN_QUOTED(path));
-        continue;
-      }
-      target[k] = '\0';
-      __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(path, &st, AE_IFLNK);
-      if (!e) {
-        r = an_error_set(err, ENOMEM, "snapshot \"%s\"", AN_QUOTED(path));
-        continue;
-      }
-      archive_entry_set_symlink(e, target);
-      if (archive_write_header(w->a, e) != ARCHIVE_OK) r = arch_error(w, err, path);
+      r = add_symlink(w, dfd, name, path, &st, err);
     } else {
-      an_warnf(w->o->warn, w->o->warn_data, "snapshot: %s skipped (not a regular file, directory or symlink)", path);
+      path_warn(w, path, NULL, "not a regular file, directory or symlink");
       continue;
     }
     if (r == 0) w->entries++;
   }
-  for (int i = 0; i < n; i++) free(names[i]);
-  free(names);
-  return r;
+  an_dir_list_free(&names);
+  return r < 0 ? r : 0;
+}
+
+static int add_dir(struct walk *w, int dfd, const char *name, const char *path, int depth, an_error_t *err) {
+  cleanup_close int sub = an_openat_beneath(dfd, name, O_RDONLY | O_DIRECTORY, 0, NULL);
+  if (sub == -ENOENT) return 1;
+  if (sub < 0) return path_err(err, -sub, "snapshot", path);
+  struct stat dst;
+  if (fstat(sub, &dst) < 0) return path_err(err, errno, "snapshot: stat", path);
+  cleanup_free char *dpath = NULL;
+  if (asprintf(&dpath, "%s/", path) < 0) return an_error_set(err, ENOMEM, "snapshot");
+  {
+    __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(dpath, &dst, AE_IFDIR);
+    if (!e) return path_err(err, ENOMEM, "snapshot", path);
+    if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
+  }
+  return walk_dir(w, sub, dpath, depth + 1, err);
 }
 
 static void archive_freep(struct archive **a) { if (*a) archive_write_free(*a); }
@@ -214,7 +306,8 @@ int an_workspace_snapshot_fd(int ws_dirfd, int out_fd, const struct an_snapshot_
   struct tar_sink sink = {.fd = out_fd, .md = md};
   __attribute__((cleanup(archive_freep))) struct archive *a = archive_write_new();
   cleanup_free char *buf = malloc(65536);
-  if (!a || !buf) return an_error_set(err, ENOMEM, "snapshot");
+  cleanup_free char *zeros = calloc(1, ZEROS);
+  if (!a || !buf || !zeros) return an_error_set(err, ENOMEM, "snapshot");
   __attribute__((cleanup(links_freep))) struct archive_entry_linkresolver *links =
     archive_entry_linkresolver_new();
   if (!links) return an_error_set(err, ENOMEM, "snapshot");
@@ -229,7 +322,9 @@ int an_workspace_snapshot_fd(int ws_dirfd, int out_fd, const struct an_snapshot_
     return an_error_set(err, EIO, "snapshot: %s", archive_error_string(a));
   cleanup_close int root = an_openat_beneath(ws_dirfd, ".", O_RDONLY | O_DIRECTORY, 0, err);
   if (root < 0) return an_error_prefix(err, "snapshot");
-  struct walk w = {.a = a, .links = links, .o = o, .buf = buf};
+  uint64_t max_entries = o->max_entries ? o->max_entries : AN_TREE_DEFAULT_MAX_ENTRIES;
+  struct walk w = {.a = a, .links = links, .o = o, .buf = buf, .zeros = zeros, .budget = max_entries,
+                   .max_entries = max_entries};
   int r = walk_dir(&w, root, "", 0, err);
   if (r < 0) return r;
   if (archive_write_close(a) != ARCHIVE_OK)
@@ -292,11 +387,9 @@ int an_workspace_restore_ex(int parent_dirfd, const char *workspace_name, const 
     int r = check_sha256_arg(expected_sha256, err);
     if (r < 0) return r;
   }
-  cleanup_close int tfd = open(tar_path, O_RDONLY | O_CLOEXEC);
-  if (tfd < 0) return an_error_set(err, errno, "restore: open %s", tar_path);
-  struct stat tst;
-  if (fstat(tfd, &tst) < 0) return an_error_set(err, errno, "restore: stat %s", tar_path);
-  if (!S_ISREG(tst.st_mode)) return an_error_set(err, EINVAL, "restore: %s: not a regular file", tar_path);
+  /* O_NONBLOCK, regular files only: a FIFO never hangs restore (BL-23) */
+  cleanup_close int tfd = an_open_input(AT_FDCWD, tar_path, 0, false, NULL, err);
+  if (tfd < 0) return an_error_prefix(err, "restore");
   /* Verify before extracting anything. */
   if (expected_sha256) {
     char got[AN_SHA256_HEX_LEN];

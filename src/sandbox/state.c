@@ -113,8 +113,8 @@ int an_sb_record_write(const char *dir, const struct an_sb_record *rec, an_error
   an_jgen_array_open(g);
   for (size_t i = 0; i < rec->nsecrets; i++) {
     an_jgen_map_open(g);
+    /* names only: values live in the secrets file (secrets_file.c) */
     an_jgen_kv_str(g, "name", rec->secrets[i].name);
-    an_jgen_kv_str(g, "value", rec->secrets[i].value);
     an_jgen_map_close(g);
   }
   an_jgen_array_close(g);
@@ -131,7 +131,6 @@ int an_sb_record_write(const char *dir, const struct an_sb_record *rec, an_error
   else if ((r = an_write_all(fd, buf, len, tmp, err)) >= 0 && rename(tmp, path) < 0)
     r = an_error_set(err, errno, "rename %s", path);
   if (r < 0) unlink(tmp);
-  explicit_bzero(buf, len);   /* it holds the secrets */
   free(buf);
   return r;
 }
@@ -177,15 +176,11 @@ int an_sb_record_read(const char *dir, struct an_sb_record *rec, an_error_t *err
     rec->secrets = calloc(s->u.array.len, sizeof *rec->secrets);
     if (!rec->secrets) { r = an_error_set(err, ENOMEM, "%s", path); goto out; }
     for (size_t i = 0; i < s->u.array.len; i++) {
-      char *n = NULL, *val = NULL;
+      char *n = NULL;
       yajl_val e = s->u.array.values[i];
       if ((r = an_json_get_string(an_json_member(e, "name"), "secrets.name", &n, err)) < 0) goto out;
-      if ((r = an_json_get_string(an_json_member(e, "value"), "secrets.value", &val, err)) < 0) {
-        free(n);
-        goto out;
-      }
-      rec->secrets[rec->nsecrets].name = n;
-      rec->secrets[rec->nsecrets++].value = val;
+      rec->secrets[rec->nsecrets].name = n;      /* value: an_sb_secrets_read */
+      rec->secrets[rec->nsecrets++].value = NULL;
     }
   }
   r = 0;

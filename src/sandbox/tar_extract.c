@@ -21,7 +21,8 @@ struct extract {
   struct archive *a;
   int dest;
   const struct an_snapshot_opts *o;
-  uint64_t content;
+  uint64_t content;   /* logical bytes declared by the file entries so far */
+  uint64_t entries;
 };
 
 static void read_freep(struct archive **a) { if (*a) archive_read_free(*a); }
@@ -46,6 +47,8 @@ static const char *reason(int r) {
 
 static int write_file(struct extract *x, struct archive_entry *e, int parent, const char *last,
                       const char *name, an_error_t *err) {
+  /* The logical size (for a pax sparse entry GNU.sparse.realsize): a tar
+   * of a few bytes may declare a 1 TiB file of holes; it counts in full. */
   la_int64_t size = archive_entry_size(e);
   if (size < 0) size = 0;
   if (x->o->max_bytes && x->content + (uint64_t) size > x->o->max_bytes)
@@ -198,9 +201,12 @@ int an_tar_extract_safe(int tar_fd, int dest_dirfd, const struct an_snapshot_opt
       archive_read_open_fd(a, tar_fd, 65536) != ARCHIVE_OK)
     return an_error_set(err, EINVAL, "read tar: %s", archive_error_string(a));
   struct extract x = {.a = a, .dest = dest_dirfd, .o = opts ? opts : &none};
+  uint64_t max_entries = x.o->max_entries ? x.o->max_entries : AN_TREE_DEFAULT_MAX_ENTRIES;
   struct archive_entry *e;
   int ar;
   while ((ar = archive_read_next_header(a, &e)) == ARCHIVE_OK || ar == ARCHIVE_WARN) {
+    if (++x.entries > max_entries)
+      return an_error_set(err, E2BIG, "read tar: more than %llu entries (cap)", (unsigned long long) max_entries);
     int r = extract_entry(&x, e, err);
     if (r < 0) return r;
   }

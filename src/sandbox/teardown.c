@@ -154,7 +154,8 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
   /* 4. the host side of the init process is gone; make sure of it */
   if (have_rec && rec.init_pid) kill_checked(rec.init_pid, rec.init_start, SIGKILL);
 
-  /* 5. workspace, name, id range */
+  /* 5. secret values, workspace, name, id range */
+  an_sb_secrets_remove(id);
   cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   bool had_ws = false;
   if (dfd >= 0) {

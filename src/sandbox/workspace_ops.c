@@ -19,6 +19,7 @@
 #include "agentnest/files.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
+#include "util/fdcopy.h"
 #include "util/safe_path.h"
 
 int an_sb_freeze(struct an_sandbox *sb, bool frozen, an_error_t *err) {
@@ -46,8 +47,9 @@ int an_sandbox_put(struct an_sandbox *sb, const char *host_path, const char *des
   if (stat(host_path, &st) < 0) return an_error_set(err, errno, "put: %s", host_path);
   if (S_ISDIR(st.st_mode)) return an_dir_put(sb->ws_fd, dest, host_path, &fo, err);
   if (!S_ISREG(st.st_mode)) return an_error_set(err, EINVAL, "put: %s: not a regular file or directory", host_path);
-  cleanup_close int fd = open(host_path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return an_error_set(err, errno, "put: open %s", host_path);
+  /* O_NONBLOCK, regular only: swapped for a FIFO since the stat, it fails (BL-23) */
+  cleanup_close int fd = an_open_input(AT_FDCWD, host_path, 0, false, NULL, err);
+  if (fd < 0) return an_error_prefix(err, "put");
   fo.mode = st.st_mode & 0777;
   return an_file_put_fd(sb->ws_fd, dest, fd, &fo, err);
 }
@@ -68,9 +70,16 @@ int an_sandbox_get_data(struct an_sandbox *sb, const char *src, void **data, siz
 }
 
 int an_sandbox_get(struct an_sandbox *sb, const char *src, const char *host_dest, an_error_t *err) {
+  return an_sandbox_get_warn(sb, src, host_dest, NULL, NULL, err);
+}
+
+int an_sandbox_get_warn(struct an_sandbox *sb, const char *src, const char *host_dest, an_warn_fn warn,
+                        void *warn_data, an_error_t *err) {
   if (!src || !host_dest) return an_error_set(err, EINVAL, "get: no source or destination");
   struct an_file_opts fo;
   an_sandbox_file_opts(sb, &fo);
+  fo.warn = warn;
+  fo.warn_data = warn_data;
   fo.set_owner = false;   /* host files belong to the caller */
   /* Type of src, looked up safely (no symlink followed, never opened). */
   int pfd = an_openat_beneath(sb->ws_fd, src, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, err);
@@ -95,13 +104,18 @@ int an_sandbox_get(struct an_sandbox *sb, const char *src, const char *host_dest
 
 int an_sandbox_snapshot(struct an_sandbox *sb, const char *tar_path, struct an_snapshot_info *info,
                         an_error_t *err) {
+  return an_sandbox_snapshot_warn(sb, tar_path, info, NULL, NULL, err);
+}
+
+int an_sandbox_snapshot_warn(struct an_sandbox *sb, const char *tar_path, struct an_snapshot_info *info,
+                             an_warn_fn warn, void *warn_data, an_error_t *err) {
   /* the tar may not fill the disk it goes to (a sandbox's sparse file of
    * 100 GB is 100 GB of tar) */
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s", tar_path);
   cleanup_close int dfd = open(dirname(dir), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return an_error_set(err, errno, "snapshot: directory of %s", tar_path);
-  struct an_snapshot_opts so = {.max_bytes = an_sb_copy_cap(dfd, 1)};
+  struct an_snapshot_opts so = {.max_bytes = an_sb_copy_cap(dfd, 1), .warn = warn, .warn_data = warn_data};
   int r = an_sb_freeze(sb, true, err);
   if (r < 0) return r;
   r = an_workspace_snapshot(sb->ws_fd, tar_path, &so, info, err);
@@ -163,7 +177,10 @@ int an_sandbox_restore(struct an_sandbox *sb, const char *tar_path, const char *
   if (mkdirat(dfd, staging, 0700) < 0) return an_error_set(err, errno, "restore: mkdir %s", staging);
   struct an_file_opts fo;
   an_sandbox_file_opts(sb, &fo);
-  struct an_snapshot_opts so = {.set_owner = true, .uid = fo.uid, .gid = fo.gid};
+  /* The files of the tar may declare at most the space free for the
+   * workspace, in logical bytes (a sparse entry counts in full). */
+  struct an_snapshot_opts so = {.set_owner = true, .uid = fo.uid, .gid = fo.gid,
+                                .max_bytes = an_sb_copy_cap(sb->ws_fd, 1)};
   /* Verify and extract into the (empty) staging directory: on error the
    * workspace is untouched. */
   int r = an_workspace_restore_ex(dfd, staging, tar_path, expected_sha256, &so, err);

@@ -434,6 +434,30 @@ Test(cli, cp_both_ways_and_refusals) {
   free(id);
 }
 
+/* Issue 10 item 7: a tree deeper than 256 levels made cp, snapshot and
+ * artifacts fail outright.  Now each copies the rest and names what it
+ * skipped on stderr. */
+Test(cli, deep_tree_is_copied_with_a_warning_naming_what_is_skipped) {
+  char *id = create_sandbox("");
+  cr_assert_eq(an("exec %s -- sh -c 'd=deep; i=0; while [ $i -lt 300 ]; do d=$d/d; i=$((i+1)); done; "
+                  "mkdir -p $d && echo top > top.txt'", id), 0, "%s", err_text);
+  cr_expect_eq(an("cp %s:. outdeep", id), 0, "cp: %s", err_text);
+  cr_expect(strstr(err_text, "nested deeper than 256 directories"), "cp stderr: %s", err_text);
+  char p[400];
+  snprintf(p, sizeof p, "%s/outdeep/top.txt", work);
+  char *t = slurp(p);
+  cr_expect_str_eq(t ? t : "", "top\n");
+  free(t);
+  cr_expect_eq(an("snapshot %s deep.tar", id), 0, "snapshot: %s", err_text);
+  cr_expect(strstr(err_text, "nested deeper than 256 directories"), "snapshot stderr: %s", err_text);
+  cr_expect_eq(an("artifacts %s", id), 0, "artifacts: %s", err_text);
+  cr_expect(strstr(out_text, "top.txt"), "%s", out_text);
+  cr_expect(strstr(err_text, "nested deeper than 256 directories"), "artifacts stderr: %s", err_text);
+  an_test_sh("rm -rf '%s/outdeep' '%s/deep.tar'", work, work);
+  an("destroy %s", id);
+  free(id);
+}
+
 Test(cli, snapshot_and_restore) {
   char *id = create_sandbox("");
   cr_assert_eq(an("exec %s -- sh -c 'mkdir -p d; echo one > d/f'", id), 0);

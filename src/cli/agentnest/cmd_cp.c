@@ -27,6 +27,11 @@ static bool is_dir(const char *p) {
   return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* What a directory copy skipped (names already quoted by the library). */
+static void warn_stderr(void *data, const char *msg) {
+  fprintf(stderr, "agentnest %s: warning: %s\n", (const char *) data, msg);
+}
+
 int cmd_cp(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {0}};
   const char *cmd = argv[0];
@@ -66,7 +71,7 @@ int cmd_cp(struct an_global_opts *g, int argc, char **argv) {
       if (asprintf(&joined, "%s/%s", b, base ? base + 1 : src) < 0) joined = NULL;
       dest = joined ? joined : b;
     }
-    r = an_sandbox_get(sb, src, dest, &err);
+    r = an_sandbox_get_warn(sb, src, dest, warn_stderr, (void *) cmd, &err);
     if (r < 0) an_error_prefix(&err, "cp %s to %s", a, b);
   }
   an_sandbox_close(sb);

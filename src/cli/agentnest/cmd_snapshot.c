@@ -27,6 +27,11 @@ static const char restore_usage[] =
     "                 \"sha256:\" prefix is accepted)\n"
     "  -h, --help     this help\n";
 
+/* What the snapshot left out (names already quoted by the library). */
+static void warn_stderr(void *data, const char *msg) {
+  fprintf(stderr, "agentnest %s: warning: %s\n", (const char *) data, msg);
+}
+
 int cmd_snapshot(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {
       {"json", no_argument, NULL, CLI_OPT_JSON}, {"help", no_argument, NULL, 'h'}, {0}};
@@ -39,7 +44,7 @@ int cmd_snapshot(struct an_global_opts *g, int argc, char **argv) {
   an_error_t err = NULL;
   if (an_sandbox_open(g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
   struct an_snapshot_info info = {0};
-  r = an_sandbox_snapshot(sb, argv[optind + 1], &info, &err);
+  r = an_sandbox_snapshot_warn(sb, argv[optind + 1], &info, warn_stderr, (void *) cmd, &err);
   an_sandbox_close(sb);
   if (r < 0) return cli_fail(cmd, &err);
   if (!json) {
