@@ -208,6 +208,11 @@ Test(hardening, item_12_python_image_has_netbase_libc_bin_locale_and_headers) {
   esc_sandbox_fini(&S);
   esc_require_image("python");
   esc_sandbox_init(&S, "python");
+  char services[PATH_MAX + 16];
+  snprintf(services, sizeof services, "%s/etc/services", S.rootfs);
+  cr_assert(access(services, F_OK) == 0,
+            "%s missing: this python image predates netbase and libc-bin in "
+            "rootfs-tools/build-python.sh's ROOTS; rebuild it (make images)", services);
   struct esc_result r = {0};
   int st = esc_sh(&S, &r, "test -s /etc/services && echo services; "
                           "command -v ldconfig; "
