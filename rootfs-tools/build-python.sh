@@ -2,7 +2,8 @@
 # build-python.sh: the `python` image, AgentNest's DEFAULT image: Debian 12's
 # Python 3.11 with its full standard library (json, sqlite3, ssl, venv,
 # asyncio, ctypes, decimal, lzma, bz2, zlib, uuid, zoneinfo...), CA
-# certificates, tzdata and busybox for a shell. Built from .deb files
+# certificates, tzdata, netbase (/etc/services), libc-bin (ldconfig, the
+# C.UTF-8 locale), libpython3.11-dev (headers) and busybox for a shell. Built from .deb files
 # (apt-get download + unpack, no maintainer scripts, no dpkg database) in a
 # few seconds; the dependency closure comes from apt, minus the packaging
 # machinery (dpkg, debconf, perl-base, tar) that only maintainer scripts use.
@@ -14,7 +15,7 @@ set -euo pipefail
 AN_BUILDER=python
 . "$(dirname "$0")/lib.sh"
 
-ROOTS="python3 python3.11 libpython3.11-stdlib python3.11-venv ca-certificates openssl tzdata media-types busybox-static"
+ROOTS="python3 python3.11 libpython3.11-stdlib libpython3.11-dev python3.11-venv ca-certificates openssl tzdata media-types netbase libc-bin busybox-static"
 EXCLUDES="dpkg debconf perl-base tar"
 PY_ENV=(--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
         --env LANG=C.UTF-8 --env PYTHONDONTWRITEBYTECODE=1)

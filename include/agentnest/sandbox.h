@@ -293,6 +293,8 @@ int an_sandbox_inspect(struct an_sandbox *sb, char **json, an_error_t *err);
  *   {"time":..,"type":"exec","argv0":"sh","status":0,"timed_out":false,
  *    "oom_killed":false,"duration_ms":3}
  *   {"time":..,"type":"expired"} {"time":..,"type":"destroyed","reason":"destroy"}
+ *   {"time":..,"type":"init_exited"} (pid 1 ended: it ignores signals from
+ *   inside the sandbox, so a crash or a kill from the host; "destroyed" follows)
  * Return 0 to continue, non-zero to stop (returned by an_sandbox_events). */
 typedef int (*an_sandbox_event_fn)(void *data, const char *json);
 

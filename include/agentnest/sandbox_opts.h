@@ -84,6 +84,11 @@ int an_sandbox_opts_set_pids(struct an_sandbox_opts *opts, uint64_t pids, an_err
  * "unlimited" to tmpfs), > host RAM. */
 int an_sandbox_opts_set_tmp_size(struct an_sandbox_opts *opts, uint64_t bytes, an_error_t *err);
 
+/* Mount /tmp noexec (true) or exec (false, the default: /workspace is
+ * executable anyway, so noexec on /tmp stops nothing and breaks programs
+ * that run what they write there).  Never fails; returns 0. */
+int an_sandbox_opts_set_tmp_noexec(struct an_sandbox_opts *opts, bool noexec, an_error_t *err);
+
 /* Sandbox lifetime in ms (destroyed at expiry).  Refused: 0, > 366 days. */
 int an_sandbox_opts_set_lifetime(struct an_sandbox_opts *opts, uint64_t ms, an_error_t *err);
 
@@ -169,6 +174,7 @@ int an_sandbox_opts_set_name(struct an_sandbox_opts *opts, const char *name, an_
  *   pids                                         decimal integer
  *   landlock                                     "required", "best-effort", "off"
  *   seccomp_unsafe                               "true" or "false"
+ *   tmp_noexec                                   "true" or "false"
  *   env                                          "K=V" (add_env)
  *   secret                                       "NAME" or "NAME=@FILE" (add_secret_arg)
  * Errors: -EINVAL unknown option (`unknown option "memroy"`) or bad text;
@@ -185,6 +191,7 @@ uint64_t an_sandbox_opts_memory(const struct an_sandbox_opts *opts);        /* b
 uint64_t an_sandbox_opts_cpus(const struct an_sandbox_opts *opts);          /* millicpus */
 uint64_t an_sandbox_opts_pids(const struct an_sandbox_opts *opts);
 uint64_t an_sandbox_opts_tmp_size(const struct an_sandbox_opts *opts);      /* bytes */
+bool an_sandbox_opts_tmp_noexec(const struct an_sandbox_opts *opts);
 uint64_t an_sandbox_opts_lifetime(const struct an_sandbox_opts *opts);      /* ms */
 uint64_t an_sandbox_opts_exec_timeout(const struct an_sandbox_opts *opts);  /* ms; 0 = remaining lifetime */
 uint64_t an_sandbox_opts_max_output(const struct an_sandbox_opts *opts);    /* bytes */
@@ -235,7 +242,7 @@ const char *an_sandbox_profiles_dir(void);
  *   (object {"K": "V"} or array ["K=V"]), network (string), seccomp_profile
  *   (path; relative paths are relative to the profile's directory),
  *   seccomp_unsafe (boolean), landlock (string), workdir
- *   (string), description (string, ignored), unsupported (string: the profile
+ *   (string), tmp_noexec (boolean), description (string, ignored), unsupported (string: the profile
  *   exists but cannot run yet; loading it fails with -EOPNOTSUPP and that
  *   text).
  * Each value goes through the matching setter, so the same limits apply.
@@ -287,11 +294,16 @@ struct an_sandbox_ids {
  * The result (owned by the caller, free with an_spec_free):
  *   namespaces user mount pid network ipc uts cgroup; uid/gid maps as above;
  *   process.user 65532:65532, no additionalGids; no capabilities in any
- *   set; noNewPrivileges; rlimits NOFILE 1024 soft / 4096 hard and CORE 0;
+ *   set; noNewPrivileges; rlimits NOFILE 1024 soft / 4096 hard, CORE 0 and
+ *   SIGPENDING 1024; sysctls user.max_*_namespaces 0 (user pid net ipc uts
+ *   cgroup), user.max_inotify_instances 128, user.max_inotify_watches
+ *   65536 (in the sandbox's user namespace);
  *   env = image env, then opts env, then secrets (later KEY wins), plus
  *   PATH (Debian's default) and HOME=/workspace when absent; cwd = workdir;
- *   root = rootfs, readonly; mounts /proc /dev /dev/pts /dev/shm (64 MiB)
- *   /dev/mqueue /sys (ro) /tmp (tmp_size, noexec) /run (16 MiB) /workspace;
+ *   root = rootfs, readonly; mounts /proc /dev /dev/pts (newinstance,
+ *   max=64) /dev/shm (64 MiB, 16384 inodes) /dev/mqueue /sys (ro) /tmp
+ *   (tmp_size, one inode per 4 KiB and at least 1024, exec unless
+ *   tmp_noexec) /run (16 MiB, 4096 inodes) /workspace;
  *   maskedPaths and readonlyPaths of /proc and /sys (runc/Docker's lists);
  *   resources: memory limit = swap limit (no swap), CFS quota =
  *   millicpus*100 µs per 100000 µs period, pids limit, device cgroup deny all

@@ -238,9 +238,20 @@ static int clone_init(struct launch *l, const struct an_init_config *cfg, an_err
     if (own_time < 0 || setns(l->ns.timens_fd, CLONE_NEWTIME) < 0)
       return an_error_set(err, errno, "join time namespace");
   }
+  /* A new user namespace is owned by the host ids container root maps to,
+   * not host root: per-user kernel budgets are then the container's own
+   * (userns.h, an_userns_owner_enter). */
+  struct an_userns_owner owner = {0};
+  int r = (l->ns.clone_flags & CLONE_NEWUSER) ? an_userns_owner_enter(&l->spec->linux, &owner, err) : 0;
+  if (r < 0) {
+    if (own_pid >= 0) setns(own_pid, CLONE_NEWPID);
+    if (own_time >= 0) setns(own_time, CLONE_NEWTIME);
+    return r;
+  }
   int pidfd = -1;
   pid_t pid = an_process_clone((uint64_t) l->ns.clone_flags, an_cgroup_clone_fd(l->cg), &pidfd, err);
   if (pid == 0) an_init_main(cfg);
+  an_userns_owner_leave(&owner);
   if (own_pid >= 0) setns(own_pid, CLONE_NEWPID);
   if (own_time >= 0) setns(own_time, CLONE_NEWTIME);
   if (pid < 0) return pid;
@@ -415,6 +426,14 @@ int an_container_create(const struct an_spec *spec, const struct an_container_op
     launch_teardown(&l);
     return r;
   }
+  /* Init clears its parent-death signal on DETACH, then closes its end of
+   * the sync socket: wait for that EOF (bounded), so that this runtime
+   * exiting cannot SIGKILL it in between.  (Before user namespaces were
+   * owned by the container's host uid, init's setresuid in the namespace
+   * changed its euid and so cleared the signal early, hiding this race.) */
+  struct pollfd p = {.fd = l.sync_fd, .events = POLLIN};
+  char drain[64];
+  while (poll(&p, 1, 10000) > 0 && read(l.sync_fd, drain, sizeof drain) > 0) {}
   launch_release(&l);
   return 0;
 }

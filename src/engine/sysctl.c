@@ -26,6 +26,8 @@ int an_sysctl_validate(const struct an_spec_linux *l, int ns_flags, an_error_t *
       need = CLONE_NEWNET;
     else if (strcmp(k, "kernel.hostname") == 0 || strcmp(k, "kernel.domainname") == 0)
       need = CLONE_NEWUTS;
+    else if (starts(k, "user.max_"))   /* per-user-namespace limits, user_namespaces(7) */
+      need = CLONE_NEWUSER;
     if (!need)
       return an_error_set(err, EINVAL, "linux.sysctl.%s: not a namespaced sysctl", k);
     if (!(ns_flags & need))

@@ -1,7 +1,9 @@
 /* engine/sysctl.h — linux.sysctl (config-linux.md "Sysctl"): only keys the
  * container's own namespaces isolate are accepted (IPC: kernel.msg*,
  * kernel.sem, kernel.shm*, fs.mqueue.*; network: net.*; UTS:
- * kernel.hostname, kernel.domainname), and they are written through the
+ * kernel.hostname, kernel.domainname; user namespace: user.max_*, the
+ * per-namespace limits of user_namespaces(7), written from inside the new
+ * user namespace), and they are written through the
  * container's procfs, opened by fd and checked to be procfs (BL-06).  What
  * does NOT live here: the read-only /proc/sys mount (rootfs.c). */
 #ifndef AN_ENGINE_SYSCTL_H

@@ -6,7 +6,10 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <linux/securebits.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,6 +59,41 @@ uid_t an_userns_host_id(const struct an_spec_id_mapping *m, size_t n, uid_t id) 
 bool an_userns_maps_root(const struct an_spec_linux *l) {
   return an_userns_host_id(l->uid_mappings, l->n_uid_mappings, 0) != (uid_t) -1 &&
          an_userns_host_id(l->gid_mappings, l->n_gid_mappings, 0) != (uid_t) -1;
+}
+
+int an_userns_owner_enter(const struct an_spec_linux *l, struct an_userns_owner *o,
+                          an_error_t *err) {
+  *o = (struct an_userns_owner){0};
+  uid_t uid = an_userns_host_id(l->uid_mappings, l->n_uid_mappings, 0);
+  gid_t gid = (gid_t) an_userns_host_id(l->gid_mappings, l->n_gid_mappings, 0);
+  if (geteuid() != 0 || uid == (uid_t) -1 || uid == 0 || gid == (gid_t) -1 || gid == 0) return 0;
+  int bits = prctl(PR_GET_SECUREBITS);
+  if (bits < 0) return an_error_set(err, errno, "user namespace owner: PR_GET_SECUREBITS");
+  if (prctl(PR_SET_SECUREBITS, (unsigned long) bits | SECBIT_NO_SETUID_FIXUP) < 0)
+    return an_error_set(err, errno, "user namespace owner: PR_SET_SECUREBITS");
+  if (syscall(SYS_setresgid, -1, gid, -1) < 0) {
+    int e = errno;
+    prctl(PR_SET_SECUREBITS, (unsigned long) bits);
+    return an_error_set(err, e, "user namespace owner: setresgid(-1, %u, -1)", (unsigned) gid);
+  }
+  if (syscall(SYS_setresuid, -1, uid, -1) < 0) {
+    int e = errno;
+    syscall(SYS_setresgid, -1, 0, -1);
+    prctl(PR_SET_SECUREBITS, (unsigned long) bits);
+    return an_error_set(err, e, "user namespace owner: setresuid(-1, %u, -1)", (unsigned) uid);
+  }
+  o->switched = true;
+  o->securebits = bits;
+  return 0;
+}
+
+void an_userns_owner_leave(struct an_userns_owner *o) {
+  if (!o->switched) return;
+  /* Back to euid/egid 0: the real and saved ids are still 0, so these
+   * cannot fail for lack of privilege. */
+  if (syscall(SYS_setresuid, -1, 0, -1) < 0 || syscall(SYS_setresgid, -1, 0, -1) < 0) abort();
+  prctl(PR_SET_SECUREBITS, (unsigned long) o->securebits);
+  o->switched = false;
 }
 
 int an_userns_for_idmap(const struct an_spec_id_mapping *uids, size_t n_uids,

@@ -5,7 +5,9 @@
  *   a CLOCK_REALTIME timerfd at the deadline -> event "expired", an expiry
  *     tombstone, and a full teardown (later calls: "sandbox <id> expired");
  *   the pidfd of the sandbox's pid 1        -> the sandbox ended on its own:
- *     teardown (reason "init exited");
+ *     event "init_exited", then teardown (reason "init exited"); pid 1
+ *     ignores signals from inside the sandbox (cli/init/init.c), so this
+ *     is a crash or a kill from the host;
  *   a signalfd for SIGTERM/SIGINT/SIGHUP    -> exit quietly (destroy, which
  *     tears down itself, stops the monitor first).
  * If the monitor is killed, `prune` notices (its pid is gone) and removes
@@ -80,6 +82,7 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd) {
       reason = "expired";
       tomb = true;
     } else if (pfd >= 0 && p[2].revents) {
+      an_sb_event(sb->dir, "init_exited", NULL);
       reason = "init exited";
     }
     if (!reason) continue;

@@ -161,6 +161,12 @@ int an_sandbox_opts_set_tmp_size(struct an_sandbox_opts *o, uint64_t bytes, an_e
   return 0;
 }
 
+int an_sandbox_opts_set_tmp_noexec(struct an_sandbox_opts *o, bool noexec, an_error_t *err) {
+  (void) err;
+  o->tmp_noexec = noexec;
+  return 0;
+}
+
 static int check_duration(const char *option, uint64_t ms, an_error_t *err) {
   if (ms == 0) return an_error_set(err, EINVAL, "%s 0ms: must be positive", option);
   if (ms > AN_SANDBOX_DURATION_MAX_MS)
@@ -491,6 +497,11 @@ int an_sandbox_opts_set_option(struct an_sandbox_opts *o, const char *option, co
                         text ? text : "");
   }
   if (strcmp(option, "env") == 0) return an_sandbox_opts_add_env(o, text, err);
+  if (strcmp(option, "tmp_noexec") == 0) {
+    if (text && strcmp(text, "true") == 0) return an_sandbox_opts_set_tmp_noexec(o, true, err);
+    if (text && strcmp(text, "false") == 0) return an_sandbox_opts_set_tmp_noexec(o, false, err);
+    return an_error_set(err, EINVAL, "tmp_noexec \"%s\": expected true or false", text ? text : "");
+  }
   if (strcmp(option, "secret") == 0) return an_sandbox_opts_add_secret_arg(o, text, err);
   return an_error_set(err, EINVAL, "unknown option \"%s\"", option);
 }
@@ -506,6 +517,7 @@ uint64_t an_sandbox_opts_memory(const struct an_sandbox_opts *o) { return o->mem
 uint64_t an_sandbox_opts_cpus(const struct an_sandbox_opts *o) { return o->millicpus; }
 uint64_t an_sandbox_opts_pids(const struct an_sandbox_opts *o) { return o->pids; }
 uint64_t an_sandbox_opts_tmp_size(const struct an_sandbox_opts *o) { return o->tmp_size; }
+bool an_sandbox_opts_tmp_noexec(const struct an_sandbox_opts *o) { return o->tmp_noexec; }
 uint64_t an_sandbox_opts_lifetime(const struct an_sandbox_opts *o) { return o->lifetime_ms; }
 uint64_t an_sandbox_opts_exec_timeout(const struct an_sandbox_opts *o) { return o->exec_timeout_ms; }
 uint64_t an_sandbox_opts_max_output(const struct an_sandbox_opts *o) { return o->max_output; }

@@ -153,6 +153,11 @@ static int apply_key(struct an_sandbox_opts *o, const char *profile_path, const 
     an_sandbox_opts_set_seccomp_unsafe(o, YAJL_IS_TRUE(v));
     return 0;
   }
+  if (strcmp(key, "tmp_noexec") == 0) {
+    if (!YAJL_IS_TRUE(v) && !YAJL_IS_FALSE(v))
+      return an_error_set(err, EINVAL, "key \"tmp_noexec\": expected true or false");
+    return an_sandbox_opts_set_tmp_noexec(o, YAJL_IS_TRUE(v), err);
+  }
   if (strcmp(key, "description") == 0) {
     const char *s = NULL;
     return want_string(key, v, &s, err);

@@ -13,7 +13,23 @@
  * - RLIMIT_NOFILE 1024 soft / 4096 hard: the usual shell soft limit; a
  *   program may raise itself to 4096, enough for test suites, while bounding
  *   kernel memory pinned by open files.  RLIMIT_CORE 0: no core files (they
- *   could carry secrets out through the workspace).
+ *   could carry secrets out through the workspace).  RLIMIT_SIGPENDING
+ *   1024: queued signals are counted per user up the user-namespace chain;
+ *   the sandbox's own count stops here, far below a host user's budget.
+ * - /tmp is exec (nosuid,nodev): /workspace is executable anyway, so noexec
+ *   on /tmp stopped nothing and broke real programs (issue 10, item 12);
+ *   tmp_noexec (--tmp-noexec) restores it.
+ * - Every tmpfs has an inode cap (nr_inodes, one inode per 4 KiB of its size,
+ *   at least 1024): without one, empty files cost kernel memory without
+ *   bound and a full /tmp OOM-killed every later command (issue 10, item 4).
+ * - /dev/pts is a private devpts instance with max=64 ptys: non-initial
+ *   instances share kernel.pty.max - kernel.pty.reserve, so without a cap
+ *   one sandbox could take every pty of every other (issue 10, item 5).
+ * - The sandbox's user namespace gets per-namespace limits (user.* sysctls,
+ *   user_namespaces(7)): no user, pid, net, ipc, uts or cgroup namespace may be made inside, and
+ *   inotify instances and watches are capped.  What is counted is also
+ *   charged to the namespace's owner, the sandbox's own host uid (the
+ *   engine makes the namespace with that euid), not host root.
  * - The image's WorkingDir is not used: a sandbox starts in its workdir.
  */
 #include <errno.h>
@@ -35,7 +51,12 @@
 #define CPU_PERIOD_US      100000
 #define DEV_SIZE           "size=64k"
 #define SHM_SIZE           "size=67108864"     /* 64 MiB */
+#define SHM_INODES         "nr_inodes=16384"   /* one per 4 KiB */
 #define RUN_SIZE           "size=16777216"     /* 16 MiB */
+#define RUN_INODES         "nr_inodes=4096"
+#define TMP_INODES_MIN     1024
+#define PTY_MAX            "max=64"
+#define SIGPENDING_MAX     1024
 #define NOFILE_SOFT        1024
 #define NOFILE_HARD        4096
 #define DEFAULT_PATH       "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -83,13 +104,27 @@ static const struct mount_template fixed_mounts_head[] = {
   {"/proc", "proc", "proc", {"nosuid", "noexec", "nodev", NULL}},
   {"/dev", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", DEV_SIZE, NULL}},
   {"/dev/pts", "devpts", "devpts",
-   {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5", NULL}},
-  {"/dev/shm", "tmpfs", "shm", {"nosuid", "noexec", "nodev", "mode=1777", SHM_SIZE, NULL}},
+   {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5", PTY_MAX, NULL}},
+  {"/dev/shm", "tmpfs", "shm",
+   {"nosuid", "noexec", "nodev", "mode=1777", SHM_SIZE, SHM_INODES, NULL}},
   {"/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev", NULL}},
   {"/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro", NULL}},
 };
 static const struct mount_template run_mount =
-  {"/run", "tmpfs", "tmpfs", {"nosuid", "nodev", "mode=755", RUN_SIZE, NULL}};
+  {"/run", "tmpfs", "tmpfs", {"nosuid", "nodev", "mode=755", RUN_SIZE, RUN_INODES, NULL}};
+
+/* Per-user-namespace limits (/proc/sys/user in the sandbox's namespace):
+ * no namespace may be made inside (the seccomp profile denies it too), and
+ * inotify caps.  Not max_mnt_namespaces: the engine's own open_tree clones
+ * (read-only and masked paths, after the sysctls) count as mount
+ * namespaces; mount namespaces stay denied by seccomp (unshare, clone
+ * flags, open_tree). */
+static const struct { const char *key, *value; } userns_sysctls[] = {
+  {"user.max_user_namespaces", "0"}, {"user.max_pid_namespaces", "0"}, {"user.max_net_namespaces", "0"},
+  {"user.max_ipc_namespaces", "0"}, {"user.max_uts_namespaces", "0"},
+  {"user.max_cgroup_namespaces", "0"}, {"user.max_inotify_instances", "128"},
+  {"user.max_inotify_watches", "65536"},
+};
 
 /* ---- small allocation helpers; each returns false on ENOMEM ---------------------------- */
 
@@ -227,10 +262,12 @@ static bool build_process(struct an_spec *spec, const struct an_sandbox_opts *op
       !empty_strv(&p->capabilities->inheritable) || !empty_strv(&p->capabilities->permitted) ||
       !empty_strv(&p->capabilities->ambient))
     return false;
-  if (!(p->rlimits = calloc(2, sizeof *p->rlimits))) return false;
+  if (!(p->rlimits = calloc(3, sizeof *p->rlimits))) return false;
   p->rlimits[0] = (struct an_spec_rlimit){.type = RLIMIT_NOFILE, .hard = NOFILE_HARD, .soft = NOFILE_SOFT};
   p->rlimits[1] = (struct an_spec_rlimit){.type = RLIMIT_CORE, .hard = 0, .soft = 0};
-  p->n_rlimits = 2;
+  p->rlimits[2] = (struct an_spec_rlimit){.type = RLIMIT_SIGPENDING, .hard = SIGPENDING_MAX,
+                                          .soft = SIGPENDING_MAX};
+  p->n_rlimits = 3;
   return true;
 }
 
@@ -240,10 +277,14 @@ static bool build_mounts(struct an_spec *spec, const struct an_sandbox_opts *opt
   if (!(spec->mounts = calloc(n_head + 3, sizeof *spec->mounts))) return false;
   for (size_t i = 0; i < n_head; i++)
     if (!add_mount(spec, &fixed_mounts_head[i], NULL, NULL)) return false;
-  char tmp_size[40];
+  char tmp_size[40], tmp_inodes[40];
   snprintf(tmp_size, sizeof tmp_size, "size=%llu", (unsigned long long) opts->tmp_size);
+  uint64_t inodes = opts->tmp_size / 4096;
+  snprintf(tmp_inodes, sizeof tmp_inodes, "nr_inodes=%llu",
+           (unsigned long long) (inodes < TMP_INODES_MIN ? TMP_INODES_MIN : inodes));
   const struct mount_template tmp =
-    {"/tmp", "tmpfs", "tmpfs", {"nosuid", "nodev", "noexec", "mode=1777", NULL}};
+    {"/tmp", "tmpfs", "tmpfs", {"nosuid", "nodev", opts->tmp_noexec ? "noexec" : "exec",
+                                "mode=1777", tmp_inodes, NULL}};
   const struct mount_template ws =
     {AN_SANDBOX_WORKSPACE, "bind", NULL, {"bind", "rw", "nosuid", "nodev", NULL}};
   return add_mount(spec, &tmp, NULL, tmp_size) && add_mount(spec, &run_mount, NULL, NULL) &&
@@ -292,6 +333,14 @@ static bool build_linux(struct an_spec *spec, const struct an_sandbox_opts *opts
   l->uid_mappings[0] = l->gid_mappings[0] =
     (struct an_spec_id_mapping){.container_id = 0, .host_id = ids->host_uid_base, .size = ids->size};
   l->n_uid_mappings = l->n_gid_mappings = 1;
+  size_t n_sysctl = sizeof userns_sysctls / sizeof *userns_sysctls;
+  if (!(l->sysctl = calloc(n_sysctl, sizeof *l->sysctl))) return false;
+  for (size_t i = 0; i < n_sysctl; i++) {
+    l->n_sysctl = i + 1;   /* counted first, so an_spec_free releases a partial copy */
+    if (!dup_str(&l->sysctl[i].key, userns_sysctls[i].key) ||
+        !dup_str(&l->sysctl[i].value, userns_sysctls[i].value))
+      return false;
+  }
   if (!dup_strv(&l->masked_paths, masked_paths) || !dup_strv(&l->readonly_paths, readonly_paths) ||
       !dup_str(&l->rootfs_propagation, "private"))
     return false;

@@ -1,7 +1,7 @@
 /* tests/escapes/escape_test.c — the basics of a sandbox seen from inside,
  * with host-side evidence (issue 4 item 8; DESIGN.md "Secure defaults of a
  * sandbox"): identity and its host uid, capabilities, no_new_privs, seccomp,
- * read-only root, noexec /tmp, no network, masked /proc, read-only /sys,
+ * read-only root, exec /tmp but noexec /dev/shm, no network, masked /proc, read-only /sys,
  * minimal /dev, sysctls, hostname, host processes invisible and
  * unsignalable.  Each probe family has a negative control run on the host
  * (as root) so that a broken probe cannot pass silently.
@@ -153,16 +153,18 @@ Test(escape, root_filesystem_is_read_only) {
   cr_assert(lstat(p, &st) < 0 && errno == ENOENT, "%s appeared on the host", p);
 }
 
-Test(escape, tmp_is_noexec_and_workspace_exec_works) {
+/* /tmp is exec since issue 10 (item 12; hardening_test.c checks
+ * tmp_noexec); /dev/shm stays noexec. */
+Test(escape, shm_is_noexec_and_workspace_exec_works) {
   char *out = esc_probe(&S, "exec:/workspace/probes/probe");
   esc_assert_probe(out, "exec", "EXECED"); /* positive control */
   free(out);
   struct esc_result r = {0};
-  int st = esc_sh(&S, &r, "cp /workspace/probes/probe /tmp/p && chmod 755 /tmp/p && "
-                          ESC_PROBE " exec:/tmp/p exec:/dev/shm/p; /tmp/p; echo rc=$?");
+  int st = esc_sh(&S, &r, "cp /workspace/probes/probe /dev/shm/p && chmod 755 /dev/shm/p && "
+                          ESC_PROBE " exec:/dev/shm/p; /dev/shm/p; echo rc=$?");
   cr_assert_eq(st, 0);
   esc_assert_probe(r.out, "exec", "EACCES");
-  cr_assert(strstr(r.out, "rc=126"), "shell ran /tmp/p: %s", r.out);
+  cr_assert(strstr(r.out, "rc=126"), "shell ran /dev/shm/p: %s", r.out);
   esc_result_free(&r);
 }
 

@@ -6,7 +6,7 @@
  * agents actually get — execs into a live sandbox — is confined the same:
  * identity, capabilities, no_new_privs, seccomp (BL-12..16 probes), no
  * leaked fds in an exec (BL-02), the runtime binary unreachable while 50
- * execs enter (BL-01), read-only root, noexec /tmp, no network, masked
+ * execs enter (BL-01), read-only root, noexec /dev/shm, no network, masked
  * /proc, invisible host processes, two live sandboxes on distinct host uids.
  *
  * Store: /tmp/an-esc-store-<runner pid>, images imported from the image
@@ -228,7 +228,7 @@ Test(sandbox_api, bl_01_runtime_unreachable_while_execs_enter) {
 Test(sandbox_api, exec_filesystem_and_network_confined) {
   char *out = sh(SB, PROBE " create:/x create:/usr/x connect:10.255.255.1,80 read:/proc/kcore "
                      "read:/proc/timer_list write:/proc/sys/kernel/core_pattern,x; "
-                     "cp " PROBE " /tmp/p; chmod 755 /tmp/p; " PROBE " exec:/tmp/p; "
+                     "cp " PROBE " /dev/shm/p; chmod 755 /dev/shm/p; " PROBE " exec:/dev/shm/p; "
                      "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
                  NULL);
   cr_assert_eq(esc_count_lines(out, "create EROFS"), 2, "%s", out);
@@ -290,4 +290,71 @@ Test(sandbox_api, workspace_opened_by_the_sandbox_stays_closed_to_host_users) {
   char *out = sh(SB, "cat /workspace/chan", NULL);
   cr_assert_str_eq(out, "inside\n", "the file was changed from the host: %s", out);
   free(out);
+}
+
+/* Follows a sandbox's events until "destroyed"; keeps whether
+ * "init_exited" came first. */
+struct event_watch {
+  char id[64];
+  bool init_exited, destroyed;
+  int r;
+};
+
+static int on_event(void *data, const char *json) {
+  struct event_watch *w = data;
+  if (strstr(json, "\"type\":\"init_exited\"")) w->init_exited = true;
+  if (strstr(json, "\"type\":\"destroyed\"")) w->destroyed = true;
+  return 0;
+}
+
+static void *follow_events(void *arg) {
+  struct event_watch *w = arg;
+  an_error_t err = NULL;
+  w->r = an_sandbox_events(g_store, w->id, true, on_event, w, &err);
+  an_error_free(&err);
+  return NULL;
+}
+
+/* Issue 10, item 10: `kill -TERM 1` (and every other signal, also SIGKILL,
+ * which the kernel already refuses) sent to pid 1 from inside the sandbox
+ * does not end it: agentnest-init drops signals whose sender is in its pid
+ * namespace.  The sandbox, its workspace and its init stay; destroy still
+ * works.  An exit of init (here: SIGKILL from the host) is an event. */
+Test(sandbox_api, pid1_ignores_signals_from_inside_and_its_exit_is_an_event) {
+  pid_t init = an_sandbox_init_pid(SB);
+  int st = -1;
+  char *out = sh(SB, "echo kept > /workspace/kept; for s in TERM INT HUP QUIT USR1 USR2 WINCH "
+                     "KILL STOP CONT; do kill -$s 1 && echo $s; done; echo sent", &st);
+  cr_assert_eq(st, 0, "%s", out);
+  cr_assert(strstr(out, "TERM\nINT\nHUP\n") && strstr(out, "\nsent\n"), "%s", out);
+  free(out);
+  /* init has had time to act on what it was sent (a second exec enters
+   * only a live sandbox); the workspace is there */
+  out = sh(SB, "sleep 1; cat /workspace/kept; echo alive", &st);
+  cr_assert_eq(st, 0, "exec after the signals: %s", out);
+  cr_assert_str_eq(out, "kept\nalive\n");
+  free(out);
+  cr_assert_eq(an_sandbox_init_pid(SB), init);
+  cr_assert_eq(kill(init, 0), 0, "pid 1 (host pid %d) is gone", (int) init);
+
+  /* destroy still works */
+  an_error_t err = NULL;
+  cr_assert(an_sandbox_destroy(SB, 0, &err) == 0, "destroy: %s", err ? err->msg : "");
+  an_sandbox_close(SB);
+  SB = NULL;
+
+  /* an exit of init is an event (then the monitor tears the sandbox down) */
+  SB2 = create_sandbox();
+  struct event_watch w = {0};
+  snprintf(w.id, sizeof w.id, "%s", an_sandbox_id(SB2));
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, follow_events, &w), 0);
+  free(sh(SB2, "true", NULL));   /* the follower is reading by now or replays */
+  cr_assert_eq(kill(an_sandbox_init_pid(SB2), SIGKILL), 0);
+  pthread_join(t, NULL);
+  cr_assert_eq(w.r, 0);
+  cr_assert(w.destroyed, "no destroyed event");
+  cr_assert(w.init_exited, "the exit of init was not an event");
+  an_sandbox_close(SB2);
+  SB2 = NULL;
 }

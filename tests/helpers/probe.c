@@ -40,7 +40,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/vm_sockets.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
@@ -69,7 +72,8 @@ static const char *errno_name(int e) {
     E(ENOSPC) E(ESPIPE) E(EROFS) E(EMLINK) E(EPIPE) E(ERANGE) E(ENOSYS) E(ENOTEMPTY)
     E(ELOOP) E(ENOKEY) E(EOPNOTSUPP) E(ENETUNREACH) E(ECONNREFUSED) E(EHOSTUNREACH)
     E(ETIMEDOUT) E(EADDRNOTAVAIL) E(EKEYREJECTED)
-    E(EDQUOT) E(ENOTCONN) E(EAFNOSUPPORT) E(EPROTONOSUPPORT)
+    E(EDQUOT) E(ENOTCONN) E(EAFNOSUPPORT) E(EPROTONOSUPPORT) E(ESOCKTNOSUPPORT)
+    E(EADDRINUSE) E(EPROTOTYPE)
 #undef E
   }
   static char buf[32];
@@ -377,7 +381,106 @@ static int do_exe_watch(long secs, char *text, size_t len) {
   return 0;
 }
 
+/* socket(2) of family `fam` (type SOCK_STREAM unless given), with `high`
+ * set in the upper 32 bits of the family argument. */
+static int do_socket(const char *arg, unsigned long high, bool pair) {
+  char *end = NULL;
+  long fam = arg ? strtol(arg, &end, 0) : 0;
+  long type = end && *end == ',' ? strtol(end + 1, NULL, 0) : SOCK_STREAM;
+  if (pair) {
+    int sv[2];
+    return rc(syscall(SYS_socketpair, (unsigned long) fam | high, type, 0, sv));
+  }
+  return rc(syscall(SYS_socket, (unsigned long) fam | high, type, 0));
+}
+
+/* AF_VSOCK: bind VMADDR_CID_ANY:PORT and listen (the red team's attack). */
+static int do_vsock_listen(long port) {
+  int s = socket(AF_VSOCK, SOCK_STREAM, 0);
+  if (s < 0) return -errno;
+  struct sockaddr_vm sa = {.svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY,
+                           .svm_port = (unsigned) port};
+  if (bind(s, (struct sockaddr *) &sa, sizeof sa) < 0 || listen(s, 1) < 0) return -errno;
+  return 0;
+}
+
+static int do_io_setup(void) {
+  unsigned long ctx = 0;
+  long r = syscall(SYS_io_setup, 1, &ctx);
+  if (r < 0) return -errno;
+  syscall(SYS_io_destroy, ctx);
+  return 0;
+}
+
+/* Take one unit of a per-user kernel budget: an inotify instance, a pty
+ * (/dev/ptmx) or a queued RT signal (SIGRTMIN, blocked, to ourselves).
+ * Returns 0 or -errno; the unit stays held until exit. */
+static int take_one(const char *kind, long i) {
+  if (!strcmp(kind, "inotify")) return rc(inotify_init1(IN_CLOEXEC));
+  if (!strcmp(kind, "pty")) return rc(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!strcmp(kind, "sigqueue")) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGRTMIN);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    return rc(sigqueue(getpid(), SIGRTMIN, (union sigval){.sival_int = (int) i}));
+  }
+  return -EINVAL;
+}
+
+/* hold:KIND,FILE: take units of KIND until the kernel refuses (at most
+ * `cap`), write "ERRNO:count" to FILE (atomically: FILE.tmp, rename), and
+ * keep everything held until killed.  Without FILE: print and release. */
+static int do_hold(char *arg, char *text, size_t len) {
+  char *file = arg ? strchr(arg, ',') : NULL;
+  if (file) *file++ = '\0';
+  const char *kind = arg ? arg : "";
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {   /* as many fds as the hard limit allows */
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  const long cap = !strcmp(kind, "pty") ? 512 : 200000;
+  long n = 0;
+  int r = 0;
+  while (n < cap && (r = take_one(kind, n)) == 0) n++;
+  snprintf(text, len, "%s:%ld", r ? errno_name(-r) : "NOLIMIT", n);
+  if (!file) return 0;
+  char tmp[PATH_MAX];
+  snprintf(tmp, sizeof tmp, "%s.tmp", file);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return -errno;
+  if (write(fd, text, strlen(text)) < 0 || close(fd) < 0 || rename(tmp, file) < 0) return -errno;
+  for (;;) pause();
+}
+
+/* mkfiles:DIR: empty files DIR/f0, f1, ... until creating one fails:
+ * "ERRNO:count" (at most 2,000,000). */
+static int do_mkfiles(const char *dir, char *text, size_t len) {
+  long n = 0;
+  int e = 0;
+  for (; n < 2000000; n++) {
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/f%ld", dir, n);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) { e = errno; break; }
+    close(fd);
+  }
+  snprintf(text, len, "%s:%ld", e ? errno_name(e) : "NOLIMIT", n);
+  return 0;
+}
+
 static int run_action(const char *name, char *arg, char *text, size_t len) {
+  if (!strcmp(name, "socket")) return do_socket(arg, 0, false);
+  if (!strcmp(name, "socket_high_bits")) return do_socket(arg, 1UL << 32, false);
+  if (!strcmp(name, "socketpair")) return do_socket(arg, 0, true);
+  if (!strcmp(name, "vsock_listen")) return do_vsock_listen(arg_long(arg, 5555));
+  if (!strcmp(name, "io_setup")) return do_io_setup();
+  if (!strcmp(name, "inotify_init1")) return take_one("inotify", 0);
+  if (!strcmp(name, "ptmx")) return take_one("pty", 0);
+  if (!strcmp(name, "sigqueue_rt")) return take_one("sigqueue", 0);
+  if (!strcmp(name, "hold")) return do_hold(arg, text, len);
+  if (!strcmp(name, "mkfiles")) return do_mkfiles(arg ? arg : "/tmp", text, len);
   if (!strcmp(name, "create")) return rc(open(arg, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!strcmp(name, "mkdir")) return rc(mkdir(arg, 0755));
   if (!strcmp(name, "read")) return do_read(arg, text, len);

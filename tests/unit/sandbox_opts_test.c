@@ -323,3 +323,36 @@ Test(opts, seccomp_profile_is_stored_as_an_absolute_path) {
   cr_assert_eq(r, 0, "%s", err ? err->msg : "");
   cr_assert_str_eq(an_sandbox_opts_seccomp_profile(o), path);
 }
+
+/* issue 10 item 12: /tmp is exec unless tmp_noexec (flag text, profile
+ * boolean, JSON round trip). */
+Test(opts, tmp_noexec_from_text_profile_and_json) {
+  an_error_t err = NULL;
+  cr_assert_not(an_sandbox_opts_tmp_noexec(o), "default must be exec");
+  cr_assert_eq(an_sandbox_opts_set_option(o, "tmp_noexec", "true", &err), 0);
+  cr_assert(an_sandbox_opts_tmp_noexec(o));
+  REFUSED(an_sandbox_opts_set_option(o, "tmp_noexec", "yes", E), -EINVAL,
+          "tmp_noexec \"yes\": expected true or false: EINVAL");
+  char *json = NULL;
+  cr_assert_eq(an_sandbox_opts_to_json(o, &json, &err), 0);
+  cr_assert(strstr(json, "\"tmp_noexec\": true"), "%s", json);
+  char path[128];
+  snprintf(path, sizeof path, "/tmp/an-opts-noexec-%d.json", (int) getpid());
+  FILE *f = fopen(path, "w");
+  fputs("{\"tmp_noexec\": true}", f);
+  fclose(f);
+  struct an_sandbox_opts *back = NULL;
+  cr_assert_eq(an_sandbox_opts_new(&back, &err), 0);
+  int r = an_sandbox_opts_load_profile(back, path, NULL, &err);
+  cr_assert_eq(r, 0, "%s", err ? err->msg : "");
+  cr_assert(an_sandbox_opts_tmp_noexec(back));
+  f = fopen(path, "w");
+  fputs("{\"tmp_noexec\": \"true\"}", f);
+  fclose(f);
+  cr_assert_lt(an_sandbox_opts_load_profile(back, path, NULL, &err), 0);
+  cr_assert(strstr(err->msg, "key \"tmp_noexec\": expected true or false"), "%s", err->msg);
+  an_error_free(&err);
+  unlink(path);
+  an_sandbox_opts_free(back);
+  free(json);
+}

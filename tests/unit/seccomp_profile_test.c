@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -183,7 +184,7 @@ Test(default_profile, is_an_x86_64_only_allowlist_answering_eperm) {
   cr_assert_eq(s->architectures[0], SCMP_ARCH_X86_64);
   /* the programs we run need these */
   const char *needed[] = { "read", "write", "openat", "execve", "mmap", "futex", "rt_sigreturn",
-                           "exit_group", "wait4", "pipe2", "socket", "getrandom", "fork" };
+                           "exit_group", "wait4", "pipe2", "connect", "getrandom", "fork" };
   for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++)
     cr_assert_eq(decide1(s, needed[i], 0, 0), SCMP_ACT_ALLOW, "%s must be allowed", needed[i]);
   an_spec_seccomp_free(s);
@@ -255,6 +256,37 @@ Test(default_profile, bl_11_tiocsti_and_tioclinux_are_denied_on_the_low_32_bits)
   an_spec_seccomp_free(s);
 }
 
+/* issue 10 item 1: only the families a namespace isolates, on the low 32
+ * bits of arg 0 */
+Test(default_profile, socket_families_are_an_allowlist_on_the_low_32_bits) {
+  struct an_spec_seccomp *s = load_default();
+  const char *calls[] = {"socket", "socketpair"};
+  for (size_t c = 0; c < 2; c++) {
+    const uint64_t allowed[] = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_UNIX | (1ull << 32),
+                                AF_INET | 0xffffffff00000000ull};
+    for (size_t i = 0; i < sizeof allowed / sizeof *allowed; i++)
+      cr_assert_eq(decide1(s, calls[c], 0, allowed[i]), SCMP_ACT_ALLOW, "%s(0x%llx)", calls[c],
+                   (unsigned long long) allowed[i]);
+    for (uint64_t fam = 0; fam < 64; fam++) {
+      if (fam == AF_UNIX || fam == AF_INET || fam == AF_INET6 || fam == AF_NETLINK) continue;
+      cr_assert_eq(decide1(s, calls[c], 0, fam), SCMP_ACT_ERRNO(EPERM), "%s(%llu)", calls[c],
+                   (unsigned long long) fam);
+      cr_assert_eq(decide1(s, calls[c], 0, fam | (1ull << 32)), SCMP_ACT_ERRNO(EPERM));
+    }
+  }
+  an_spec_seccomp_free(s);
+}
+
+/* issue 10 item 5: fs.aio-max-nr is one host-wide budget */
+Test(default_profile, native_aio_answers_enosys) {
+  struct an_spec_seccomp *s = load_default();
+  const char *aio[] = {"io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents",
+                       "io_pgetevents"};
+  for (size_t i = 0; i < sizeof aio / sizeof *aio; i++)
+    cr_assert_eq(decide1(s, aio[i], 0, 1), SCMP_ACT_ERRNO(ENOSYS), "%s", aio[i]);
+  an_spec_seccomp_free(s);
+}
+
 Test(default_profile, personality_is_limited_to_query_and_per_linux) {
   struct an_spec_seccomp *s = load_default();
   cr_assert_eq(decide1(s, "personality", 0, 0xffffffff), SCMP_ACT_ALLOW);
@@ -312,6 +344,13 @@ static int probes(void) {
   PROBE(syscall(SYS_userfaultfd, 0) == -1 && errno == EPERM);
   PROBE(syscall(SYS_bpf, 0, 0, 0) == -1 && errno == EPERM);
   PROBE(personality(0xffffffff) >= 0);
+  int sk = socket(AF_UNIX, SOCK_STREAM, 0);
+  PROBE(sk >= 0);
+  close(sk);
+  PROBE(socket(AF_VSOCK, SOCK_STREAM, 0) == -1 && errno == EPERM);
+  PROBE(syscall(SYS_socket, (1ul << 32) | AF_VSOCK, SOCK_STREAM, 0) == -1 && errno == EPERM);
+  unsigned long aio_ctx = 0;
+  PROBE(syscall(SYS_io_setup, 1, &aio_ctx) == -1 && errno == ENOSYS);
   PROBE(personality(ADDR_NO_RANDOMIZE) == -1 && errno == EPERM);
   /* BL-13: glibc falls back from clone3 to clone, so threads still start */
   pthread_t t;

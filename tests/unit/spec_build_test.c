@@ -128,15 +128,55 @@ Test(spec_build, process_args_cwd_terminal_rlimits) {
   cr_assert_str_eq(s->process->args[2], "print(1)");
   cr_assert_str_eq(s->process->cwd, "/workspace");
   cr_assert_not(s->process->terminal);
-  cr_assert_eq(s->process->n_rlimits, 2);
-  bool nofile = false, core = false;
+  cr_assert_eq(s->process->n_rlimits, 3);
+  bool nofile = false, core = false, sigpending = false;
   for (size_t i = 0; i < s->process->n_rlimits; i++) {
     struct an_spec_rlimit *r = &s->process->rlimits[i];
     if (r->type == RLIMIT_NOFILE) { nofile = true; cr_assert_eq(r->soft, 1024); cr_assert_eq(r->hard, 4096); }
     if (r->type == RLIMIT_CORE) { core = true; cr_assert_eq(r->soft, 0); cr_assert_eq(r->hard, 0); }
+    if (r->type == RLIMIT_SIGPENDING) {
+      sigpending = true;
+      cr_assert_eq(r->soft, 1024);
+      cr_assert_eq(r->hard, 1024);
+    }
   }
-  cr_assert(nofile && core);
+  cr_assert(nofile && core && sigpending);
   an_spec_free(s);
+}
+
+/* issue 10 item 5: per-user-namespace limits in the sandbox's userns */
+Test(spec_build, user_namespace_limits_are_sysctls_of_the_sandbox) {
+  struct an_spec *s = build_default();
+  const char *want[][2] = {{"user.max_user_namespaces", "0"}, {"user.max_net_namespaces", "0"},
+                           {"user.max_inotify_instances", "128"},
+                           {"user.max_inotify_watches", "65536"}};
+  for (size_t w = 0; w < sizeof want / sizeof *want; w++) {
+    bool found = false;
+    for (size_t i = 0; i < s->linux.n_sysctl; i++)
+      if (strcmp(s->linux.sysctl[i].key, want[w][0]) == 0) {
+        found = true;
+        cr_assert_str_eq(s->linux.sysctl[i].value, want[w][1], "%s", want[w][0]);
+      }
+    cr_assert(found, "no sysctl %s", want[w][0]);
+  }
+  an_spec_free(s);
+}
+
+Test(spec_build, tmp_noexec_and_the_tmp_inode_cap_follow_the_options) {
+  struct an_sandbox_opts *o = new_opts();
+  cr_assert_eq(an_sandbox_opts_set_tmp_noexec(o, true, NULL), 0);
+  cr_assert_eq(an_sandbox_opts_set_tmp_size(o, 512ull << 20, NULL), 0);
+  struct an_spec *s = build(o);
+  assert_mount(s, "/tmp", "tmpfs",
+               (const char *[]){"nosuid", "nodev", "noexec", "mode=1777", "nr_inodes=131072",
+                                "size=536870912", NULL});
+  an_spec_free(s);
+  /* small /tmp: at least 1024 inodes */
+  cr_assert_eq(an_sandbox_opts_set_tmp_size(o, 1ull << 20, NULL), 0);
+  s = build(o);
+  cr_assert(strv_has(find_mount(s, "/tmp")->options, "nr_inodes=1024"));
+  an_spec_free(s);
+  an_sandbox_opts_free(o);
 }
 
 Test(spec_build, env_is_image_then_options_then_secrets_plus_home) {
@@ -185,14 +225,18 @@ Test(spec_build, mounts_have_the_designed_types_and_flags) {
   assert_mount(s, "/proc", "proc", (const char *[]){"nosuid", "noexec", "nodev", NULL});
   assert_mount(s, "/dev", "tmpfs", (const char *[]){"nosuid", "strictatime", "mode=755", "size=64k", NULL});
   assert_mount(s, "/dev/pts", "devpts",
-               (const char *[]){"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5", NULL});
+               (const char *[]){"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5",
+                                "max=64", NULL});
   assert_mount(s, "/dev/shm", "tmpfs",
-               (const char *[]){"nosuid", "noexec", "nodev", "mode=1777", "size=67108864", NULL});
+               (const char *[]){"nosuid", "noexec", "nodev", "mode=1777", "size=67108864",
+                                "nr_inodes=16384", NULL});
   assert_mount(s, "/dev/mqueue", "mqueue", (const char *[]){"nosuid", "noexec", "nodev", NULL});
   assert_mount(s, "/sys", "sysfs", (const char *[]){"nosuid", "noexec", "nodev", "ro", NULL});
   assert_mount(s, "/tmp", "tmpfs",
-               (const char *[]){"nosuid", "nodev", "noexec", "mode=1777", "size=67108864", NULL});
-  assert_mount(s, "/run", "tmpfs", (const char *[]){"nosuid", "nodev", "mode=755", "size=16777216", NULL});
+               (const char *[]){"nosuid", "nodev", "exec", "mode=1777", "nr_inodes=16384",
+                                "size=67108864", NULL});
+  assert_mount(s, "/run", "tmpfs",
+               (const char *[]){"nosuid", "nodev", "mode=755", "size=16777216", "nr_inodes=4096", NULL});
   assert_mount(s, "/workspace", "bind", (const char *[]){"bind", "rw", "nosuid", "nodev", NULL});
   cr_assert_str_eq(find_mount(s, "/workspace")->source, "/srv/ws/abc123");
   cr_assert_eq(s->n_mounts, 9);

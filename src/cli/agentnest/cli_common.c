@@ -67,7 +67,8 @@ const char cli_sandbox_opts_help[] =
     "  --memory SIZE           memory limit, no swap (default 512m)\n"
     "  --cpus N                CPU bandwidth, e.g. 1.5 (default 1.0)\n"
     "  --pids N                task limit (default 256)\n"
-    "  --tmp-size SIZE         /tmp tmpfs size (default 64m)\n"
+    "  --tmp-size SIZE         /tmp tmpfs size (default 64m; one inode per 4 KiB)\n"
+    "  --tmp-noexec            mount /tmp noexec (default: exec, nosuid, nodev)\n"
     "  --timeout DURATION      sandbox lifetime, e.g. 300, 5m, 1.5s (default 300s)\n"
     "  --exec-timeout DURATION per-command timeout (default: the remaining lifetime)\n"
     "  --max-output SIZE       stdout+stderr kept per command (default 10m)\n"
@@ -100,6 +101,7 @@ static const struct {
     {CLI_OPT_SECCOMP_PROFILE, "--seccomp-profile", "seccomp_profile"},
     {CLI_OPT_NAME, "--name", "name"},              {CLI_OPT_LANDLOCK, "--landlock", "landlock"},
     {CLI_OPT_SECCOMP_UNSAFE, "--seccomp-unsafe", "seccomp_unsafe"},
+    {CLI_OPT_TMP_NOEXEC, "--tmp-noexec", "tmp_noexec"},
 };
 
 bool cli_sandbox_flag(struct cli_sandbox_flags *f, int code, const char *arg) {
@@ -110,7 +112,9 @@ bool cli_sandbox_flag(struct cli_sandbox_flags *f, int code, const char *arg) {
   if (code < CLI_OPT_IMAGE || code >= CLI_OPT__LAST_SANDBOX) return false;
   if (f->n < CLI_MAX_FLAGS) {
     f->item[f->n].code = code;
-    f->item[f->n].value = arg;
+    /* Flags without an argument set their boolean option. */
+    f->item[f->n].value =
+        code == CLI_OPT_TMP_NOEXEC || code == CLI_OPT_SECCOMP_UNSAFE ? "true" : arg;
     f->n++;
   }
   return true;
@@ -137,7 +141,7 @@ int cli_sandbox_opts(const char *cmd, const struct cli_sandbox_flags *f,
         flag = flag_names[k].flag;
         option = flag_names[k].option;
       }
-    const char *value = f->item[i].code == CLI_OPT_SECCOMP_UNSAFE ? "true" : f->item[i].value;
+    const char *value = f->item[i].value;
     if (!option || an_sandbox_opts_set_option(o, option, value, &err) < 0) {
       an_sandbox_opts_free(o);
       /* Never echo a --secret argument's value: it names a variable or a file only, but

@@ -15,6 +15,15 @@
  *                            itself); after SIGTERM/SIGINT/SIGHUP init exits
  *                            as soon as no child is left (exit 0, or the
  *                            command's status in one-shot mode).
+ * Only signals from OUTSIDE the sandbox count (issue 10, item 10): a signal
+ * sent by a process (kill, sigqueue, tgkill: si_code SI_USER, SI_QUEUE,
+ * SI_TKILL) carries the sender's pid as seen in the receiver's pid
+ * namespace, and 0 when the sender is in an ancestor namespace (the
+ * runtime, the monitor, `destroy`).  So a signal with a non-zero si_pid
+ * comes from inside the sandbox and is dropped: `kill -TERM 1` in the
+ * sandbox cannot end it (SIGKILL and SIGSTOP from inside the kernel already
+ * refuses for a namespace's init).  Kernel-made signals (SIGCHLD with
+ * CLD_* codes, si_code > 0) are handled as before.
  * Escalation to SIGKILL after a grace period is the runtime's (cgroup.kill).
  * Nothing is printed except a one-line error on a failed exec (stderr). */
 #include <errno.h>
@@ -25,6 +34,12 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* True when the signal was sent by a process of our own pid namespace. */
+static bool from_inside(const siginfo_t *si) {
+  return (si->si_code == SI_USER || si->si_code == SI_QUEUE || si->si_code == SI_TKILL) &&
+         si->si_pid != 0;
+}
 
 static int status_of(int wstatus) {
   if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
@@ -61,6 +76,7 @@ int main(int argc, char **argv) {
     siginfo_t si;
     int sig = sigwaitinfo(&all, &si);
     if (sig < 0) continue;
+    if (sig != SIGCHLD && from_inside(&si)) continue;
     if (sig == SIGCHLD) {
       for (;;) {
         int ws;
