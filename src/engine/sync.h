@@ -50,6 +50,8 @@ enum an_sync_point {
   AN_SYNC_READY = 4,
   AN_SYNC_GO = 5,
   AN_SYNC_DETACH = 6,
+  AN_SYNC_SPAWNED = 7,  /* exec only: the joiner made the process (its pidfd rides along),
+                           see exec_join.h */
   AN_SYNC_ERROR = 99,
 };
 
