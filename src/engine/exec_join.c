@@ -15,6 +15,7 @@
 #include "engine/namespaces.h"
 #include "engine/process.h"
 #include "engine/sync.h"
+#include "util/cleanup.h"
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
@@ -24,9 +25,9 @@
  * execve. */
 static const char exec_title[] = "agentnest-exec";
 
-/* The argument area of this mm: /proc/self/stat fields 48 and 49
- * (arg_start, arg_end; proc(5), Linux 3.5). */
-static int arg_area(unsigned long *start, unsigned long *end, an_error_t *err) {
+/* The argument and environment areas of this mm: /proc/self/stat fields
+ * 48 to 51 (arg_start, arg_end, env_start, env_end; proc(5), Linux 3.5). */
+static int mm_areas(unsigned long v[4], an_error_t *err) {
   char buf[2048];
   int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return an_error_set(err, errno, "open /proc/self/stat");
@@ -36,28 +37,48 @@ static int arg_area(unsigned long *start, unsigned long *end, an_error_t *err) {
   if (n <= 0) return an_error_set(err, n < 0 ? e : EIO, "read /proc/self/stat");
   buf[n] = '\0';
   char *p = strrchr(buf, ')');
-  /* field 3 follows ") "; fields 48 and 49 are 45 and 46 fields later */
+  /* field 3 follows ") "; field 48 is 45 fields later */
   for (int i = 0; p && i < 46; i++) p = strchr(p + 1, ' ');
-  if (!p || sscanf(p + 1, "%lu %lu", start, end) != 2 || *end < *start)
-    return an_error_set(err, EINVAL, "/proc/self/stat: no arg_start/arg_end");
+  if (!p || sscanf(p + 1, "%lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) != 4 || v[1] < v[0] ||
+      v[3] < v[2])
+    return an_error_set(err, EINVAL, "/proc/self/stat: no arg_start..env_end");
   return 0;
 }
 
-/* Overwrite this mm's copy of the runtime's argument strings (a private
- * copy since the fork: the runtime's own are untouched) with exec_title and
- * NULs: /proc/PID/cmdline needs no ptrace right to read, and the NUL at the
- * end of the area keeps the kernel from reading on into the environment
- * (which non-dumpability closes, proc(5)).  The process's own strings were
- * copied off this area beforehand (an_exec_process_copy).  No capability
- * needed (prctl PR_SET_MM would need CAP_SYS_RESOURCE). */
+/* Overwrite this mm's copy of the runtime's argument and environment
+ * strings (a private copy since the fork: the runtime's own are untouched)
+ * with NULs and exec_title: /proc/PID/cmdline needs no ptrace right to read
+ * (proc(5)); /proc/PID/environ does, and non-dumpability closes it, but
+ * nothing of the runtime's is left there either.  The NUL at the end of
+ * the argument area keeps the kernel from reading on into the environment.
+ * The process's own strings were copied off these areas beforehand
+ * (an_exec_process_copy); libc's environ then holds empty strings, which
+ * the process setup never reads.  No capability needed (prctl PR_SET_MM
+ * would need CAP_SYS_RESOURCE). */
 static int hide_runtime_args(an_error_t *err) {
-  unsigned long start, end;
-  int r = arg_area(&start, &end, err);
+  unsigned long v[4];
+  int r = mm_areas(v, err);
   if (r < 0) return r;
-  size_t len = end - start;
-  if (len) {
-    memset((void *) start, 0, len);
-    memcpy((void *) start, exec_title, len - 1 < sizeof exec_title - 1 ? len - 1 : sizeof exec_title - 1);
+  /* through /proc/self/mem: an area that is unmapped or read-only (an
+   * embedding program's setproctitle) is an error, not a crash */
+  cleanup_close int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+  if (mem < 0) return an_error_set(err, errno, "open /proc/self/mem");
+  static const char zeros[512];
+  for (int a = 0; a < 2; a++) {
+    unsigned long start = v[2 * a], end = v[2 * a + 1];
+    for (unsigned long at = start; at < end;) {
+      size_t n = end - at < sizeof zeros ? end - at : sizeof zeros;
+      const char *src = zeros;
+      if (a == 0 && at == start && end - start > sizeof exec_title) {
+        src = exec_title;            /* with its NUL; the rest of the area stays NUL */
+        n = sizeof exec_title;
+      }
+      ssize_t w = pwrite(mem, src, n, (off_t) at);
+      if (w <= 0)
+        return an_error_set(err, w < 0 ? errno : EIO, "hide the runtime's %s from the container "
+                            "(write /proc/self/mem at 0x%lx)", a ? "environment" : "argv", at);
+      at += (unsigned long) w;
+    }
   }
   if (prctl(PR_SET_NAME, exec_title, 0, 0, 0) < 0)
     return an_error_set(err, errno, "set the process name (prctl PR_SET_NAME)");
@@ -142,7 +163,6 @@ static int joiner_run(const struct an_exec_joiner *j, an_error_t *err) {
   /* [1]: the runtime has put this process in the exec's cgroup */
   int r = an_sync_wait(c->sync_fd, AN_SYNC_IDMAPPED, NULL, err);
   if (r < 0) return r;
-  if ((r = hide_runtime_args(err)) < 0) return r;
   /* One setns with the pidfd: the whole set is taken from init at once; pid
    * (and time) apply to the child below (setns(2)). */
   if (j->ns_flags && setns(j->init_pidfd, j->ns_flags) < 0) {
@@ -166,9 +186,15 @@ _Noreturn void an_exec_joiner_main(const struct an_exec_joiner *j) {
   an_error_t err = NULL;
   const struct an_init_config *c = j->cfg;
   int r = 0;
-  /* never outlive the runtime; not dumpable before anything else, so the
-   * process (whose mm is a copy of this one) is born not dumpable */
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+  /* never outlive the runtime; the runtime's strings wiped while
+   * /proc/self/mem is still this uid's (a rootless runtime could not open it
+   * once not dumpable); then not dumpable, so the process (whose mm is a
+   * copy of this one) is born not dumpable.  Nothing of the container sees
+   * this process: it is not in the container's pid namespace. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+    r = an_error_set(&err, errno, "set the joiner's parent-death signal (prctl)");
+  if (r == 0) r = hide_runtime_args(&err);
+  if (r == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
     r = an_error_set(&err, errno, "make the exec's joiner not dumpable (prctl)");
   if (c->parent_sync_fd >= 0) close(c->parent_sync_fd);
   if (c->state_dirfd >= 0) close(c->state_dirfd);

@@ -9,10 +9,11 @@
  * process of that pid namespace without ptrace rights (proc(5)), and an
  * open fd keeps showing that namespace.  So the runtime never does that:
  *
- *   runtime (host)          joiner (host pid ns, not dumpable)      process
+ *   runtime (host)          joiner (host pid ns)                    process
  *   clone3 --------------->  (lands in the exec's cgroup)
- *   enter cgroup (v1)
- *   [1] idmapped ---------> argv area, comm -> "agentnest-exec"
+ *                           argv+env areas, comm -> "agentnest-exec"
+ *   enter cgroup (v1)       not dumpable
+ *   [1] idmapped --------->
  *                           setns(init pidfd, EVERY namespace)
  *                           clone3(CLONE_PARENT) -----------------> born in the container's
  *   [7] spawned (pidfd) <--                                        pid ns, already inside all
@@ -27,10 +28,11 @@
  * before.  It is not dumpable from birth (dumpability is copied with the mm)
  * until execve, so /proc/PID/{environ,mem,fd,exe,root} of it are closed to
  * the container (ptrace_may_access against the host-created mm), and the
- * joiner overwrites its copy of the runtime's argument strings, so
- * /proc/PID/cmdline (readable without ptrace rights) shows "agentnest-exec",
- * never the runtime's command line; the process's own strings were copied
- * off that area first (an_exec_process_copy).
+ * joiner overwrites its copy of the runtime's argument and environment
+ * strings, so /proc/PID/cmdline (readable without ptrace rights) shows
+ * "agentnest-exec", never the runtime's command line, and nothing of the
+ * runtime's environment is left; the process's own strings were copied off
+ * those areas first (an_exec_process_copy).
  *
  * What does NOT live here: the runtime's side (exec.c), the process's own
  * setup (init.c). */
@@ -46,8 +48,8 @@ struct an_exec_joiner {
 };
 
 /* A deep copy of a process whose strings may point into the runtime's
- * argv (the sandbox layer's args, --env and --workdir do): the joiner wipes
- * that area.  Numeric arrays (rlimits, additional gids) are shared, not
+ * argv or environment (the sandbox layer's args, --env and --workdir do):
+ * the joiner wipes those areas.  Numeric arrays (rlimits, additional gids) are shared, not
  * copied. */
 struct an_exec_process_copy {
   struct an_spec_process proc;        /* every string owned by the copy */
@@ -60,8 +62,8 @@ int an_exec_process_copy(struct an_exec_process_copy *c, const struct an_spec_pr
                          an_error_t *err);
 void an_exec_process_copy_free(struct an_exec_process_copy *c);
 
-/* Joiner entry after clone3: never returns.  Waits for [1], hides the
- * runtime's argv and environment, joins every namespace, clones the process
+/* Joiner entry after clone3: never returns.  Hides the runtime's argv and
+ * environment, becomes not dumpable, waits for [1], joins every namespace, clones the process
  * (an_init_main(j->cfg)) as the runtime's child and sends AN_SYNC_SPAWNED
  * with the process's pidfd, then exits 0.  On any error it sends
  * AN_SYNC_ERROR (e.g. "join the namespaces of the container's init (setns
