@@ -3,7 +3,8 @@
  * lands in the container's cgroup, joins every namespace of the container's
  * init through its pidfd (setns(2) with a pidfd, so the set is taken
  * atomically from the right process) and only then clones the process, which
- * is thus never visible in the container while it holds host state; it gets the same security setup as init (init.c, exec_only):
+ * is thus never visible in the container while it holds host state.  The
+ * process gets the same security setup as init (init.c, exec_only):
  * identity, capabilities, no_new_privs, the container's seccomp filter, no
  * runtime fds, cwd confined to the root.  What does NOT live here: per-exec
  * child cgroups and timeouts (sandbox layer). */
@@ -90,8 +91,8 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
   int flags = t->spec->linux.ns_flags;
   struct an_ns_plan plan = {.userns_fd = -1, .pidns_fd = -1, .timens_fd = -1, .all_flags = flags};
 
-  /* the joiner wipes the runtime's argv area: the process's strings must
-   * not live there */
+  /* the joiner wipes the runtime's argv and environment areas: the
+   * process's strings must not live there */
   struct an_exec_process_copy proc;
   int r = an_exec_process_copy(&proc, t->process, err);
   if (r < 0) return an_error_prefix(err, "exec in %s", t->what);

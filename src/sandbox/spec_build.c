@@ -43,8 +43,9 @@
 #define DEVPTS_GID         5                   /* the "tty" group in Debian's base-passwd */
 
 /* runc's and Docker's default masked paths, plus /proc/sched_debug, the
- * powercap (RAPL energy counters: CVE-2020-8694) tree and /proc/cmdline.  The engine masks a
- * file with /dev/null and a directory with an empty read-only tmpfs. */
+ * powercap (RAPL energy counters: CVE-2020-8694) tree and /proc/cmdline.
+ * The engine masks a file with /dev/null and a directory with an empty
+ * read-only tmpfs. */
 static const char *const masked_paths[] = {
   "/proc/acpi", "/proc/asound", "/proc/interrupts", "/proc/kcore", "/proc/keys",
   "/proc/latency_stats", "/proc/sched_debug", "/proc/scsi", "/proc/timer_list",
