@@ -31,6 +31,7 @@
 #include "engine/mount.h"
 #include "engine/namespaces.h"
 #include "engine/process.h"
+#include "engine/procview.h"
 #include "engine/rlimits.h"
 #include "engine/seccomp.h"
 #include "engine/state.h"
@@ -180,7 +181,9 @@ static int validate(struct launch *l, an_error_t *err) {
                         p->cwd ? p->cwd : "");
   if (p->terminal && !l->opts->console_socket)
     return an_error_set(err, EINVAL, "process.terminal: needs a console socket");
-  return an_landlock_check(s, err);
+  int r = an_landlock_check(s, err);
+  if (r < 0) return r;
+  return an_procview_check(s, err);
 }
 
 static int validate_namespaces(struct launch *l, an_error_t *err) {
@@ -248,8 +251,11 @@ static int clone_init(struct launch *l, const struct an_init_config *cfg, an_err
     if (own_time >= 0) setns(own_time, CLONE_NEWTIME);
     return r;
   }
+  /* a new time namespace with offsets is made by init itself (procview.h) */
+  uint64_t flags = (uint64_t) l->ns.clone_flags;
+  if (an_procview_timens_zero(l->spec)) flags &= ~(uint64_t) CLONE_NEWTIME;
   int pidfd = -1;
-  pid_t pid = an_process_clone((uint64_t) l->ns.clone_flags, an_cgroup_clone_fd(l->cg), &pidfd, err);
+  pid_t pid = an_process_clone(flags, an_cgroup_clone_fd(l->cg), &pidfd, err);
   if (pid == 0) an_init_main(cfg);
   an_userns_owner_leave(&owner);
   if (own_pid >= 0) setns(own_pid, CLONE_NEWPID);

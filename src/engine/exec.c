@@ -1,8 +1,10 @@
 /* engine/exec.c — an_container_exec: one more process in a running (or
- * created) container, like `runc exec`.  The process joins every namespace
- * of the container's init through its pidfd (setns(2) with a pidfd, so the
- * set is taken atomically from the right process), enters the container's
- * cgroup, and gets the same security setup as init (init.c, exec_only):
+ * created) container, like `runc exec`.  A short-lived joiner (exec_join.h)
+ * lands in the container's cgroup, joins every namespace of the container's
+ * init through its pidfd (setns(2) with a pidfd, so the set is taken
+ * atomically from the right process) and only then clones the process, which
+ * is thus never visible in the container while it holds host state.  The
+ * process gets the same security setup as init (init.c, exec_only):
  * identity, capabilities, no_new_privs, the container's seccomp filter, no
  * runtime fds, cwd confined to the root.  What does NOT live here: per-exec
  * child cgroups and timeouts (sandbox layer). */
@@ -20,6 +22,7 @@
 #include <unistd.h>
 #include "agentnest/cgroup.h"
 #include "engine/container_internal.h"
+#include "engine/exec_join.h"
 #include "engine/exec_spawn.h"
 #include "engine/init.h"
 #include "engine/process.h"
@@ -67,53 +70,68 @@ static int wait_sync(const struct an_exec_child *c, an_error_t *err) {
   }
 }
 
+/* Kill and reap the joiner (a failed exec). */
+static void joiner_abort(int *jpidfd) {
+  if (*jpidfd < 0) return;
+  an_error_t e = NULL;
+  an_process_signal(*jpidfd, SIGKILL, &e);
+  an_error_free(&e);
+  siginfo_t si = {0};
+  while (waitid(P_PIDFD, (id_t) *jpidfd, &si, WEXITED) < 0 && errno == EINTR) {}
+  close(*jpidfd);
+  *jpidfd = -1;
+}
+
 int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_error_t *err) {
   *c = (struct an_exec_child){.pid = -1, .pidfd = -1, .sync_fd = -1, .master = -1,
                               .deadline_ms = t->timeout_ms ? an_mono_ms() + t->timeout_ms : 0};
   snprintf(c->what, sizeof c->what, "%s", t->what);
-  /* Every namespace type the container has is joined through init's pidfd;
-   * the pid and time namespaces are entered by this thread around clone3. */
+  /* The joiner (exec_join.h) enters every namespace of the container's init
+   * before the process exists: the process has nothing left to join. */
   int flags = t->spec->linux.ns_flags;
-  struct an_ns_plan plan = {.userns_fd = -1, .pidns_fd = -1, .timens_fd = -1};
-  plan.join_fd[0] = t->init_pidfd;
-  plan.join_flag[0] = flags & ~(CLONE_NEWPID | CLONE_NEWTIME);
-  plan.n_join = plan.join_flag[0] ? 1 : 0;
-  plan.all_flags = flags;
+  struct an_ns_plan plan = {.userns_fd = -1, .pidns_fd = -1, .timens_fd = -1, .all_flags = flags};
 
+  /* the joiner wipes the runtime's argv and environment areas: the
+   * process's strings must not live there */
+  struct an_exec_process_copy proc;
+  int r = an_exec_process_copy(&proc, t->process, err);
+  if (r < 0) return an_error_prefix(err, "exec in %s", t->what);
   int sp[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
-    return an_error_set(err, errno, "exec in %s: sync socketpair", t->what);
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+    int e = errno;
+    an_exec_process_copy_free(&proc);
+    return an_error_set(err, e, "exec in %s: sync socketpair", t->what);
+  }
   c->sync_fd = sp[0];
   struct an_init_config cfg = {
-    .spec = t->spec, .process = t->process, .rootfs = t->rootfs, .parent_pid = getpid(),
+    .spec = t->spec, .process = &proc.proc, .rootfs = t->rootfs, .parent_pid = getpid(),
     .sync_fd = sp[1], .parent_sync_fd = sp[0], .start_fd = -1, .state_dirfd = t->state_dirfd,
     .ns = &plan, .in_userns = flags & CLONE_NEWUSER, .seccomp = t->seccomp,
     .stdio = {t->stdio[0], t->stdio[1], t->stdio[2]}, .exec_only = true,
   };
-  cleanup_close int own_pid = -1;
-  if (flags & CLONE_NEWPID) {
-    own_pid = open("/proc/thread-self/ns/pid", O_RDONLY | O_CLOEXEC);
-    if (own_pid < 0 || setns(t->init_pidfd, CLONE_NEWPID) < 0) {
-      int e = errno;
-      close(sp[1]);
-      an_exec_child_close(c);
-      return an_error_set(err, e, "exec in %s: enter its pid namespace", t->what);
-    }
-  }
+  struct an_exec_joiner j = {.init_pidfd = t->init_pidfd, .ns_flags = flags, .cfg = &cfg};
   int cgfd = t->cg ? an_cgroup_clone_fd(t->cg) : -1;
-  pid_t pid = an_process_clone(0, cgfd, &c->pidfd, err);
-  if (pid == 0) an_init_main(&cfg);
-  /* back to our own pid namespace for later children (best effort: this
-   * process makes no more children in the container's otherwise) */
-  if (own_pid >= 0 && setns(own_pid, CLONE_NEWPID) < 0) {}
+  int jpidfd = -1;
+  pid_t jpid = an_process_clone(0, cgfd, &jpidfd, err);
+  if (jpid == 0) an_exec_joiner_main(&j);
   close(sp[1]);
-  if (pid < 0) {
+  an_exec_process_copy_free(&proc);  /* the joiner has its own copy */
+  if (jpid < 0) {
     an_exec_child_close(c);
     return an_error_prefix(err, "exec in %s", t->what);
   }
-  c->pid = pid;
-  int r = 0;
-  if (t->cg && cgfd < 0 && (r = an_cgroup_enter(t->cg, pid, err)) < 0) goto fail;
+  /* the joiner's cgroup is the process's: it is born there */
+  if (t->cg && cgfd < 0 && (r = an_cgroup_enter(t->cg, jpid, err)) < 0) goto fail;
+  /* [1] to the joiner: cgroup entered; [7] spawned: the process's pidfd */
+  if ((r = an_sync_send(c->sync_fd, AN_SYNC_IDMAPPED, -1, err)) < 0) goto fail;
+  if ((r = wait_sync(c, err)) < 0 ||
+      (r = an_sync_wait(c->sync_fd, AN_SYNC_SPAWNED, &c->pidfd, err)) < 0)
+    goto fail;
+  siginfo_t si = {0};
+  while (waitid(P_PIDFD, (id_t) jpidfd, &si, WEXITED) < 0 && errno == EINTR) {}
+  close(jpidfd);
+  jpidfd = -1;
+  if ((r = an_process_pidfd_pid(c->pidfd, &c->pid, err)) < 0) goto fail;
   /* [1] ids mapped (nothing to map: joined), cgroup entered */
   if ((r = an_sync_send(c->sync_fd, AN_SYNC_IDMAPPED, -1, err)) < 0) goto fail;
   /* [4] ready: identity, capabilities, PATH lookup done */
@@ -122,6 +140,7 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
     goto fail;
   return 0;
 fail:
+  joiner_abort(&jpidfd);
   an_exec_abort(c);
   return r;
 }

@@ -2,13 +2,14 @@
  * The one implementation of joining a container, used by the runc-style
  * exec (engine/exec.c, an_container_exec) and by the sandbox layer's exec
  * (sandbox/exec_spawn.c, which adds a per-exec child cgroup and pipes).
- * The process joins every namespace of the container's init through its
- * pidfd (setns(2) with a pidfd: the set is taken atomically from the right
- * process; the pid namespace is entered by the calling thread around clone3
- * so the child is born in it), lands in `cg`, and runs the exec-only init
- * path (engine/init.h): identity, capabilities, no_new_privs, the
- * container's seccomp filter, no runtime fds, cwd confined to the root.
- * Sync points are the engine's (engine/sync.h) [1], [4], then [5], [6]. */
+ * A joiner (engine/exec_join.h) lands in `cg`, joins every namespace of
+ * the container's init through its pidfd (setns(2) with a pidfd: the set is
+ * taken atomically from the right process) and only then forks the process,
+ * which is born inside all of them (never visible in the container with
+ * host state) and runs the exec-only init path (engine/init.h): identity,
+ * capabilities, no_new_privs, the container's seccomp filter, no runtime
+ * fds, cwd confined to the root.  Sync points are the engine's
+ * (engine/sync.h): [1] and [7] with the joiner, then [1], [4], [5], [6]. */
 #ifndef AN_ENGINE_EXEC_SPAWN_H
 #define AN_ENGINE_EXEC_SPAWN_H
 
@@ -46,8 +47,10 @@ struct an_exec_child {
 /* Clone t->process into the container and run it to sync point [4].  On
  * success *c holds the child (its fds owned by the caller: pass it to
  * an_exec_go or an_exec_abort).  On failure nothing is left: a child that
- * was made is killed and reaped.  Errors: -errno of socketpair, setns (entering
- * the pid namespace), clone3, the cgroup write, or the child's own report
+ * was made is killed and reaped.  Errors: -ENOMEM copying the process,
+ * -errno of socketpair, clone3, the
+ * cgroup write, the joiner's report (setns into the namespaces, its clone3),
+ * or the child's own report
  * (e.g. -ENOENT args[0] not found, -EACCES not executable), each naming
  * t->what; -ETIMEDOUT when t->timeout_ms passed first (the child can be
  * signalled by the container's processes once it has their uid, e.g.

@@ -22,6 +22,7 @@
 #include "engine/hooks.h"
 #include "engine/init.h"
 #include "engine/mount.h"
+#include "engine/procview.h"
 #include "engine/rlimits.h"
 #include "engine/rootfs.h"
 #include "engine/landlock.h"
@@ -216,6 +217,8 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   if (r < 0) return r;
   r = an_ns_join_user(c->ns, err);
   if (r < 0) return r;
+  /* still the runtime's uid, which owns /proc/self/timens_offsets */
+  if (!c->exec_only && (r = an_procview_timens_init(s, err)) < 0) return r;
   if (c->become_root_early) {
     /* Become root of the new user namespace: from here on file access is
      * checked as the mapped host id, never as host root. */
@@ -260,6 +263,8 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
     if (s->domainname && setdomainname(s->domainname, strlen(s->domainname)) < 0)
       return an_error_set(err, errno, "setdomainname \"%s\"", s->domainname);
     r = an_rootfs_finalize(s, err);
+    if (r < 0) return r;
+    r = an_procview_apply(s, err);
     if (r < 0) return r;
   }
 

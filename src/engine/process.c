@@ -24,7 +24,9 @@ pid_t an_process_clone(uint64_t flags, int cgroup_fd, int *pidfd, an_error_t *er
   memset(&args, 0, sizeof args);
   args.flags = flags | CLONE_PIDFD;
   args.pidfd = (uint64_t) (uintptr_t) pidfd;
-  args.exit_signal = SIGCHLD;
+  /* CLONE_PARENT: the child is the caller's sibling and gets the caller's
+   * exit signal; clone3 then requires exit_signal 0 (clone(2)) */
+  args.exit_signal = flags & CLONE_PARENT ? 0 : SIGCHLD;
   if (cgroup_fd >= 0) {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = (uint64_t) cgroup_fd;
@@ -87,6 +89,23 @@ int an_process_pidfd_checked_state(pid_t pid, uint64_t start_time, int *pidfd, c
 
 int an_process_pidfd_checked(pid_t pid, uint64_t start_time, int *pidfd, an_error_t *err) {
   return an_process_pidfd_checked_state(pid, start_time, pidfd, NULL, err);
+}
+
+int an_process_pidfd_pid(int pidfd, pid_t *pid, an_error_t *err) {
+  char path[64], buf[2048];
+  snprintf(path, sizeof path, "/proc/self/fdinfo/%d", pidfd);
+  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return an_error_set(err, errno, "open %s", path);
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  if (n < 0) return an_error_set(err, errno, "read %s", path);
+  buf[n] = '\0';
+  const char *p = strstr(buf, "\nPid:");
+  int v;
+  if (!p || sscanf(p + 5, "%d", &v) != 1) return an_error_set(err, EINVAL, "%s: no Pid field", path);
+  if (v <= 0) return an_error_set(err, ESRCH, "pidfd %d: the process is gone or outside this pid "
+                                  "namespace (Pid %d)", pidfd, v);
+  *pid = (pid_t) v;
+  return 0;
 }
 
 int an_process_wait(int pidfd, an_error_t *err) {

@@ -9,11 +9,18 @@
 #include <sys/types.h>
 #include "agentnest/error.h"
 
-/* clone3(2) with `flags` (CLONE_NEW*), CLONE_PIDFD and exit signal SIGCHLD,
- * and CLONE_INTO_CGROUP when cgroup_fd >= 0.  Like fork: returns 0 in the
- * child, the child's pid in the parent (and *pidfd, O_CLOEXEC, owned by the
+/* clone3(2) with `flags` (CLONE_NEW*, CLONE_PARENT), CLONE_PIDFD, and
+ * CLONE_INTO_CGROUP when cgroup_fd >= 0; exit signal SIGCHLD, or with
+ * CLONE_PARENT the caller's own (the child is its parent's child).  Like
+ * fork: returns 0 in the child, the child's pid in the parent (and *pidfd, O_CLOEXEC, owned by the
  * caller).  Errors: errno of clone3. */
 pid_t an_process_clone(uint64_t flags, int cgroup_fd, int *pidfd, an_error_t *err);
+
+/* The pid (in this process's /proc, i.e. its pid namespace) of the process
+ * a pidfd refers to, from the "Pid:" line of /proc/self/fdinfo/FD
+ * (pidfd_open(2)).  Errors: -ESRCH the process has been reaped or is not
+ * visible here (Pid -1 or 0), errno of reading, -EINVAL unparsable. */
+int an_process_pidfd_pid(int pidfd, pid_t *pid, an_error_t *err);
 
 /* Start time of `pid` in clock ticks since boot (/proc/PID/stat field 22,
  * proc(5)).  Errors: -ESRCH no such process, errno of reading, -EINVAL

@@ -34,6 +34,10 @@
  *   [6] EOF on the socket = execve done;       (CLOEXEC closes the socket at execve)
  *       AN_SYNC_ERROR = execve failed
  *
+ * An exec (exec.c) first runs [1] and [7] AN_SYNC_SPAWNED (with the new
+ * process's pidfd) with a joiner that enters the namespaces and forks the
+ * process (exec_join.h), then [1], [4], [5], [6] with the process.
+ *
  * At any point the child may send AN_SYNC_ERROR and exit instead; the parent
  * then tears everything down.
  */
@@ -50,6 +54,8 @@ enum an_sync_point {
   AN_SYNC_READY = 4,
   AN_SYNC_GO = 5,
   AN_SYNC_DETACH = 6,
+  AN_SYNC_SPAWNED = 7,  /* exec only: the joiner made the process (its pidfd rides along),
+                           see exec_join.h */
   AN_SYNC_ERROR = 99,
 };
 

@@ -38,9 +38,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include "agentnest/sandbox_opts.h"
 #include "agentnest/spec.h"
 #include "engine/landlock.h"
+#include "engine/procview.h"
 #include "sandbox/opts_internal.h"
 #include "sandbox/seccomp_check.h"
 #include "sandbox/spec_build_internal.h"
@@ -62,13 +64,16 @@
 #define DEFAULT_PATH       "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define DEVPTS_GID         5                   /* the "tty" group in Debian's base-passwd */
 
-/* runc's and Docker's default masked paths, plus /proc/sched_debug and the
- * powercap (RAPL energy counters: CVE-2020-8694) tree.  The engine masks a
- * file with /dev/null and a directory with an empty read-only tmpfs. */
+/* runc's and Docker's default masked paths, plus /proc/sched_debug, the
+ * powercap (RAPL energy counters: CVE-2020-8694) tree and /proc/cmdline.
+ * The engine masks a file with /dev/null and a directory with an empty
+ * read-only tmpfs. */
 static const char *const masked_paths[] = {
   "/proc/acpi", "/proc/asound", "/proc/interrupts", "/proc/kcore", "/proc/keys",
   "/proc/latency_stats", "/proc/sched_debug", "/proc/scsi", "/proc/timer_list",
-  "/proc/timer_stats", "/sys/devices/virtual/powercap", "/sys/firmware", NULL,
+  "/proc/timer_stats", "/sys/devices/virtual/powercap", "/sys/firmware",
+  "/proc/cmdline",   /* the host kernel's command line (issue 10 item 3) */
+  NULL,
 };
 
 /* Read-only re-mounts inside /proc (runc's list; moby/moby#5903 and
@@ -76,6 +81,10 @@ static const char *const masked_paths[] = {
 static const char *const readonly_paths[] = {
   "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
 };
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
 
 static const int namespaces[] = {
   CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS,
@@ -322,12 +331,19 @@ static bool build_linux(struct an_spec *spec, const struct an_sandbox_opts *opts
                         const struct an_sandbox_ids *ids) {
   struct an_spec_linux *l = &spec->linux;
   size_t n_ns = sizeof namespaces / sizeof *namespaces;
-  if (!(l->namespaces = calloc(n_ns, sizeof *l->namespaces))) return false;
+  if (!(l->namespaces = calloc(n_ns + 1, sizeof *l->namespaces))) return false;
   for (size_t i = 0; i < n_ns; i++) {
     l->namespaces[i].clone_flag = namespaces[i];
     l->ns_flags |= namespaces[i];
   }
   l->n_namespaces = n_ns;
+  /* its own uptime and clocks from 0 (engine/procview.h), where the kernel
+   * has time namespaces (Linux 5.6, CONFIG_TIME_NS); without them the
+   * sandbox sees the host's uptime (agentnest(1) SECURITY) */
+  if (an_sandbox_has_timens()) {
+    l->namespaces[l->n_namespaces++].clone_flag = CLONE_NEWTIME;
+    l->ns_flags |= CLONE_NEWTIME;
+  }
   if (!(l->uid_mappings = calloc(1, sizeof *l->uid_mappings))) return false;
   if (!(l->gid_mappings = calloc(1, sizeof *l->gid_mappings))) return false;
   l->uid_mappings[0] = l->gid_mappings[0] =
@@ -364,10 +380,21 @@ static bool build_annotations(struct an_spec *spec, const struct an_sandbox_opts
   const char *mode = opts->landlock == AN_SANDBOX_LANDLOCK_REQUIRED ? "required"
                      : opts->landlock == AN_SANDBOX_LANDLOCK_OFF    ? "off"
                                                                     : "if-available";
-  if (!(spec->annotations = calloc(1, sizeof *spec->annotations))) return false;
-  spec->n_annotations = 1;
-  return dup_str(&spec->annotations[0].key, AN_LANDLOCK_ANNOTATION) &&
-         dup_str(&spec->annotations[0].value, mode);
+  if (!(spec->annotations = calloc(3, sizeof *spec->annotations))) return false;
+  struct an_spec_key_value *a = spec->annotations;
+  /* and its own boot_id; zero time offsets for its time namespace */
+  bool ok = dup_str(&a[0].key, AN_LANDLOCK_ANNOTATION) && dup_str(&a[0].value, mode) &&
+            dup_str(&a[1].key, AN_BOOT_ID_ANNOTATION) && dup_str(&a[1].value, "private");
+  spec->n_annotations = 2;
+  if (ok && (spec->linux.ns_flags & CLONE_NEWTIME)) {
+    ok = dup_str(&a[2].key, AN_TIMENS_ANNOTATION) && dup_str(&a[2].value, "zero");
+    spec->n_annotations = 3;
+  }
+  return ok;
+}
+
+bool an_sandbox_has_timens(void) {
+  return access("/proc/self/ns/time", F_OK) == 0;
 }
 
 int an_sandbox_build_spec_without_seccomp(const struct an_sandbox_opts *opts,

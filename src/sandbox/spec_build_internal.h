@@ -6,7 +6,12 @@
 #ifndef AN_SANDBOX_SPEC_BUILD_INTERNAL_H
 #define AN_SANDBOX_SPEC_BUILD_INTERNAL_H
 
+#include <stdbool.h>
 #include "agentnest/sandbox_opts.h"
+
+/* Whether this kernel has time namespaces (/proc/self/ns/time: Linux 5.6,
+ * CONFIG_TIME_NS); sandboxes get one, with their own uptime, where it does. */
+bool an_sandbox_has_timens(void);
 
 /* an_sandbox_build_spec without loading the seccomp profile:
  * spec->linux.seccomp is NULL.  Same arguments and errors otherwise. */

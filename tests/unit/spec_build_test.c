@@ -74,11 +74,13 @@ static void assert_mount(const struct an_spec *s, const char *dest, const char *
   cr_assert_eq(strv_len(m->options), n, "%s has %zu options, want %zu", dest, strv_len(m->options), n);
 }
 
-Test(spec_build, namespaces_are_user_mount_pid_net_ipc_uts_cgroup) {
+Test(spec_build, namespaces_are_user_mount_pid_net_ipc_uts_cgroup_time) {
   struct an_spec *s = build_default();
   int want = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
              CLONE_NEWUTS | CLONE_NEWCGROUP;
-  cr_assert_eq(s->linux.n_namespaces, 7);
+  /* and a time namespace (its own uptime) where the kernel has them */
+  if (an_sandbox_has_timens()) want |= 0x80 /* CLONE_NEWTIME */;
+  cr_assert_eq(s->linux.n_namespaces, an_sandbox_has_timens() ? 8 : 7);
   int got = 0;
   for (size_t i = 0; i < s->linux.n_namespaces; i++) {
     cr_assert_null(s->linux.namespaces[i].path, "a namespace is joined, not new");
@@ -272,9 +274,27 @@ Test(spec_build, bl_07_masked_paths_cover_proc_and_sys_secrets) {
   const char *want[] = {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug",
                         "/proc/acpi", "/proc/scsi", "/proc/latency_stats", "/proc/interrupts",
                         "/proc/timer_stats", "/proc/asound", "/sys/firmware",
-                        "/sys/devices/virtual/powercap"};
+                        "/sys/devices/virtual/powercap", "/proc/cmdline"};
   for (size_t i = 0; i < sizeof want / sizeof *want; i++)
     cr_assert(strv_has(s->linux.masked_paths, want[i]), "%s not masked", want[i]);
+  an_spec_free(s);
+}
+
+static const char *annotation(const struct an_spec *s, const char *key) {
+  for (size_t i = 0; i < s->n_annotations; i++)
+    if (!strcmp(s->annotations[i].key, key)) return s->annotations[i].value;
+  return NULL;
+}
+
+/* issue 10 item 3: its own boot_id, and zero time offsets with its time
+ * namespace (engine/procview.h) */
+Test(spec_build, own_boot_id_and_uptime_are_asked_for) {
+  struct an_spec *s = build_default();
+  const char *b = annotation(s, "org.agentnest.boot-id");
+  cr_assert(b && !strcmp(b, "private"), "boot-id annotation: %s", b ? b : "(none)");
+  const char *t = annotation(s, "org.agentnest.timens-offsets");
+  if (an_sandbox_has_timens()) cr_assert(t && !strcmp(t, "zero"), "timens-offsets: %s", t ? t : "(none)");
+  else cr_assert_null(t);
   an_spec_free(s);
 }
 
