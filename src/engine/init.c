@@ -217,7 +217,7 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   if (r < 0) return r;
   r = an_ns_join_user(c->ns, err);
   if (r < 0) return r;
-  /* still the runtime's uid, which owns /proc/self/timens_offsets */
+  /* a time namespace of its own, before any other process is in it */
   if (!c->exec_only && (r = an_procview_timens_init(s, err)) < 0) return r;
   if (c->become_root_early) {
     /* Become root of the new user namespace: from here on file access is

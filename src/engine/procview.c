@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -69,8 +70,18 @@ int an_procview_timens_init(const struct an_spec *spec, an_error_t *err) {
   char buf[96];
   int n = snprintf(buf, sizeof buf, "monotonic %lld 0\nboottime %lld 0\n",
                    -(long long) mono.tv_sec, -(long long) boot.tv_sec);
+  /* The runtime made the user namespace with the euid of the host id container
+   * root maps to (userns.h, an_userns_owner_enter); that euid change made this
+   * process non-dumpable, and /proc/self of a non-dumpable process belongs to
+   * root, so the open below would be refused (proc(5), PR_SET_DUMPABLE).  It is
+   * the container's only process yet: dumpable for the open alone, then back. */
+  int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  if (dumpable == 0 && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+    return an_error_set(err, errno, "time namespace: PR_SET_DUMPABLE");
   cleanup_close int fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return an_error_set(err, errno, "time namespace: open /proc/self/timens_offsets");
+  int open_errno = errno;
+  if (dumpable == 0) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (fd < 0) return an_error_set(err, open_errno, "time namespace: open /proc/self/timens_offsets");
   if (write(fd, buf, (size_t) n) != n)
     return an_error_set(err, errno ? errno : EIO, "time namespace: write /proc/self/timens_offsets");
   cleanup_close int ns = open("/proc/self/ns/time_for_children", O_RDONLY | O_CLOEXEC);
