@@ -120,7 +120,7 @@ static void reset_signals(void) {
 /* Mount namespace work, before pivot_root (between [1] and [2]). */
 static int setup_mounts(const struct an_init_config *c, int *root_fd, an_error_t *err) {
   const struct an_spec *s = c->spec;
-  int r = an_rootfs_prepare(c->rootfs, c->root_mnt_fd, root_fd, err);
+  int r = an_rootfs_prepare(c->rootfs, s->linux.rootfs_propagation, c->root_mnt_fd, root_fd, err);
   if (r < 0) return r;
   for (size_t i = 0; i < s->n_mounts; i++) {
     r = an_mount_entry(*root_fd, c->rootfs, c->bundle, &s->mounts[i],

@@ -380,7 +380,12 @@ int an_mount_entry(int root_fd, const char *rootfs, const char *bundle,
   if (ret < 0) goto fail;
   ret = an_mount_attach(mnt, target, err);
   if (ret < 0) goto fail;
-  if (o.propagation && setattr_fd(mnt, o.recursive || bind, 0, 0, o.propagation, -1) < 0) {
+  /* Without a propagation option the mount is a slave, as everything in the
+   * container's namespace (an_rootfs_prepare): an idmapped mount was cloned
+   * in the runtime's namespace and is otherwise a peer of its shared source,
+   * so mounts made below it would appear on the host. */
+  if (setattr_fd(mnt, o.recursive || bind || premade_fd >= 0, 0, 0,
+                 o.propagation ? o.propagation : MS_SLAVE, -1) < 0) {
     ret = an_error_set(err, errno, "set propagation");
     goto fail;
   }

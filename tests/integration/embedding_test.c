@@ -1,0 +1,123 @@
+/* tests/integration/embedding_test.c — what an engine (podman, dockerd,
+ * containerd) needs of the engine library when agentnest-oci is its
+ * runtime (issue 11): a rootfs on a shared mount (dockerd's data-root),
+ * nothing propagating back to the host, create returning only once init no
+ * longer depends on the create process, mount targets through symlinks
+ * inside the rootfs, the cgroup namespace view.  Run as root on the real
+ * kernel. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "agentnest/container.h"
+#include "bundle.h"
+
+static struct an_test_bundle B;
+static bool B_is_mount;   /* B.dir was bind-mounted on itself by the test */
+
+static void setup(void) { an_test_bundle_make(&B, "emb"); }
+static void teardown(void) {
+  an_error_t err = NULL;
+  if (an_test_state_exists(&B)) an_container_delete(B.state_root, B.id, true, &err);
+  an_error_free(&err);
+  if (B_is_mount) {
+    umount2(B.dir, MNT_DETACH);
+    B_is_mount = false;
+  }
+  an_test_bundle_remove(&B);
+}
+
+TestSuite(embedding, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Mount points (mountinfo field 5) strictly below `dir`, in this process's
+ * mount namespace. */
+static int mounts_below(const char *dir, char *first, size_t firstsz) {
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  cr_assert(f);
+  char line[4096];
+  size_t n = strlen(dir);
+  int count = 0;
+  while (fgets(line, sizeof line, f)) {
+    char mp[2048];
+    if (sscanf(line, "%*s %*s %*s %*s %2047s", mp) != 1) continue;
+    if (strncmp(mp, dir, n) == 0 && mp[n] == '/') {
+      if (!count && first) snprintf(first, firstsz, "%s", mp);
+      count++;
+    }
+  }
+  fclose(f);
+  return count;
+}
+
+static enum an_container_status status_of(const char *id) {
+  struct an_container_state *st = NULL;
+  an_error_t err = NULL;
+  cr_assert_eq(an_container_state(B.state_root, id, &st, &err), 0, "state %s: %s", id,
+               err ? err->msg : "");
+  enum an_container_status s = st->status;
+  an_container_state_free(st);
+  return s;
+}
+
+static void wait_stopped(const char *id) {
+  for (int i = 0; i < 2000 && status_of(id) != AN_STATUS_STOPPED; i++) usleep(5000);
+  cr_assert_eq(status_of(id), AN_STATUS_STOPPED, "container %s did not stop", id);
+}
+
+/* dockerd makes its data-root a shared mount; the bundle (and the rootfs in
+ * it) then lie on a shared mount.  pivot_root refuses a shared new root
+ * (EINVAL) unless the runtime makes the root a slave first, and every mount
+ * the container makes must stay in its own namespace. */
+Test(embedding, rootfs_on_a_shared_mount_runs_and_leaks_no_mount_to_the_host) {
+  cr_assert(mount(B.dir, B.dir, NULL, MS_BIND, NULL) == 0, "bind %s: %s", B.dir, strerror(errno));
+  B_is_mount = true;
+  cr_assert(mount(NULL, B.dir, NULL, MS_SHARED, NULL) == 0, "make-shared: %s", strerror(errno));
+  /* a bind mount from the bundle too (it is shared as well) */
+  char src[400];
+  snprintf(src, sizeof src, "%s/vol", B.dir);
+  cr_assert(mkdir(src, 0755) == 0);
+  char dst[400];
+  snprintf(dst, sizeof dst, "%s/vol", B.rootfs);
+  cr_assert(mkdir(dst, 0755) == 0);
+
+  struct an_spec *spec = an_test_bundle_spec(&B, "sh", "-c", "test -d /vol && exit 0", NULL);
+  struct an_spec_mount *m = realloc(spec->mounts, (spec->n_mounts + 1) * sizeof *m);
+  spec->mounts = m;
+  m = &spec->mounts[spec->n_mounts++];
+  memset(m, 0, sizeof *m);
+  m->destination = strdup("/vol");
+  m->type = strdup("bind");
+  m->source = strdup(src);
+  m->options = calloc(2, sizeof(char *));
+  m->options[0] = strdup("rbind");
+
+  /* run */
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, NULL, &err);
+  cr_assert_eq(r, 0, "run on a shared mount: status %d: %s", r, err ? err->msg : "");
+  char first[2048] = "";
+  cr_assert_eq(mounts_below(B.dir, first, sizeof first), 0, "mount left on the host: %s", first);
+
+  /* create / start / delete */
+  struct an_container_opts o = an_test_bundle_opts(&B);
+  int nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  o.stdio[0] = o.stdio[1] = o.stdio[2] = nullfd;
+  cr_assert_eq(an_container_create(spec, &o, &err), 0, "create: %s", err ? err->msg : "");
+  cr_assert_eq(mounts_below(B.dir, first, sizeof first), 0, "mount left on the host after create: %s",
+               first);
+  cr_assert_eq(an_container_start(B.state_root, B.id, &err), 0, "start: %s", err ? err->msg : "");
+  wait_stopped(B.id);
+  cr_assert_eq(an_container_delete(B.state_root, B.id, false, &err), 0, "delete: %s",
+               err ? err->msg : "");
+  close(nullfd);
+  cr_assert_eq(mounts_below(B.dir, first, sizeof first), 0, "mount left on the host: %s", first);
+  an_spec_free(spec);
+}
