@@ -403,8 +403,10 @@ int an_container_create(const struct an_spec *spec, const struct an_container_op
   l.state_root = an_state_root_or_default(opts->state_root);
   int r = launch(&l, LAUNCH_CREATE, err);
   if (r < 0) return r;
-  /* [5] detach: init now waits on the start socket */
+  /* [5] detach; [7] init has disarmed its parent-death signal and waits
+   * on the start socket: returning (and exiting) no longer kills it */
   r = an_sync_send(l.sync_fd, AN_SYNC_DETACH, -1, err);
+  if (r == 0) r = an_sync_wait(l.sync_fd, AN_SYNC_DETACHED, NULL, err);
   if (r < 0) {
     an_error_prefix(err, "create container %s", opts->id);
     launch_teardown(&l);

@@ -160,9 +160,9 @@ static int setup_process(const struct an_init_config *c, int *pty_master, an_err
   /* A change of credentials clears the parent-death signal (prctl(2)).  An
    * exec'd process arms it again until [5]: it joins a container whose
    * processes can stop it now, and must not outlive a runtime that died
-   * meanwhile.  (Not create's init: create sends DETACH and exits at once,
-   * which would race the clearing below; nothing else runs in its
-   * container yet.) */
+   * meanwhile.  (Not create's init, which keeps the signal armed at clone
+   * only where no uid change cleared it; nothing else runs in its container
+   * yet.  Init disarms it itself at [5], confirmed by [7].) */
   if (c->exec_only && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
     return an_error_set(err, errno, "set the parent-death signal (prctl PR_SET_PDEATHSIG)");
   r = an_caps_apply(p->capabilities, err);
@@ -284,7 +284,10 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
     return an_error_set(err, errno, "clear the parent-death signal (prctl PR_SET_PDEATHSIG)");
   if (got == AN_SYNC_DETACH) {
     if (c->start_fd < 0) return an_error_set(err, EPROTO, "detach without a start socket");
-    /* create: the runtime is about to exit; we are on our own now */
+    /* [7] create: the parent-death signal is disarmed; only now may the
+     * runtime exit (sync.h).  We are on our own from here. */
+    r = an_sync_send(c->sync_fd, AN_SYNC_DETACHED, -1, err);
+    if (r < 0) return r;
     close(c->sync_fd);
     *report_fd = -1;
     int conn = -1;

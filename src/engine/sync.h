@@ -27,12 +27,18 @@
  *                                              caps, no_new_privs, PATH lookup
  *   [4] wait (+ pty master fd) <-------------- [4] send AN_SYNC_READY
  *   record state "created"
- *   [5] send AN_SYNC_GO (run) or  -----------> [5] wait
+ *   [5] send AN_SYNC_GO (run) or  -----------> [5] wait; clear PDEATHSIG
  *       AN_SYNC_DETACH (create)                GO: startContainer hooks, seccomp, execve
- *                                              DETACH: clear PDEATHSIG, block on the
- *                                              start socket until `start` connects
- *   [6] EOF on the socket = execve done;       (CLOEXEC closes the socket at execve)
+ *   create: [7] wait  <----------------------- DETACH: [7] send AN_SYNC_DETACHED, close
+ *   then exit (init no longer dies with us)    the socket, block on the start socket
+ *                                              until `start` connects
+ *   [6] run: EOF on the socket = execve done;  (CLOEXEC closes the socket at execve)
  *       AN_SYNC_ERROR = execve failed
+ *
+ * [7] exists because the parent-death signal armed at clone is cleared only
+ * by init itself (or by a change of uid, which a uid-0 container without a
+ * user namespace never makes): had create exited right after [5], its exit
+ * could kill init before init disarmed the signal.
  *
  * At any point the child may send AN_SYNC_ERROR and exit instead; the parent
  * then tears everything down.
@@ -50,6 +56,7 @@ enum an_sync_point {
   AN_SYNC_READY = 4,
   AN_SYNC_GO = 5,
   AN_SYNC_DETACH = 6,
+  AN_SYNC_DETACHED = 7,
   AN_SYNC_ERROR = 99,
 };
 
