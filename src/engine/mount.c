@@ -115,38 +115,51 @@ void an_mount_options_free(struct an_mount_options *o) {
 int an_mount_resolve(int root_fd, const char *path, bool create, bool as_file, int *out,
                      an_error_t *err) {
   if (!path || path[0] != '/') return an_error_set(err, EINVAL, "%s: not an absolute path", path);
-  int fd = openat2_path(root_fd, path, AN_RESOLVE_STRICT);
-  if (fd >= 0) { *out = fd; return 0; }
-  if (errno != ENOENT || !create) return an_error_set(err, errno, "resolve %s", path);
-
-  /* Split into parent and last component; make the parent first. */
-  char buf[PATH_MAX];
+  /* Split into the parent and the last component. */
+  char parent[PATH_MAX];
   size_t n = strlen(path);
-  if (n >= sizeof buf) return an_error_set(err, ENAMETOOLONG, "resolve %s", path);
-  memcpy(buf, path, n + 1);
-  while (n > 1 && buf[n - 1] == '/') buf[--n] = '\0';
-  char *slash = strrchr(buf, '/');
-  const char *base = slash + 1;
-  if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+  if (n >= sizeof parent) return an_error_set(err, ENAMETOOLONG, "resolve %s", path);
+  memcpy(parent, path, n + 1);
+  while (n > 1 && parent[n - 1] == '/') parent[--n] = '\0';
+  if (strcmp(parent, "/") == 0) {
+    int fd = openat2_path(root_fd, "/", AN_RESOLVE_STRICT);
+    if (fd < 0) return an_error_set(err, errno, "resolve %s", path);
+    *out = fd;
+    return 0;
+  }
+  char *slash = strrchr(parent, '/');
+  char base[NAME_MAX + 1];
+  if (strlen(slash + 1) > NAME_MAX) return an_error_set(err, ENAMETOOLONG, "resolve %s", path);
+  strcpy(base, slash + 1);
+  if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
     return an_error_set(err, EINVAL, "resolve %s: bad last component", path);
-  char basecopy[NAME_MAX + 1];
-  if (strlen(base) > NAME_MAX) return an_error_set(err, ENAMETOOLONG, "resolve %s", path);
-  strcpy(basecopy, base);
-  if (slash == buf) strcpy(buf, "/");   /* the parent is the root */
+  if (slash == parent) strcpy(parent, "/");   /* the parent is the root */
   else *slash = '\0';
 
-  cleanup_close int pfd = -1;
-  int r = an_mount_resolve(root_fd, buf, true, false, &pfd, err);
-  if (r < 0) return r;
+  /* The parent: symlinks followed, inside the root (an image's /sbin ->
+   * usr/sbin, /var/run -> /run), as runc and crun resolve targets; never
+   * through a magic link, never outside the root. */
+  cleanup_close int pfd = openat2_path(root_fd, parent, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  if (pfd < 0) {
+    if (errno != ENOENT || !create) return an_error_set(err, errno, "resolve %s", path);
+    int r = an_mount_resolve(root_fd, parent, true, false, &pfd, err);
+    if (r < 0) return r;
+  }
+  /* The last component: never a symlink (BL-20: a name swapped for a link
+   * while we look is refused, not followed). */
+  const uint64_t last = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  int fd = openat2_path(pfd, base, last);
+  if (fd >= 0) { *out = fd; return 0; }
+  if (errno != ENOENT || !create) return an_error_set(err, errno, "resolve %s", path);
   if (as_file) {
-    int f = openat(pfd, basecopy, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int f = openat(pfd, base, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (f < 0 && errno != EEXIST) return an_error_set(err, errno, "create %s", path);
     if (f >= 0) close(f);
-  } else if (mkdirat(pfd, basecopy, 0755) < 0 && errno != EEXIST) {
+  } else if (mkdirat(pfd, base, 0755) < 0 && errno != EEXIST) {
     return an_error_set(err, errno, "mkdir %s", path);
   }
   /* Reopen below the parent: the new name must not have been swapped for a symlink. */
-  fd = openat2_path(pfd, basecopy, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  fd = openat2_path(pfd, base, last);
   if (fd < 0) return an_error_set(err, errno, "resolve %s", path);
   *out = fd;
   return 0;

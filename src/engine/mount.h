@@ -1,6 +1,6 @@
 /* engine/mount.h — mounts[] entries (config.md "Mounts") done by file
  * descriptor: every target is resolved inside the container root with
- * openat2(RESOLVE_IN_ROOT|RESOLVE_NO_SYMLINKS) and mounted through the new
+ * openat2(RESOLVE_IN_ROOT; no symlink as the last component) and mounted through the new
  * mount API (open_tree / fsopen+fsconfig+fsmount / mount_setattr /
  * move_mount onto that fd), never through a path string that was checked
  * and then used (BL-20, runc CVE-2021-30465).  What does NOT live here: the
@@ -27,12 +27,16 @@ int an_mount_options_parse(char *const *options, struct an_mount_options *o, an_
 void an_mount_options_free(struct an_mount_options *o);
 
 /* Resolve `path` (absolute, inside the container) below `root_fd` to an
- * O_PATH fd without following any symlink (RESOLVE_IN_ROOT |
- * RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS).  With `create`, missing
- * components are made: directories 0755, and the last one as an empty
- * regular file when `as_file`.  *fd owned by the caller.  Errors: -ELOOP a
- * component is a symlink, -ENOENT missing (without create), -EINVAL a path
- * that is not absolute or ends in "..", errno of mkdirat/openat. */
+ * O_PATH fd: symlinks in the parent components are followed inside the
+ * root (openat2 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS: an absolute link
+ * or ".." never leaves it, as runc's and crun's resolution), the last
+ * component must not be a symlink (RESOLVE_NO_SYMLINKS: a name swapped for
+ * a link is refused, BL-20).  With `create`, missing components are made:
+ * directories 0755, and the last one as an empty regular file when
+ * `as_file`.  *fd owned by the caller.  Errors: -ELOOP the last component
+ * (or a component that had to be created) is a symlink, or a magic link on
+ * the way, -ENOENT missing (without create), -EINVAL a path that is not
+ * absolute or ends in "..", errno of mkdirat/openat. */
 int an_mount_resolve(int root_fd, const char *path, bool create, bool as_file, int *fd,
                      an_error_t *err);
 

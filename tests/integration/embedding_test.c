@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "agentnest/container.h"
 #include "bundle.h"
+#include "util.h"
 
 static struct an_test_bundle B;
 static bool B_is_mount;   /* B.dir was bind-mounted on itself by the test */
@@ -119,5 +120,54 @@ Test(embedding, rootfs_on_a_shared_mount_runs_and_leaks_no_mount_to_the_host) {
                err ? err->msg : "");
   close(nullfd);
   cr_assert_eq(mounts_below(B.dir, first, sizeof first), 0, "mount left on the host: %s", first);
+  an_spec_free(spec);
+}
+
+static void add_mount(struct an_spec *spec, const char *dst, const char *type, const char *src,
+                      const char *opt) {
+  struct an_spec_mount *m = realloc(spec->mounts, (spec->n_mounts + 1) * sizeof *m);
+  spec->mounts = m;
+  m = &spec->mounts[spec->n_mounts++];
+  memset(m, 0, sizeof *m);
+  m->destination = strdup(dst);
+  m->type = strdup(type);
+  m->source = strdup(src);
+  if (opt) {
+    m->options = calloc(2, sizeof(char *));
+    m->options[0] = strdup(opt);
+  }
+}
+
+/* `docker run --init` binds its init at /sbin/docker-init, which goes
+ * through the image's /sbin -> /usr/sbin; `-v X:/var/run/y` goes through
+ * /var/run -> ../run.  Both resolve inside the rootfs (an absolute link is
+ * taken relative to the container's root, never the host's). */
+Test(embedding, mount_targets_through_symlinks_in_the_rootfs_resolve_inside_it) {
+  char p[600];
+  snprintf(p, sizeof p, "%s/usr/sbin", B.rootfs);
+  cr_assert_eq(an_test_sh("mkdir -p '%s' '%s/run/y' '%s/var'", p, B.rootfs, B.rootfs), 0);
+  snprintf(p, sizeof p, "%s/sbin", B.rootfs);
+  cr_assert(symlink("/usr/sbin", p) == 0);
+  snprintf(p, sizeof p, "%s/var/run", B.rootfs);
+  cr_assert(symlink("../run", p) == 0);
+  snprintf(p, sizeof p, "%s/usr/sbin/an-emb-init", B.rootfs);
+  cr_assert_eq(an_test_sh("touch '%s'", p), 0);
+  char src[400];
+  snprintf(src, sizeof src, "%s/init-on-host", B.dir);
+  cr_assert_eq(an_test_sh("echo from-the-host > '%s'", src), 0);
+
+  struct an_spec *spec = an_test_bundle_spec(&B, "sh", "-c",
+      "cat /sbin/an-emb-init && grep -c -E ' /(usr/sbin/an-emb-init|run/y) ' /proc/self/mountinfo",
+      NULL);
+  add_mount(spec, "/sbin/an-emb-init", "bind", src, "bind");
+  add_mount(spec, "/var/run/y", "tmpfs", "tmpfs", NULL);
+  char *out = NULL;
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, &out, &err);
+  cr_assert_eq(r, 0, "status %d: %s %s", r, err ? err->msg : "", out ? out : "");
+  cr_assert_str_eq(out, "from-the-host\n2\n");
+  free(out);
+  struct stat st;
+  cr_assert(stat("/usr/sbin/an-emb-init", &st) < 0, "resolved on the host");
   an_spec_free(spec);
 }
