@@ -332,7 +332,7 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
   struct an_init_config cfg = {
     .spec = s, .process = s->process, .rootfs = l->rootfs, .bundle = l->bundle,
     .parent_pid = getpid(), .sync_fd = sp[1], .parent_sync_fd = sp[0],
-    .start_fd = l->start_fd, .state_dirfd = l->dirfd, .ns = &l->ns,
+    .start_fd = l->start_fd, .state_dirfd = l->dirfd, .ns = &l->ns, .cgroup = l->cg,
     .in_userns = new_userns || l->ns.userns_fd >= 0,
     .become_root_early = new_userns && an_userns_maps_root(&s->linux),
     .idmap_fds = l->idmap_fds, .root_mnt_fd = l->root_mnt_fd, .seccomp = l->seccomp, .no_pivot = o->no_pivot,

@@ -124,7 +124,8 @@ static int setup_mounts(const struct an_init_config *c, int *root_fd, an_error_t
   if (r < 0) return r;
   for (size_t i = 0; i < s->n_mounts; i++) {
     r = an_mount_entry(*root_fd, c->rootfs, c->bundle, &s->mounts[i],
-                       c->idmap_fds ? c->idmap_fds[i] : -1, err);
+                       c->idmap_fds ? c->idmap_fds[i] : -1, c->cgroup,
+                       (c->ns->all_flags & CLONE_NEWCGROUP) != 0, err);
     if (r < 0) return r;
   }
   return an_devices_setup(*root_fd, &s->linux, c->in_userns, err);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "engine/cgroup_view.h"
 #include "engine/mount.h"
 #include "util/cleanup.h"
 
@@ -307,7 +308,8 @@ out:
 }
 
 int an_mount_entry(int root_fd, const char *rootfs, const char *bundle,
-                   const struct an_spec_mount *m, int premade_fd, an_error_t *err) {
+                   const struct an_spec_mount *m, int premade_fd, const struct an_cgroup *cg,
+                   bool own_cgroupns, an_error_t *err) {
   struct an_mount_options o;
   int ret = an_mount_options_parse(m->options, &o, err);
   if (ret < 0) return ret;
@@ -355,6 +357,12 @@ int an_mount_entry(int root_fd, const char *rootfs, const char *bundle,
       ret = an_error_set(err, errno, "mount_setattr %s", m->source);
       goto fail;
     }
+  } else if ((is_type(type, "cgroup") || is_type(type, "cgroup2")) && cg) {
+    /* the container's own cgroup, never the host's tree (cgroup_view.h) */
+    ret = an_mount_resolve(root_fd, m->destination, true, false, &target, err);
+    if (ret == 0) ret = an_cgroup_view_mount(cg, target, own_cgroupns, o.attr_set, err);
+    if (ret < 0) goto fail;
+    goto out;
   } else if (is_type(type, "cgroup") || is_type(type, "cgroup2")) {
     ret = an_mount_new_fs("cgroup2", "cgroup2", NULL, o.attr_set, &mnt, err);
     if (ret < 0) {

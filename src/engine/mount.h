@@ -14,6 +14,8 @@
 #include "agentnest/error.h"
 #include "agentnest/spec.h"
 
+struct an_cgroup;
+
 /* Mount options parsed from an options[] list (mount(8) names). */
 struct an_mount_options {
   uint64_t attr_set, attr_clr;   /* MOUNT_ATTR_* (mount_setattr(2)) */
@@ -54,11 +56,15 @@ int an_mount_prepare_idmapped(const struct an_spec_mount *m, const char *bundle,
  * (any type with a "bind"/"rbind" option), tmpfs, proc, sysfs (falls back to
  * a read-only recursive bind of the host /sys where sysfs cannot be mounted,
  * as runc), devpts (retries without gid= where that gid is unmapped), mqueue,
- * cgroup/cgroup2 (cgroup2, read-only tmpfs when it cannot be mounted), and any
+ * cgroup/cgroup2 (the container's own cgroup `cg` as cgroup_view.h
+ * describes, `own_cgroupns` telling whether it has its own cgroup
+ * namespace; without `cg`: cgroup2, or an empty read-only tmpfs when that
+ * cannot be mounted), and any
  * other filesystem type fsopen(2) knows.  Errors: the errno of the failing
  * call, message "mount <type> on <rootfs><destination>: <ERRNO>". */
 int an_mount_entry(int root_fd, const char *rootfs, const char *bundle,
-                   const struct an_spec_mount *m, int premade_fd, an_error_t *err);
+                   const struct an_spec_mount *m, int premade_fd, const struct an_cgroup *cg,
+                   bool own_cgroupns, an_error_t *err);
 
 /* A detached bind mount of `fd` (a path opened O_PATH in the current mount
  * namespace), recursive with `recursive`, with mount attributes set; ready for

@@ -171,3 +171,45 @@ Test(embedding, mount_targets_through_symlinks_in_the_rootfs_resolve_inside_it) 
   cr_assert(stat("/usr/sbin/an-emb-init", &st) < 0, "resolved on the host");
   an_spec_free(spec);
 }
+
+static void drop_namespace(struct an_spec *spec, int flag) {
+  struct an_spec_linux *l = &spec->linux;
+  size_t k = 0;
+  for (size_t i = 0; i < l->n_namespaces; i++)
+    if (l->namespaces[i].clone_flag != flag) l->namespaces[k++] = l->namespaces[i];
+    else free(l->namespaces[i].path);
+  l->n_namespaces = k;
+  l->ns_flags &= ~flag;
+}
+
+/* What the container finds at /sys/fs/cgroup: its own memory limit (v1
+ * memory hierarchy on a hybrid host, memory.max on cgroup2) and no other
+ * cgroup: no "agentnest" directory holding the other containers, at the
+ * top or in any hierarchy. */
+static void assert_own_cgroup_view(bool with_cgroupns) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "sh", "-c",
+      "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes; "
+      "find /sys/fs/cgroup -maxdepth 2 -name agentnest; "
+      "touch /sys/fs/cgroup/x 2>/dev/null && echo WRITABLE; exit 0", NULL);
+  if (!with_cgroupns) drop_namespace(spec, CLONE_NEWCGROUP);
+  struct an_spec_resources *res = spec->linux.resources;
+  if (!res) res = spec->linux.resources = calloc(1, sizeof *res);
+  res->has_memory_limit = true;
+  res->memory_limit = 64 << 20;
+  char *out = NULL;
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, &out, &err);
+  cr_assert_eq(r, 0, "status %d: %s %s", r, err ? err->msg : "", out ? out : "");
+  cr_assert_str_eq(out, "67108864\n", "cgroupns %d: not the container's own cgroup: %s",
+                   with_cgroupns, out);
+  free(out);
+  an_spec_free(spec);
+}
+
+Test(embedding, cgroup_mount_shows_only_the_container_s_own_cgroup) {
+  assert_own_cgroup_view(true);
+}
+
+Test(embedding, cgroup_mount_without_a_cgroup_namespace_shows_only_its_own_cgroup) {
+  assert_own_cgroup_view(false);
+}
