@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,4 +213,73 @@ Test(embedding, cgroup_mount_shows_only_the_container_s_own_cgroup) {
 
 Test(embedding, cgroup_mount_without_a_cgroup_namespace_shows_only_its_own_cgroup) {
   assert_own_cgroup_view(false);
+}
+
+/* A seccomp allowlist with only what the program needs after execve, plus
+ * execve itself: the filter must be the last thing init does (runc's and
+ * crun's order), also without noNewPrivileges, where init installs it with
+ * CAP_SYS_ADMIN (OCI runtime-tools' validation suite uses such profiles). */
+static void run_with_tight_allowlist(bool no_new_privileges) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "true", NULL);
+  spec->process->no_new_privileges = no_new_privileges;
+  static const char *const allowed[] = {
+    "execve", "arch_prctl", "brk", "mmap", "munmap", "mprotect", "set_tid_address",
+    "set_robust_list", "rseq", "prlimit64", "getrandom", "getuid", "readlink",
+    "exit", "exit_group", NULL};
+  struct an_spec_seccomp *s = calloc(1, sizeof *s);
+  s->default_action = SCMP_ACT_ERRNO(EPERM);
+  s->architectures = calloc(1, sizeof *s->architectures);
+  s->architectures[0] = SCMP_ARCH_X86_64;
+  s->n_architectures = 1;
+  s->syscalls = calloc(1, sizeof *s->syscalls);
+  s->n_syscalls = 1;
+  size_t n = 0;
+  while (allowed[n]) n++;
+  s->syscalls[0].names = calloc(n + 1, sizeof(char *));
+  for (size_t i = 0; i < n; i++) s->syscalls[0].names[i] = strdup(allowed[i]);
+  s->syscalls[0].action = SCMP_ACT_ALLOW;
+  an_spec_seccomp_free(spec->linux.seccomp);
+  spec->linux.seccomp = s;
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, NULL, &err);
+  cr_assert_eq(r, 0, "noNewPrivileges %d: status %d: %s", no_new_privileges, r,
+               err ? err->msg : "");
+  an_spec_free(spec);
+}
+
+Test(embedding, tight_seccomp_allowlist_runs_without_no_new_privileges) {
+  run_with_tight_allowlist(false);
+}
+
+Test(embedding, tight_seccomp_allowlist_runs_with_no_new_privileges) {
+  run_with_tight_allowlist(true);
+}
+
+/* Init keeps CAP_SYS_ADMIN to install the filter last; the program must
+ * not have it (nor any other capability the spec does not grant). */
+Test(embedding, seccomp_without_no_new_privileges_gives_the_program_no_capability) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "sh", "-c",
+      "grep -E '^Cap(Prm|Eff|Bnd|Amb|Inh)' /proc/self/status", NULL);
+  spec->process->no_new_privileges = false;
+  struct an_spec_seccomp *s = calloc(1, sizeof *s);
+  s->default_action = SCMP_ACT_ALLOW;
+  s->architectures = calloc(1, sizeof *s->architectures);
+  s->architectures[0] = SCMP_ARCH_X86_64;
+  s->n_architectures = 1;
+  s->syscalls = calloc(1, sizeof *s->syscalls);
+  s->n_syscalls = 1;
+  s->syscalls[0].names = calloc(2, sizeof(char *));
+  s->syscalls[0].names[0] = strdup("mkdirat");
+  s->syscalls[0].action = SCMP_ACT_ERRNO(EPERM);
+  an_spec_seccomp_free(spec->linux.seccomp);
+  spec->linux.seccomp = s;
+  char *out = NULL;
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, &out, &err);
+  cr_assert_eq(r, 0, "status %d: %s", r, err ? err->msg : "");
+  cr_assert_str_eq(out, "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\n"
+                   "CapEff:\t0000000000000000\nCapBnd:\t0000000000000000\n"
+                   "CapAmb:\t0000000000000000\n");
+  free(out);
+  an_spec_free(spec);
 }
