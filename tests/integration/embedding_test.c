@@ -283,3 +283,33 @@ Test(embedding, seccomp_without_no_new_privileges_gives_the_program_no_capabilit
   free(out);
   an_spec_free(spec);
 }
+
+/* linux.devices[].fileMode is the node's mode exactly (runc, crun): the
+ * runtime's umask (022 here) must not turn 0660 into 0640. */
+Test(embedding, device_node_gets_exactly_its_file_mode) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "stat", "-c", "%a %t:%T", "/dev/an-null", NULL);
+  drop_namespace(spec, CLONE_NEWUSER);   /* nodes are made (mknod) only outside a user namespace */
+  free(spec->linux.uid_mappings);
+  free(spec->linux.gid_mappings);
+  spec->linux.uid_mappings = spec->linux.gid_mappings = NULL;
+  spec->linux.n_uid_mappings = spec->linux.n_gid_mappings = 0;
+  struct an_spec_device *d = realloc(spec->linux.devices, (spec->linux.n_devices + 1) * sizeof *d);
+  spec->linux.devices = d;
+  d = &spec->linux.devices[spec->linux.n_devices++];
+  memset(d, 0, sizeof *d);
+  d->type = 'c';
+  d->path = strdup("/dev/an-null");
+  d->major = 1;
+  d->minor = 3;
+  d->has_file_mode = true;
+  d->file_mode = 0660;
+  mode_t old = umask(022);
+  char *out = NULL;
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, &out, &err);
+  umask(old);
+  cr_assert_eq(r, 0, "status %d: %s %s", r, err ? err->msg : "", out ? out : "");
+  cr_assert_str_eq(out, "660 1:3\n");
+  free(out);
+  an_spec_free(spec);
+}
