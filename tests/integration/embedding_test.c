@@ -313,3 +313,34 @@ Test(embedding, device_node_gets_exactly_its_file_mode) {
   free(out);
   an_spec_free(spec);
 }
+
+/* create fails with `want_errno` and a message holding `want_msg`, and
+ * leaves no state directory or cgroup. */
+static void assert_refused(struct an_spec *spec, int want_errno, const char *want_msg) {
+  struct an_container_opts o = an_test_bundle_opts(&B);
+  an_error_t err = NULL;
+  int r = an_container_create(spec, &o, &err);
+  cr_assert_eq(r, -want_errno, "create returned %d (%s)", r, err ? err->msg : "no error");
+  cr_assert(err && strstr(err->msg, want_msg), "message \"%s\" lacks \"%s\"",
+            err ? err->msg : "", want_msg);
+  an_error_free(&err);
+  cr_assert(!an_test_state_exists(&B), "state directory left behind");
+  cr_assert(!an_test_cgroup_exists(B.id), "cgroup left behind");
+}
+
+/* runc runs a config without a mount namespace (in its own) or joins one by
+ * path; AgentNest refuses both, and says it is deliberate. */
+Test(embedding, config_without_or_joining_a_mount_namespace_is_refused_as_deliberate) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "true", NULL);
+  drop_namespace(spec, CLONE_NEWNS);
+  assert_refused(spec, EINVAL, "without a mount namespace is refused: a deliberate difference");
+  an_spec_free(spec);
+
+  spec = an_test_bundle_spec(&B, "true", NULL);
+  for (size_t i = 0; i < spec->linux.n_namespaces; i++)
+    if (spec->linux.namespaces[i].clone_flag == CLONE_NEWNS)
+      spec->linux.namespaces[i].path = strdup("/proc/self/ns/mnt");
+  assert_refused(spec, EINVAL, "joining the mount namespace /proc/self/ns/mnt is refused: a "
+                 "deliberate difference");
+  an_spec_free(spec);
+}
