@@ -344,3 +344,50 @@ Test(embedding, config_without_or_joining_a_mount_namespace_is_refused_as_delibe
                  "deliberate difference");
   an_spec_free(spec);
 }
+
+/* Confinement asked for and not enforced here is refused (fail closed), as
+ * runc and crun refuse it on a host without the LSM; the same for the
+ * cgroup controls this runtime does not implement. */
+Test(embedding, unenforceable_lsm_labels_and_cgroup_controls_are_refused) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "true", NULL);
+  spec->process->apparmor_profile = strdup("docker-default");
+  assert_refused(spec, EOPNOTSUPP, "process.apparmorProfile \"docker-default\"");
+  free(spec->process->apparmor_profile);
+  spec->process->apparmor_profile = NULL;
+  spec->process->selinux_label = strdup("system_u:system_r:container_t:s0");
+  assert_refused(spec, EOPNOTSUPP, "process.selinuxLabel");
+  free(spec->process->selinux_label);
+  spec->process->selinux_label = NULL;
+  spec->linux.mount_label = strdup("system_u:object_r:container_file_t:s0");
+  assert_refused(spec, EOPNOTSUPP, "linux.mountLabel");
+  free(spec->linux.mount_label);
+  spec->linux.mount_label = NULL;
+
+  static const char *const docs[] = {"{\"memory\": {\"kernelTCP\": 1048576}}",
+                                     "{\"network\": {\"classID\": 1048577}}", NULL};
+  static const char *const want[] = {"memory.kernelTCP", "linux.resources.network", NULL};
+  for (int i = 0; docs[i]; i++) {
+    struct an_spec_resources *res = NULL;
+    an_error_t err = NULL;
+    cr_assert_eq(an_spec_resources_parse(docs[i], strlen(docs[i]), &res, &err), 0, "%s",
+                 err ? err->msg : "");
+    an_spec_resources_free(spec->linux.resources);
+    spec->linux.resources = res;
+    assert_refused(spec, EOPNOTSUPP, want[i]);
+  }
+  an_spec_free(spec);
+}
+
+/* runc: kernel.hostname conflicts with the hostname field. */
+Test(embedding, kernel_hostname_sysctl_with_a_hostname_is_refused) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "true", NULL);
+  free(spec->hostname);
+  spec->hostname = strdup("box");
+  struct an_spec_key_value *kv = realloc(spec->linux.sysctl, (spec->linux.n_sysctl + 1) * sizeof *kv);
+  spec->linux.sysctl = kv;
+  kv[spec->linux.n_sysctl].key = strdup("kernel.hostname");
+  kv[spec->linux.n_sysctl].value = strdup("other");
+  spec->linux.n_sysctl++;
+  assert_refused(spec, EINVAL, "\"kernel.hostname\": conflicts with the hostname field");
+  an_spec_free(spec);
+}
