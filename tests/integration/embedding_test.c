@@ -391,3 +391,61 @@ Test(embedding, kernel_hostname_sysctl_with_a_hostname_is_refused) {
   assert_refused(spec, EINVAL, "\"kernel.hostname\": conflicts with the hostname field");
   an_spec_free(spec);
 }
+
+/* crun's and runc's process defaults: HOME from the user's passwd entry in
+ * the rootfs when env has none ("/" without an entry), kept when set; a
+ * missing cwd is made. */
+Test(embedding, home_defaults_from_passwd_and_a_missing_cwd_is_made) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "sh", "-c", "echo \"$HOME\"; pwd", NULL);
+  for (char **e = spec->process->env; e && *e; e++) free(*e);
+  free(spec->process->env);
+  spec->process->env = calloc(2, sizeof(char *));
+  spec->process->env[0] = strdup("PATH=/bin");
+  free(spec->process->cwd);
+  spec->process->cwd = strdup("/tmp/made/here");
+  char *out = NULL;
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, &out, &err);
+  cr_assert_eq(r, 0, "status %d: %s %s", r, err ? err->msg : "", out ? out : "");
+  cr_assert_str_eq(out, "/root\n/tmp/made/here\n");
+  free(out);
+  /* a uid without a passwd entry: "/" */
+  spec->process->user.uid = 4242;
+  r = an_test_run_capture(spec, &B, &out, &err);
+  cr_assert_eq(r, 0, "status %d: %s", r, err ? err->msg : "");
+  cr_assert_str_eq(out, "/\n/tmp/made/here\n");
+  free(out);
+  /* HOME given: kept */
+  free(spec->process->env[0]);
+  spec->process->env[0] = strdup("HOME=/elsewhere");
+  r = an_test_run_capture(spec, &B, &out, &err);
+  cr_assert_eq(r, 0, "status %d: %s", r, err ? err->msg : "");
+  cr_assert_str_eq(out, "/elsewhere\n/tmp/made/here\n");
+  free(out);
+  an_spec_free(spec);
+}
+
+/* runc's and crun's hooks without env inherit the runtime's environment. */
+Test(embedding, hooks_without_env_inherit_the_runtime_s_environment) {
+  char file[400], script[600];
+  snprintf(file, sizeof file, "%s/hook-env", B.dir);
+  snprintf(script, sizeof script, "echo \"$AN_HOOK_PROBE\" > '%s'", file);
+  struct an_spec *spec = an_test_bundle_spec(&B, "true", NULL);
+  spec->hooks.prestart = calloc(1, sizeof *spec->hooks.prestart);
+  spec->hooks.n_prestart = 1;
+  spec->hooks.prestart[0].path = strdup("/bin/sh");
+  spec->hooks.prestart[0].args = calloc(4, sizeof(char *));
+  spec->hooks.prestart[0].args[0] = strdup("sh");
+  spec->hooks.prestart[0].args[1] = strdup("-c");
+  spec->hooks.prestart[0].args[2] = strdup(script);
+  setenv("AN_HOOK_PROBE", "inherited", 1);
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, NULL, &err);
+  unsetenv("AN_HOOK_PROBE");
+  cr_assert_eq(r, 0, "status %d: %s", r, err ? err->msg : "");
+  char *got = an_test_read_file(file, NULL);
+  cr_assert_not_null(got, "the hook did not run");
+  cr_assert_str_eq(got, "inherited\n");
+  free(got);
+  an_spec_free(spec);
+}
