@@ -309,11 +309,12 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
   if ((r = validate_namespaces(l, err)) < 0) goto fail;
   if (s->process->capabilities && (r = an_caps_check(s->process->capabilities, NULL, err)) < 0)
     goto fail;
-  if (s->linux.seccomp) {
-    char cache[PATH_MAX];
-    snprintf(cache, sizeof cache, "%s/.seccomp-cache", l->state_root);
-    if ((r = an_seccomp_prepare(s->linux.seccomp, cache, &l->seccomp, err)) < 0) goto fail;
-  }
+  /* The compiled program is kept in the container's state (exec reuses
+   * it); a shared cache only where the caller keeps one (the sandbox store),
+   * never a directory left in an engine's state root. */
+  if (s->linux.seccomp &&
+      (r = an_seccomp_prepare(s->linux.seccomp, o->seccomp_cache, &l->seccomp, err)) < 0)
+    goto fail;
   if (s->n_mounts) {
     l->idmap_fds = malloc(s->n_mounts * sizeof *l->idmap_fds);
     if (!l->idmap_fds) { r = an_error_set(err, ENOMEM, "mounts"); goto fail; }
