@@ -121,6 +121,18 @@ Test(embedding, rootfs_on_a_shared_mount_runs_and_leaks_no_mount_to_the_host) {
                err ? err->msg : "");
   close(nullfd);
   cr_assert_eq(mounts_below(B.dir, first, sizeof first), 0, "mount left on the host: %s", first);
+
+  /* whatever linux.rootfsPropagation asks for, nothing reaches the host
+   * (shared: the container's mounts form a peer group of their own) */
+  static const char *const props[] = {"shared", "rshared", "slave", "private", "rprivate", NULL};
+  for (int i = 0; props[i]; i++) {
+    free(spec->linux.rootfs_propagation);
+    spec->linux.rootfs_propagation = strdup(props[i]);
+    r = an_test_run_capture(spec, &B, NULL, &err);
+    cr_assert_eq(r, 0, "rootfsPropagation %s: status %d: %s", props[i], r, err ? err->msg : "");
+    cr_assert_eq(mounts_below(B.dir, first, sizeof first), 0,
+                 "rootfsPropagation %s: mount left on the host: %s", props[i], first);
+  }
   an_spec_free(spec);
 }
 
