@@ -461,3 +461,23 @@ Test(embedding, hooks_without_env_inherit_the_runtime_s_environment) {
   free(got);
   an_spec_free(spec);
 }
+
+/* The HOME lookup reads the image's /etc/passwd only if it is a regular
+ * file: a FIFO planted there must not hang create. */
+Test(embedding, home_lookup_ignores_a_passwd_that_is_not_a_regular_file) {
+  char p[400];
+  snprintf(p, sizeof p, "%s/etc/passwd", B.rootfs);
+  cr_assert(unlink(p) == 0 && mkfifo(p, 0644) == 0);
+  struct an_spec *spec = an_test_bundle_spec(&B, "sh", "-c", "echo \"$HOME\"", NULL);
+  for (char **e = spec->process->env; e && *e; e++) free(*e);
+  free(spec->process->env);
+  spec->process->env = calloc(2, sizeof(char *));
+  spec->process->env[0] = strdup("PATH=/bin");
+  char *out = NULL;
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, &out, &err);
+  cr_assert_eq(r, 0, "status %d: %s", r, err ? err->msg : "");
+  cr_assert_str_eq(out, "/\n");
+  free(out);
+  an_spec_free(spec);
+}
