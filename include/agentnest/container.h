@@ -53,6 +53,9 @@ struct an_container_opts {
                                    config.json instead of spec->process->env (e.g. with
                                    secret values left out); the process still gets
                                    spec->process->env.  NULL-terminated, borrowed */
+  const char *seccomp_cache;    /* directory caching compiled seccomp programs by profile hash
+                                   (made 0700 if missing); NULL: none, nothing is written
+                                   outside the container's state directory */
 };
 
 /* The runtime-spec state (runtime.md "State") as kept by the engine. */
@@ -119,8 +122,20 @@ int an_container_state(const char *state_root, const char *id,
 int an_container_list(const char *state_root, char ***ids, an_error_t *err);
 
 /* Send `sig` to init, or to every process of the container with `all`.
- * Errors: -ESRCH not running, -EINVAL created/stopped rules per runtime.md. */
+ * A stopped container: with `all` whatever is left in its cgroup is
+ * signalled and the call succeeds (runc); without, -ESRCH "container not
+ * running" (runc's wording).  Errors: -ESRCH, -ENOENT no such container,
+ * errno of pidfd_send_signal / the cgroup kill. */
 int an_container_kill(const char *state_root, const char *id, int sig, bool all, an_error_t *err);
+
+/* runc's `update`: write the limits `res` sets (the has_* members, strings
+ * and arrays present; everything else is left as it is) to the cgroup of a
+ * created, running or paused container, and merge them into the config in
+ * its state directory.  Errors: -ESRCH "container not running" (stopped),
+ * -ENOENT no such container, the cgroup's errors (an_cgroup_apply: -EINVAL
+ * a value out of range, -EOPNOTSUPP a controller this host lacks). */
+int an_container_update(const char *state_root, const char *id,
+                        const struct an_spec_resources *res, an_error_t *err);
 
 /* Delete a stopped container (or any, with `force`: SIGKILL first): run
  * poststop hooks, remove cgroup and state.  Errors: -EBUSY still running. */

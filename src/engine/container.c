@@ -171,6 +171,17 @@ static int resolve_paths(struct launch *l, an_error_t *err) {
   return 0;
 }
 
+int an_process_lsm_check(const struct an_spec_process *p, an_error_t *err) {
+  if (p->apparmor_profile && *p->apparmor_profile)
+    return an_error_set(err, EOPNOTSUPP, "process.apparmorProfile \"%s\": AppArmor is not "
+                        "supported by this runtime; refused rather than run unconfined",
+                        p->apparmor_profile);
+  if (p->selinux_label && *p->selinux_label)
+    return an_error_set(err, EOPNOTSUPP, "process.selinuxLabel \"%s\": SELinux is not supported "
+                        "by this runtime; refused rather than run unlabelled", p->selinux_label);
+  return 0;
+}
+
 static int validate(struct launch *l, an_error_t *err) {
   const struct an_spec *s = l->spec;
   const struct an_spec_process *p = s->process;
@@ -181,15 +192,35 @@ static int validate(struct launch *l, an_error_t *err) {
                         p->cwd ? p->cwd : "");
   if (p->terminal && !l->opts->console_socket)
     return an_error_set(err, EINVAL, "process.terminal: needs a console socket");
-  int r = an_landlock_check(s, err);
+  /* LSM confinement asked for and not enforceable here is refused, never
+   * silently skipped (fail closed; runc fails the same way on a host
+   * without the LSM, agentnest-oci(1)). */
+  int r = an_process_lsm_check(p, err);
+  if (r < 0) return r;
+  if (s->linux.mount_label && *s->linux.mount_label)
+    return an_error_set(err, EOPNOTSUPP, "linux.mountLabel \"%s\": SELinux is not supported by "
+                        "this runtime; refused rather than mount unlabelled", s->linux.mount_label);
+  r = an_landlock_check(s, err);
   if (r < 0) return r;
   return an_procview_check(s, err);
 }
 
 static int validate_namespaces(struct launch *l, an_error_t *err) {
   const struct an_spec *s = l->spec;
-  if (!(l->ns.clone_flags & CLONE_NEWNS))
-    return an_error_set(err, EINVAL, "linux.namespaces: a new mount namespace is required");
+  if (!(l->ns.clone_flags & CLONE_NEWNS)) {
+    /* A deliberate difference from runc (agentnest-oci(1)): the root and
+     * every mount are made only in a mount namespace of the container's
+     * own, never in the runtime's or another container's. */
+    for (size_t i = 0; i < s->linux.n_namespaces; i++)
+      if (s->linux.namespaces[i].clone_flag == CLONE_NEWNS && s->linux.namespaces[i].path)
+        return an_error_set(err, EINVAL, "linux.namespaces: joining the mount namespace %s is "
+                            "refused: a deliberate difference from runc, every container gets "
+                            "a new mount namespace (see agentnest-oci(1))",
+                            s->linux.namespaces[i].path);
+    return an_error_set(err, EINVAL, "linux.namespaces: a config without a mount namespace is "
+                        "refused: a deliberate difference from runc, every container gets a "
+                        "new mount namespace (see agentnest-oci(1))");
+  }
   if (s->hostname && *s->hostname && !(l->ns.all_flags & CLONE_NEWUTS))
     return an_error_set(err, EINVAL, "hostname: needs a uts namespace");
   if (s->domainname && *s->domainname && !(l->ns.all_flags & CLONE_NEWUTS))
@@ -198,6 +229,14 @@ static int validate_namespaces(struct launch *l, an_error_t *err) {
     if (!s->linux.n_uid_mappings || !s->linux.n_gid_mappings)
       return an_error_set(err, EINVAL, "linux.uidMappings/gidMappings: a new user namespace "
                           "needs both");
+  }
+  /* runc: kernel.hostname is namespaced but conflicts with the hostname
+   * field; refused when both would set it */
+  for (size_t i = 0; s->hostname && *s->hostname && i < s->linux.n_sysctl; i++) {
+    const char *k = s->linux.sysctl[i].key;
+    if (k && (strcmp(k, "kernel.hostname") == 0 || strcmp(k, "kernel/hostname") == 0))
+      return an_error_set(err, EINVAL, "linux.sysctl \"kernel.hostname\": conflicts with the "
+                          "hostname field (\"%s\")", s->hostname);
   }
   return an_sysctl_validate(&s->linux, l->ns.all_flags, err);
 }
@@ -287,11 +326,12 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
   if ((r = validate_namespaces(l, err)) < 0) goto fail;
   if (s->process->capabilities && (r = an_caps_check(s->process->capabilities, NULL, err)) < 0)
     goto fail;
-  if (s->linux.seccomp) {
-    char cache[PATH_MAX];
-    snprintf(cache, sizeof cache, "%s/.seccomp-cache", l->state_root);
-    if ((r = an_seccomp_prepare(s->linux.seccomp, cache, &l->seccomp, err)) < 0) goto fail;
-  }
+  /* The compiled program is kept in the container's state (exec reuses
+   * it); a shared cache only where the caller keeps one (the sandbox store),
+   * never a directory left in an engine's state root. */
+  if (s->linux.seccomp &&
+      (r = an_seccomp_prepare(s->linux.seccomp, o->seccomp_cache, &l->seccomp, err)) < 0)
+    goto fail;
   if (s->n_mounts) {
     l->idmap_fds = malloc(s->n_mounts * sizeof *l->idmap_fds);
     if (!l->idmap_fds) { r = an_error_set(err, ENOMEM, "mounts"); goto fail; }
@@ -354,7 +394,7 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
   struct an_init_config cfg = {
     .spec = s, .process = s->process, .rootfs = l->rootfs, .bundle = l->bundle,
     .parent_pid = getpid(), .sync_fd = sp[1], .parent_sync_fd = sp[0],
-    .start_fd = l->start_fd, .state_dirfd = l->dirfd, .ns = &l->ns,
+    .start_fd = l->start_fd, .state_dirfd = l->dirfd, .ns = &l->ns, .cgroup = l->cg,
     .in_userns = new_userns || l->ns.userns_fd >= 0,
     .become_root_early = new_userns && an_userns_maps_root(&s->linux),
     .idmap_fds = l->idmap_fds, .root_mnt_fd = l->root_mnt_fd, .seccomp = l->seccomp, .no_pivot = o->no_pivot,
@@ -425,21 +465,15 @@ int an_container_create(const struct an_spec *spec, const struct an_container_op
   l.state_root = an_state_root_or_default(opts->state_root);
   int r = launch(&l, LAUNCH_CREATE, err);
   if (r < 0) return r;
-  /* [5] detach: init now waits on the start socket */
+  /* [5] detach; [8] init has disarmed its parent-death signal and waits
+   * on the start socket: returning (and exiting) no longer kills it */
   r = an_sync_send(l.sync_fd, AN_SYNC_DETACH, -1, err);
+  if (r == 0) r = an_sync_wait(l.sync_fd, AN_SYNC_DETACHED, NULL, err);
   if (r < 0) {
     an_error_prefix(err, "create container %s", opts->id);
     launch_teardown(&l);
     return r;
   }
-  /* Init clears its parent-death signal on DETACH, then closes its end of
-   * the sync socket: wait for that EOF (bounded), so that this runtime
-   * exiting cannot SIGKILL it in between.  (Before user namespaces were
-   * owned by the container's host uid, init's setresuid in the namespace
-   * changed its euid and so cleared the signal early, hiding this race.) */
-  struct pollfd p = {.fd = l.sync_fd, .events = POLLIN};
-  char drain[64];
-  while (poll(&p, 1, 10000) > 0 && read(l.sync_fd, drain, sizeof drain) > 0) {}
   launch_release(&l);
   return 0;
 }

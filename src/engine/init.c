@@ -5,8 +5,10 @@
  * capabilities, no_new_privs, and seccomp last, right before execve. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/close_range.h>
 #include <linux/openat2.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -82,6 +84,41 @@ static int lookup_executable(const char *arg0, char *const *env, char *out, size
   return an_error_set(err, ENOENT, "exec \"%s\": executable file not found in $PATH", arg0);
 }
 
+/* runc and crun: a process whose env has no HOME gets the home directory of
+ * its uid in the container's /etc/passwd, or "/" when there is none.
+ * Returns a new environment (heap, freed by execve) or NULL to keep `env`. */
+static char **env_with_home(char *const *env, uid_t uid) {
+  if (env_get(env, "HOME")) return NULL;
+  const char *home = "/";
+  char *found = NULL;
+  /* The image's file: only a regular one is read (a FIFO, device or pipe
+   * planted there must not block or feed init), and at most the first 1 MiB. */
+  FILE *f = NULL;
+  int fd = open("/etc/passwd", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (1 << 20))
+    f = fdopen(fd, "re");
+  if (!f && fd >= 0) close(fd);
+  for (struct passwd *pw; f && (pw = fgetpwent(f));)
+    if (pw->pw_uid == uid && pw->pw_dir && pw->pw_dir[0]) {
+      found = strdup(pw->pw_dir);
+      break;
+    }
+  if (f) fclose(f);
+  if (found) home = found;
+  size_t n = 0;
+  while (env && env[n]) n++;
+  char **out = calloc(n + 2, sizeof *out);
+  if (!out || asprintf(&out[n], "HOME=%s", home) < 0) {
+    free(out);
+    free(found);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) out[i] = env[i];
+  free(found);
+  return out;
+}
+
 /* cwd inside the root: resolved by openat2 confined to the root and without
  * magic links, so /proc/self/fd/N or /proc/1/cwd can never lead outside
  * (BL-02, runc CVE-2024-21626); then verified with getcwd. */
@@ -104,6 +141,25 @@ static int enter_cwd(const char *cwd, an_error_t *err) {
   return 0;
 }
 
+/* A process.cwd that does not exist is made (0755, as the container's
+ * root, before the root is made read-only), as runc and crun do; its
+ * parents are resolved inside the root and the last component is never a
+ * symlink that is followed for the creation (an_mount_resolve).  An existing
+ * cwd is left to enter_cwd. */
+static int make_cwd(const char *cwd, an_error_t *err) {
+  if (!cwd || cwd[0] != '/') return 0;   /* enter_cwd reports it */
+  cleanup_close int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) return an_error_set(err, errno, "open /");
+  struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+  cleanup_close int fd = -1;
+  do fd = (int) syscall(SYS_openat2, root, cwd, &how, sizeof how);
+  while (fd < 0 && errno == EAGAIN);
+  if (fd >= 0 || errno != ENOENT) return 0;
+  int r = an_mount_resolve(root, cwd, true, false, &fd, err);
+  return r < 0 ? an_error_prefix(err, "process.cwd %s", cwd) : 0;
+}
+
 static void reset_signals(void) {
   struct sigaction sa;
   for (int s = 1; s < NSIG; s++) {
@@ -121,11 +177,12 @@ static void reset_signals(void) {
 /* Mount namespace work, before pivot_root (between [1] and [2]). */
 static int setup_mounts(const struct an_init_config *c, int *root_fd, an_error_t *err) {
   const struct an_spec *s = c->spec;
-  int r = an_rootfs_prepare(c->rootfs, c->root_mnt_fd, root_fd, err);
+  int r = an_rootfs_prepare(c->rootfs, s->linux.rootfs_propagation, c->root_mnt_fd, root_fd, err);
   if (r < 0) return r;
   for (size_t i = 0; i < s->n_mounts; i++) {
     r = an_mount_entry(*root_fd, c->rootfs, c->bundle, &s->mounts[i],
-                       c->idmap_fds ? c->idmap_fds[i] : -1, err);
+                       c->idmap_fds ? c->idmap_fds[i] : -1, c->cgroup,
+                       (c->ns->all_flags & CLONE_NEWCGROUP) != 0, err);
     if (r < 0) return r;
   }
   return an_devices_setup(*root_fd, &s->linux, c->in_userns, err);
@@ -150,23 +207,21 @@ static int setup_process(const struct an_init_config *c, int *pty_master, an_err
    * without no_new_privs, and before a seccomp filter could deny its calls */
   r = an_landlock_apply(c->spec, err);
   if (r < 0) return r;
-  /* Without no_new_privs, installing the filter needs CAP_SYS_ADMIN: do it
-   * while we still have it (runc does the same). */
-  if (c->seccomp && !p->no_new_privileges) {
-    r = an_seccomp_install(c->seccomp, err);
-    if (r < 0) return an_error_prefix(err, "linux.seccomp");
-  }
   r = an_user_apply(&p->user, err);
   if (r < 0) return r;
   /* A change of credentials clears the parent-death signal (prctl(2)).  An
    * exec'd process arms it again until [5]: it joins a container whose
    * processes can stop it now, and must not outlive a runtime that died
-   * meanwhile.  (Not create's init: create sends DETACH and exits at once,
-   * which would race the clearing below; nothing else runs in its
-   * container yet.) */
+   * meanwhile.  (Not create's init, which keeps the signal armed at clone
+   * only where no uid change cleared it; nothing else runs in its container
+   * yet.  Init disarms it itself at [5], confirmed by [8].) */
   if (c->exec_only && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
     return an_error_set(err, errno, "set the parent-death signal (prctl PR_SET_PDEATHSIG)");
-  r = an_caps_apply(p->capabilities, err);
+  /* Without no_new_privs, installing the seccomp filter needs CAP_SYS_ADMIN:
+   * init keeps it (not the program: caps.h) so that the filter is still the
+   * last thing before execve, with only execve after it. */
+  uint64_t keep = c->seccomp && !p->no_new_privileges ? UINT64_C(1) << CAP_SYS_ADMIN : 0;
+  r = an_caps_apply_keeping(p->capabilities, keep, err);
   if (r < 0) return an_error_prefix(err, "process.capabilities");
   if (p->no_new_privileges && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
     return an_error_set(err, errno, "prctl PR_SET_NO_NEW_PRIVS");
@@ -207,7 +262,7 @@ static int wait_for_start(int start_fd, int *conn, an_error_t *err) {
 }
 
 static int init_run(const struct an_init_config *c, int *report_fd, char *exe, size_t exesz,
-                    an_error_t *err) {
+                    char ***env, an_error_t *err) {
   const struct an_spec *s = c->spec;
   int r;
   cleanup_free char *hook_state = NULL;
@@ -256,6 +311,8 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
     if (r < 0) return r;
     r = an_rootfs_pivot(root_fd, c->no_pivot, err);
     if (r < 0) return r;
+    r = make_cwd(c->process->cwd, err);
+    if (r < 0) return r;
     r = an_sysctl_apply(&s->linux, err);
     if (r < 0) return r;
     if (s->hostname && sethostname(s->hostname, strlen(s->hostname)) < 0)
@@ -271,6 +328,8 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   cleanup_close int pty_master = -1;
   r = setup_process(c, &pty_master, err);
   if (r < 0) return r;
+  char **with_home = env_with_home(c->process->env, c->process->user.uid);
+  if (with_home) *env = with_home;
   r = lookup_executable(c->process->args[0], c->process->env, exe, exesz, err);
   if (r < 0) return r;
 
@@ -289,7 +348,10 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
     return an_error_set(err, errno, "clear the parent-death signal (prctl PR_SET_PDEATHSIG)");
   if (got == AN_SYNC_DETACH) {
     if (c->start_fd < 0) return an_error_set(err, EPROTO, "detach without a start socket");
-    /* create: the runtime is about to exit; we are on our own now */
+    /* [8] create: the parent-death signal is disarmed; only now may the
+     * runtime exit (sync.h).  We are on our own from here. */
+    r = an_sync_send(c->sync_fd, AN_SYNC_DETACHED, -1, err);
+    if (r < 0) return r;
     close(c->sync_fd);
     *report_fd = -1;
     int conn = -1;
@@ -306,7 +368,9 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   r = seal_fds(c, report_fd, err);
   if (r < 0) return r;
   reset_signals();
-  if (c->seccomp && c->process->no_new_privileges) {
+  /* Last, as runc and crun: after the filter only execve of the path
+   * resolved before [4] (a tight allowlist needs nothing else). */
+  if (c->seccomp) {
     r = an_seccomp_install(c->seccomp, err);
     if (r < 0) return an_error_prefix(err, "linux.seccomp");
   }
@@ -326,9 +390,10 @@ _Noreturn void an_init_main(const struct an_init_config *c) {
   if (c->parent_sync_fd >= 0) close(c->parent_sync_fd);
   if (c->state_dirfd >= 0) close(c->state_dirfd);
 
-  r = init_run(c, &report_fd, exe, sizeof exe, &err);
+  char **env = c->process->env;
+  r = init_run(c, &report_fd, exe, sizeof exe, &env, &err);
   if (r == 0) {
-    execve(exe, c->process->args, c->process->env ? c->process->env : (char *[]){NULL});
+    execve(exe, c->process->args, env ? env : (char *[]){NULL});
     r = an_error_set(&err, errno, "exec \"%s\"", exe);
   }
   if (report_fd >= 0) an_sync_send_error(report_fd, err);

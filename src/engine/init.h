@@ -26,6 +26,7 @@
 #include "engine/namespaces.h"
 
 struct an_seccomp_program;
+struct an_cgroup;
 
 struct an_init_config {
   const struct an_spec *spec;
@@ -43,6 +44,8 @@ struct an_init_config {
                                               the lock is not held by init (flock(2) locks
                                               belong to the open file description) */
   const struct an_ns_plan *ns;
+  const struct an_cgroup *cgroup;          /* the container's cgroup (create/run), for the
+                                              cgroup mount's view; NULL when exec_only */
   bool in_userns;                          /* runs in a (new or joined) user namespace */
   bool become_root_early;                  /* setresuid(0) after the maps are written */
   const int *idmap_fds;                    /* per mounts[i]: idmapped detached mount made by

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "engine/cgroup_view.h"
 #include "engine/mount.h"
 #include "util/cleanup.h"
 
@@ -115,38 +116,51 @@ void an_mount_options_free(struct an_mount_options *o) {
 int an_mount_resolve(int root_fd, const char *path, bool create, bool as_file, int *out,
                      an_error_t *err) {
   if (!path || path[0] != '/') return an_error_set(err, EINVAL, "%s: not an absolute path", path);
-  int fd = openat2_path(root_fd, path, AN_RESOLVE_STRICT);
-  if (fd >= 0) { *out = fd; return 0; }
-  if (errno != ENOENT || !create) return an_error_set(err, errno, "resolve %s", path);
-
-  /* Split into parent and last component; make the parent first. */
-  char buf[PATH_MAX];
+  /* Split into the parent and the last component. */
+  char parent[PATH_MAX];
   size_t n = strlen(path);
-  if (n >= sizeof buf) return an_error_set(err, ENAMETOOLONG, "resolve %s", path);
-  memcpy(buf, path, n + 1);
-  while (n > 1 && buf[n - 1] == '/') buf[--n] = '\0';
-  char *slash = strrchr(buf, '/');
-  const char *base = slash + 1;
-  if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+  if (n >= sizeof parent) return an_error_set(err, ENAMETOOLONG, "resolve %s", path);
+  memcpy(parent, path, n + 1);
+  while (n > 1 && parent[n - 1] == '/') parent[--n] = '\0';
+  if (strcmp(parent, "/") == 0) {
+    int fd = openat2_path(root_fd, "/", AN_RESOLVE_STRICT);
+    if (fd < 0) return an_error_set(err, errno, "resolve %s", path);
+    *out = fd;
+    return 0;
+  }
+  char *slash = strrchr(parent, '/');
+  char base[NAME_MAX + 1];
+  if (strlen(slash + 1) > NAME_MAX) return an_error_set(err, ENAMETOOLONG, "resolve %s", path);
+  strcpy(base, slash + 1);
+  if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
     return an_error_set(err, EINVAL, "resolve %s: bad last component", path);
-  char basecopy[NAME_MAX + 1];
-  if (strlen(base) > NAME_MAX) return an_error_set(err, ENAMETOOLONG, "resolve %s", path);
-  strcpy(basecopy, base);
-  if (slash == buf) strcpy(buf, "/");   /* the parent is the root */
+  if (slash == parent) strcpy(parent, "/");   /* the parent is the root */
   else *slash = '\0';
 
-  cleanup_close int pfd = -1;
-  int r = an_mount_resolve(root_fd, buf, true, false, &pfd, err);
-  if (r < 0) return r;
+  /* The parent: symlinks followed, inside the root (an image's /sbin ->
+   * usr/sbin, /var/run -> /run), as runc and crun resolve targets; never
+   * through a magic link, never outside the root. */
+  cleanup_close int pfd = openat2_path(root_fd, parent, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  if (pfd < 0) {
+    if (errno != ENOENT || !create) return an_error_set(err, errno, "resolve %s", path);
+    int r = an_mount_resolve(root_fd, parent, true, false, &pfd, err);
+    if (r < 0) return r;
+  }
+  /* The last component: never a symlink (BL-20: a name swapped for a link
+   * while we look is refused, not followed). */
+  const uint64_t last = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  int fd = openat2_path(pfd, base, last);
+  if (fd >= 0) { *out = fd; return 0; }
+  if (errno != ENOENT || !create) return an_error_set(err, errno, "resolve %s", path);
   if (as_file) {
-    int f = openat(pfd, basecopy, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int f = openat(pfd, base, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (f < 0 && errno != EEXIST) return an_error_set(err, errno, "create %s", path);
     if (f >= 0) close(f);
-  } else if (mkdirat(pfd, basecopy, 0755) < 0 && errno != EEXIST) {
+  } else if (mkdirat(pfd, base, 0755) < 0 && errno != EEXIST) {
     return an_error_set(err, errno, "mkdir %s", path);
   }
   /* Reopen below the parent: the new name must not have been swapped for a symlink. */
-  fd = openat2_path(pfd, basecopy, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  fd = openat2_path(pfd, base, last);
   if (fd < 0) return an_error_set(err, errno, "resolve %s", path);
   *out = fd;
   return 0;
@@ -294,7 +308,8 @@ out:
 }
 
 int an_mount_entry(int root_fd, const char *rootfs, const char *bundle,
-                   const struct an_spec_mount *m, int premade_fd, an_error_t *err) {
+                   const struct an_spec_mount *m, int premade_fd, const struct an_cgroup *cg,
+                   bool own_cgroupns, an_error_t *err) {
   struct an_mount_options o;
   int ret = an_mount_options_parse(m->options, &o, err);
   if (ret < 0) return ret;
@@ -342,6 +357,12 @@ int an_mount_entry(int root_fd, const char *rootfs, const char *bundle,
       ret = an_error_set(err, errno, "mount_setattr %s", m->source);
       goto fail;
     }
+  } else if ((is_type(type, "cgroup") || is_type(type, "cgroup2")) && cg) {
+    /* the container's own cgroup, never the host's tree (cgroup_view.h) */
+    ret = an_mount_resolve(root_fd, m->destination, true, false, &target, err);
+    if (ret == 0) ret = an_cgroup_view_mount(cg, target, own_cgroupns, o.attr_set, err);
+    if (ret < 0) goto fail;
+    goto out;
   } else if (is_type(type, "cgroup") || is_type(type, "cgroup2")) {
     ret = an_mount_new_fs("cgroup2", "cgroup2", NULL, o.attr_set, &mnt, err);
     if (ret < 0) {
@@ -380,7 +401,12 @@ int an_mount_entry(int root_fd, const char *rootfs, const char *bundle,
   if (ret < 0) goto fail;
   ret = an_mount_attach(mnt, target, err);
   if (ret < 0) goto fail;
-  if (o.propagation && setattr_fd(mnt, o.recursive || bind, 0, 0, o.propagation, -1) < 0) {
+  /* Without a propagation option the mount is a slave, as everything in the
+   * container's namespace (an_rootfs_prepare): an idmapped mount was cloned
+   * in the runtime's namespace and is otherwise a peer of its shared source,
+   * so mounts made below it would appear on the host. */
+  if (setattr_fd(mnt, o.recursive || bind || premade_fd >= 0, 0, 0,
+                 o.propagation ? o.propagation : MS_SLAVE, -1) < 0) {
     ret = an_error_set(err, errno, "set propagation");
     goto fail;
   }

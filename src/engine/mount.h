@@ -1,6 +1,6 @@
 /* engine/mount.h — mounts[] entries (config.md "Mounts") done by file
  * descriptor: every target is resolved inside the container root with
- * openat2(RESOLVE_IN_ROOT|RESOLVE_NO_SYMLINKS) and mounted through the new
+ * openat2(RESOLVE_IN_ROOT; no symlink as the last component) and mounted through the new
  * mount API (open_tree / fsopen+fsconfig+fsmount / mount_setattr /
  * move_mount onto that fd), never through a path string that was checked
  * and then used (BL-20, runc CVE-2021-30465).  What does NOT live here: the
@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include "agentnest/error.h"
 #include "agentnest/spec.h"
+
+struct an_cgroup;
 
 /* Mount options parsed from an options[] list (mount(8) names). */
 struct an_mount_options {
@@ -27,12 +29,16 @@ int an_mount_options_parse(char *const *options, struct an_mount_options *o, an_
 void an_mount_options_free(struct an_mount_options *o);
 
 /* Resolve `path` (absolute, inside the container) below `root_fd` to an
- * O_PATH fd without following any symlink (RESOLVE_IN_ROOT |
- * RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS).  With `create`, missing
- * components are made: directories 0755, and the last one as an empty
- * regular file when `as_file`.  *fd owned by the caller.  Errors: -ELOOP a
- * component is a symlink, -ENOENT missing (without create), -EINVAL a path
- * that is not absolute or ends in "..", errno of mkdirat/openat. */
+ * O_PATH fd: symlinks in the parent components are followed inside the
+ * root (openat2 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS: an absolute link
+ * or ".." never leaves it, as runc's and crun's resolution), the last
+ * component must not be a symlink (RESOLVE_NO_SYMLINKS: a name swapped for
+ * a link is refused, BL-20).  With `create`, missing components are made:
+ * directories 0755, and the last one as an empty regular file when
+ * `as_file`.  *fd owned by the caller.  Errors: -ELOOP the last component
+ * (or a component that had to be created) is a symlink, or a magic link on
+ * the way, -ENOENT missing (without create), -EINVAL a path that is not
+ * absolute or ends in "..", errno of mkdirat/openat. */
 int an_mount_resolve(int root_fd, const char *path, bool create, bool as_file, int *fd,
                      an_error_t *err);
 
@@ -50,11 +56,15 @@ int an_mount_prepare_idmapped(const struct an_spec_mount *m, const char *bundle,
  * (any type with a "bind"/"rbind" option), tmpfs, proc, sysfs (falls back to
  * a read-only recursive bind of the host /sys where sysfs cannot be mounted,
  * as runc), devpts (retries without gid= where that gid is unmapped), mqueue,
- * cgroup/cgroup2 (cgroup2, read-only tmpfs when it cannot be mounted), and any
+ * cgroup/cgroup2 (the container's own cgroup `cg` as cgroup_view.h
+ * describes, `own_cgroupns` telling whether it has its own cgroup
+ * namespace; without `cg`: cgroup2, or an empty read-only tmpfs when that
+ * cannot be mounted), and any
  * other filesystem type fsopen(2) knows.  Errors: the errno of the failing
  * call, message "mount <type> on <rootfs><destination>: <ERRNO>". */
 int an_mount_entry(int root_fd, const char *rootfs, const char *bundle,
-                   const struct an_spec_mount *m, int premade_fd, an_error_t *err);
+                   const struct an_spec_mount *m, int premade_fd, const struct an_cgroup *cg,
+                   bool own_cgroupns, an_error_t *err);
 
 /* A detached bind mount of `fd` (a path opened O_PATH in the current mount
  * namespace), recursive with `recursive`, with mount attributes set; ready for

@@ -15,11 +15,27 @@
 #include "engine/rootfs.h"
 #include "util/cleanup.h"
 
-int an_rootfs_prepare(const char *rootfs, int root_mnt_fd, int *root_fd, an_error_t *err) {
-  if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-    return an_error_set(err, errno, "make / rslave");
+int an_rootfs_prepare(const char *rootfs, const char *propagation, int root_mnt_fd, int *root_fd,
+                      an_error_t *err) {
+  /* runc's prepareRoot: everything in the new namespace becomes a slave
+   * (rslave, the default) or private (rootfsPropagation private/rprivate)
+   * before anything is mounted, so that no mount made here reaches the
+   * host.  A shared rootfsPropagation is applied only after pivot_root
+   * (an_rootfs_finalize), on the container's own mounts. */
+  bool private = propagation && strstr(propagation, "private");
+  unsigned long flags = (private ? MS_PRIVATE : MS_SLAVE) | MS_REC;
+  if (mount(NULL, "/", NULL, flags, NULL) < 0)
+    return an_error_set(err, errno, "make / %s", private ? "rprivate" : "rslave");
   if (move_mount(root_mnt_fd, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) < 0)
     return an_error_set(err, errno, "attach rootfs %s over /", rootfs);
+  /* The root was cloned in the runtime's namespace: a clone of a shared
+   * mount (dockerd's data-root, a shared bundle) is a peer of it, and the
+   * kernel refuses a shared new root (pivot_root(2): EINVAL) while every
+   * mount made below it would appear on the host.  Make it and its
+   * submounts a slave (or private) as the rest of the namespace. */
+  struct mount_attr a = {.propagation = private ? MS_PRIVATE : MS_SLAVE};
+  if (mount_setattr(root_mnt_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0)
+    return an_error_set(err, errno, "make rootfs %s %s", rootfs, private ? "rprivate" : "rslave");
   int fd = fcntl(root_mnt_fd, F_DUPFD_CLOEXEC, 3);
   if (fd < 0) return an_error_set(err, errno, "dup rootfs %s", rootfs);
   *root_fd = fd;

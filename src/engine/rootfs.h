@@ -12,14 +12,20 @@
 #include "agentnest/spec.h"
 
 /* In a fresh mount namespace: make every mount a slave (events from the host
- * still arrive, nothing leaks back) and attach `root_mnt_fd` — a detached
+ * still arrive, nothing leaks back; private when `propagation`, the
+ * spec's linux.rootfsPropagation or NULL, is "private"/"rprivate", as runc)
+ * and attach `root_mnt_fd` — a detached
  * clone of the root that the runtime made with open_tree(2) while it could
  * still reach the root's path as itself — on top of "/" (move_mount(2)).
  * Nothing is looked up by path, so a root under a directory the container's
  * ids cannot search (the 0700 image store) works, and no mount is ever made
- * in the host's namespace.  *root_fd gets an fd of the attached root.
+ * in the host's namespace.  The attached root and its submounts are made
+ * slaves (or private) too: a clone of a shared mount would otherwise be the
+ * host's peer (pivot_root refuses it, mounts below it would leak).  *root_fd
+ * gets an fd of the attached root.
  * Errors: errno of mount/move_mount naming `rootfs`. */
-int an_rootfs_prepare(const char *rootfs, int root_mnt_fd, int *root_fd, an_error_t *err);
+int an_rootfs_prepare(const char *rootfs, const char *propagation, int root_mnt_fd, int *root_fd,
+                      an_error_t *err);
 
 /* Make root_fd the process's root: pivot_root(".", ".") and detach the old
  * root (runc/lxc), or with `no_pivot` chroot into it (it is already mounted

@@ -89,6 +89,8 @@ static int parse_memory(yajl_val v, const char *path, struct an_spec_resources *
                    err)) < 0 ||
       (r = opt_i64(v, path, "kernel", -1, INT64_MAX, &res->has_memory_kernel, &res->memory_kernel,
                    err)) < 0 ||
+      (r = opt_i64(v, path, "kernelTCP", -1, INT64_MAX, &res->has_memory_kernel_tcp,
+                   &res->memory_kernel_tcp, err)) < 0 ||
       (r = opt_u64(v, path, "swappiness", 100, &res->has_memory_swappiness,
                    &res->memory_swappiness, err)) < 0)
     return r;
@@ -255,9 +257,32 @@ int an_spec_parse_resources(yajl_val v, const char *path, struct an_spec_resourc
   if ((x = an_json_member(v, "hugepageLimits")) &&
       (r = parse_hugepages(x, an_json_path_key(sub, path, "hugepageLimits"), res, err)) < 0)
     return r;
+  /* network (classID, priorities): parsed only to be refused, see
+   * an_cg_validate_resources */
+  if ((x = an_json_member(v, "network"))) res->has_network = true;
   if ((x = an_json_member(v, "unified")) &&
       (r = an_spec_parse_string_map(x, an_json_path_key(sub, path, "unified"), &res->unified,
                                     &res->n_unified, err)) < 0)
     return r;
+  return 0;
+}
+
+int an_spec_resources_parse(const char *json, size_t len, struct an_spec_resources **out,
+                            an_error_t *err) {
+  yajl_val doc = NULL;
+  int r = an_json_parse(json, len, "resources", &doc, err);
+  if (r < 0) return r;
+  struct an_spec_resources *res = calloc(1, sizeof *res);
+  if (!res) {
+    yajl_tree_free(doc);
+    return an_error_set(err, ENOMEM, "resources");
+  }
+  r = an_spec_parse_resources(doc, "resources", res, err);
+  yajl_tree_free(doc);
+  if (r < 0) {
+    an_spec_resources_free(res);
+    return r;
+  }
+  *out = res;
   return 0;
 }

@@ -23,6 +23,7 @@ const char *an_sync_point_name(int point) {
   case AN_SYNC_GO: return "go";
   case AN_SYNC_DETACH: return "detach";
   case AN_SYNC_SPAWNED: return "spawned";
+  case AN_SYNC_DETACHED: return "detached";
   case AN_SYNC_ERROR: return "error";
   default: return "unknown";
   }

@@ -27,12 +27,18 @@
  *                                              caps, no_new_privs, PATH lookup
  *   [4] wait (+ pty master fd) <-------------- [4] send AN_SYNC_READY
  *   record state "created"
- *   [5] send AN_SYNC_GO (run) or  -----------> [5] wait
+ *   [5] send AN_SYNC_GO (run) or  -----------> [5] wait; clear PDEATHSIG
  *       AN_SYNC_DETACH (create)                GO: startContainer hooks, seccomp, execve
- *                                              DETACH: clear PDEATHSIG, block on the
- *                                              start socket until `start` connects
- *   [6] EOF on the socket = execve done;       (CLOEXEC closes the socket at execve)
+ *   create: [8] wait  <----------------------- DETACH: [8] send AN_SYNC_DETACHED, close
+ *   then exit (init no longer dies with us)    the socket, block on the start socket
+ *                                              until `start` connects
+ *   [6] run: EOF on the socket = execve done;  (CLOEXEC closes the socket at execve)
  *       AN_SYNC_ERROR = execve failed
+ *
+ * [8] exists because the parent-death signal armed at clone is cleared only
+ * by init itself (or by a change of uid, which a uid-0 container without a
+ * user namespace never makes): had create exited right after [5], its exit
+ * could kill init before init disarmed the signal.
  *
  * An exec (exec.c) first runs [1] and [7] AN_SYNC_SPAWNED (with the new
  * process's pidfd) with a joiner that enters the namespaces and forks the
@@ -56,6 +62,7 @@ enum an_sync_point {
   AN_SYNC_DETACH = 6,
   AN_SYNC_SPAWNED = 7,  /* exec only: the joiner made the process (its pidfd rides along),
                            see exec_join.h */
+  AN_SYNC_DETACHED = 8, /* create only: init disarmed its parent-death signal */
   AN_SYNC_ERROR = 99,
 };
 
