@@ -7,7 +7,8 @@
  * exits (a daemonised grandchild still holding the pipes cannot keep the
  * caller waiting, BL-42) or when the timeout fires.  Then every process left
  * in the exec's cgroup is killed (cgroup.kill; BL-42) and the cgroup
- * removed.  OOM: the oom_kill counter of the exec's cgroup (memory.events on
+ * removed.  The caller's cancel fd (its signals) ends the command the same
+ * way.  OOM: the oom_kill counter of the exec's cgroup (memory.events on
  * v2, memory.oom_control on v1, which counts where the victim lived) is
  * compared before and after (BL-35).  What does NOT live here: cloning into
  * the sandbox (exec_spawn.c), output capture and redaction (output.c). */
@@ -137,7 +138,7 @@ int an_sb_exec_secrets(const struct an_sandbox *sb, const struct an_exec_opts *e
  * timeout, capture output.  `cg` is the cgroup to kill (the exec's, or the
  * whole sandbox for run_once). */
 int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
-                       uint64_t timeout_ms, uint64_t kill_grace_ms,
+                       uint64_t timeout_ms, uint64_t kill_grace_ms, int cancel_fd,
                        const struct an_output_opts *oo, struct an_exec_result *res,
                        an_error_t *err) {
   cleanup_close int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -152,6 +153,9 @@ int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
   if (epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev) < 0) return an_error_set(err, errno, "exec: epoll_ctl");
   ev.data.fd = tfd;
   if (epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev) < 0) return an_error_set(err, errno, "exec: epoll_ctl");
+  ev.data.fd = cancel_fd;
+  if (cancel_fd >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, cancel_fd, &ev) < 0)
+    return an_error_set(err, errno, "exec: epoll_ctl (cancel fd %d)", cancel_fd);
 
   int r = an_output_capture(out_fd, err_fd, ep, oo, &res->output, err);
   if (r < 0) {
@@ -170,8 +174,9 @@ int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
   while (!exited(pidfd)) {
     int n = epoll_wait(ep, &got, 1, -1);
     if (n < 0 && errno != EINTR) return an_error_set(err, errno, "exec: epoll_wait");
-    if (n > 0 && got.data.fd == tfd && !exited(pidfd)) {
-      res->timed_out = true;
+    if (n > 0 && (got.data.fd == tfd || got.data.fd == cancel_fd) && !exited(pidfd)) {
+      if (got.data.fd == tfd) res->timed_out = true;
+      else res->cancelled = true;
       an_error_t e = NULL;
       if (kill_grace_ms) {
         if (cg) an_cgroup_kill(cg, SIGTERM, &e);
@@ -288,7 +293,8 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   };
   uint64_t spent = an_mono_ms() - t0;
   if (timeout != UINT64_MAX) timeout = timeout > spent ? timeout - spent : 1;
-  r = an_sb_wait_capture(ecg, pidfd, po[0], pe[0], timeout, eo->kill_grace_ms, &oo, res, err);
+  r = an_sb_wait_capture(ecg, pidfd, po[0], pe[0], timeout, eo->kill_grace_ms,
+                         eo->has_cancel_fd ? eo->cancel_fd : -1, &oo, res, err);
   close(pidfd);
   if (r < 0) goto out;
   /* Documented policy: what the command left running is killed with it. */

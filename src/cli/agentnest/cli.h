@@ -52,7 +52,7 @@ enum {
   CLI_OPT_IMAGE = 1000, CLI_OPT_PROFILE, CLI_OPT_MEMORY, CLI_OPT_CPUS, CLI_OPT_PIDS,
   CLI_OPT_TMP_SIZE, CLI_OPT_TIMEOUT, CLI_OPT_EXEC_TIMEOUT, CLI_OPT_MAX_OUTPUT, CLI_OPT_MAX_READ,
   CLI_OPT_ENV, CLI_OPT_SECRET, CLI_OPT_WORKDIR, CLI_OPT_NETWORK, CLI_OPT_SECCOMP_PROFILE,
-  CLI_OPT_NAME,
+  CLI_OPT_NAME, CLI_OPT_DISK, CLI_OPT_INODES,
   CLI_OPT__LAST_SANDBOX,
   /* command-specific flags */
   CLI_OPT_PUT = 1100, CLI_OPT_GET, CLI_OPT_JSON, CLI_OPT_TO, CLI_OPT_SHA256, CLI_OPT_FOLLOW,
@@ -76,7 +76,9 @@ enum {
   {"workdir", required_argument, NULL, CLI_OPT_WORKDIR},               \
   {"network", required_argument, NULL, CLI_OPT_NETWORK},               \
   {"seccomp-profile", required_argument, NULL, CLI_OPT_SECCOMP_PROFILE}, \
-  {"name", required_argument, NULL, CLI_OPT_NAME}
+  {"name", required_argument, NULL, CLI_OPT_NAME},                     \
+  {"disk", required_argument, NULL, CLI_OPT_DISK},                     \
+  {"inodes", required_argument, NULL, CLI_OPT_INODES}
 
 /* Help text of the sandbox flags. */
 extern const char cli_sandbox_opts_help[];

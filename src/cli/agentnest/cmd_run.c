@@ -202,7 +202,8 @@ static int oneshot_run(struct oneshot *o, struct an_sandbox_opts *opts, char **a
 
   an_error_t err = NULL;
   struct an_sandbox *sb = NULL;
-  if (an_sandbox_create(o->root, opts, &sb, &err) < 0) return cli_fail(o->cmd, &err);
+  /* owned: a CLI killed with SIGKILL takes the sandbox with it */
+  if (an_sandbox_create_owned(o->root, opts, &sb, &err) < 0) return cli_fail(o->cmd, &err);
   cleanup_free char *id = strdup(an_sandbox_id(sb));
   int status = AN_EXIT_RUNTIME, sig = pending_signal(sfd);
 
