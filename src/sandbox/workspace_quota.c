@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "sandbox/sandbox_internal.h"
@@ -70,12 +71,17 @@ static const char *find_mke2fs(void) {
   return NULL;
 }
 
+/* ext4 registered, or a module the mount will load (request_module). */
 static bool kernel_has_ext4(void) {
   cleanup_fclose FILE *f = fopen("/proc/filesystems", "re");
   char line[128];
   while (f && fgets(line, sizeof line, f))
     if (strstr(line, "\text4\n")) return true;
-  return false;
+  struct utsname u;
+  char dir[sizeof u.release + 64];
+  if (uname(&u) < 0) return false;
+  snprintf(dir, sizeof dir, "/lib/modules/%s/kernel/fs/ext4", u.release);
+  return access(dir, F_OK) == 0;
 }
 
 enum an_sb_ws_kind an_sb_ws_mechanism(const char *dir, char *why, size_t len) {

@@ -5,7 +5,10 @@
  * refused and leave nothing; destroy, and SIGKILL of the monitor + prune,
  * leave no mount, loop device or image; a project quota is used where the
  * store's file system enforces one (an ext4 image mounted prjquota made by
- * the test).  Uses the busybox image of the image cache (`make images`).
+ * the test).  The mechanisms are also driven directly (workspace_quota.c's
+ * an_sb_ws_make/remove and a writer with the workspace's uid), so that a
+ * kernel that has project quotas (e.g. the cgroup v2 VM's) checks that one
+ * even where a sandbox does not start.  Uses the busybox image of the image cache (`make images`).
  * Run as root from the worktree root. */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -23,7 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "agentnest.h"
+#include "agentnest/doctor.h"
 #include "agentnest/sandbox.h"
+#include "sandbox/sandbox_internal.h"
 #include "util.h"
 
 #define CACHE "/var/cache/agentnest/images"
@@ -248,6 +253,18 @@ Test(quota, absurd_values_are_refused_and_leave_nothing) {
   an_sandbox_opts_free(o);
 }
 
+/* doctor names the mechanism this host's store gets. */
+Test(quota, doctor_says_which_mechanism_enforces_the_quota) {
+  char *json = NULL;
+  bool ok = false;
+  an_error_t err = NULL;
+  cr_assert(an_doctor_probe(g_root, &json, &ok, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect(strstr(json, "\"workspace_quota\""), "%s", json);
+  cr_expect(strstr(json, "\"mechanism\": \"image\"") || strstr(json, "\"mechanism\": \"project_quota\""),
+            "no enforcing mechanism on a host whose sandboxes start: %s", json);
+  free(json);
+}
+
 /* The profile keys and their defaults. */
 Test(quota, profile_keys_disk_and_inodes) {
   char path[PATH_MAX + 32];
@@ -333,4 +350,109 @@ Test(quota, project_quota_where_the_store_has_one) {
   an_sandbox_close(sb);
   cr_expect(access(sdir, F_OK) != 0, "%s remains", sdir);
   an_sandbox_opts_free(o);
+}
+
+/* ---- the mechanisms directly ------------------------------------------------------------- */
+
+#define WS_UID 3000123
+/* As uid WS_UID, write 1 MiB blocks to DIR/big until failure, then create
+ * empty files until failure; "<bytes> <files> <errno of each>" to `out`. */
+static void fill_as_owner(const char *ws, char *out, size_t len) {
+  int p[2];
+  cr_assert(pipe(p) == 0);
+  pid_t c = fork();
+  cr_assert_geq(c, 0);
+  if (c == 0) {
+    close(p[0]);
+    if (setgid(WS_UID) < 0 || setuid(WS_UID) < 0) _exit(1);
+    char path[PATH_MAX + 32];
+    static char block[1 << 20];
+    snprintf(path, sizeof path, "%s/big", ws);
+    int fd = open(path, O_WRONLY | O_CREAT, 0600);
+    long long bytes = 0;
+    int e1 = 0, e2 = 0;
+    for (;;) {
+      ssize_t w = fd < 0 ? -1 : write(fd, block, sizeof block);
+      if (w <= 0) { e1 = fd < 0 ? errno : w < 0 ? errno : ENOSPC; break; }
+      bytes += w;
+      if (bytes > (64ll << 20)) break;
+    }
+    if (fd >= 0 && fsync(fd) < 0 && !e1) e1 = errno;
+    if (fd >= 0) close(fd);
+    unlink(path);   /* room for the inodes */
+    int files = 0;
+    for (; files < 100000; files++) {
+      snprintf(path, sizeof path, "%s/f%d", ws, files);
+      int f = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+      if (f < 0) { e2 = errno; break; }
+      close(f);
+    }
+    dprintf(p[1], "%lld %d %d %d", bytes, files, e1, e2);
+    _exit(0);
+  }
+  close(p[1]);
+  ssize_t n = read(p[0], out, len - 1);
+  out[n > 0 ? n : 0] = '\0';
+  close(p[0]);
+  waitpid(c, NULL, 0);
+}
+
+/* Make a workspace under a fresh directory of `parent` with the mechanism
+ * this host gives it, fill it as its owner, remove it; returns the kind. */
+static enum an_sb_ws_kind make_fill_remove(const char *parent, char *res, size_t len) {
+  char dir[PATH_MAX], ws[PATH_MAX + 16], why[200];
+  snprintf(dir, sizeof dir, "%s/sb", parent);
+  cr_assert(mkdir(dir, 0711) == 0 || errno == EEXIST, "mkdir %s", dir);
+  snprintf(ws, sizeof ws, "%s/workspace", dir);
+  enum an_sb_ws_kind k = an_sb_ws_mechanism(dir, why, sizeof why);
+  an_error_t err = NULL;
+  cr_assert(an_sb_ws_make(dir, ws, WS_UID, 16 << 20, 300, WS_UID, WS_UID, &err) == 0, "%s (%s)",
+            err ? err->msg : "", why);
+  fill_as_owner(ws, res, len);
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+  cr_assert(dfd >= 0);
+  cr_assert(an_sb_ws_remove(dfd, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect(an_sb_ws_remove(dfd, &err) == 0, "second remove: %s", err ? err->msg : "");
+  close(dfd);
+  char img[PATH_MAX + 32];
+  snprintf(img, sizeof img, "%s/workspace.img", dir);
+  cr_expect(access(ws, F_OK) != 0 && access(img, F_OK) != 0, "workspace or image left in %s", dir);
+  assert_no_workspace_left(ws);
+  rmdir(dir);
+  return k;
+}
+
+static void expect_bounded(const char *res, const char *what) {
+  long long bytes = -1;
+  int files = -1, e1 = -1, e2 = -1;
+  cr_assert_eq(sscanf(res, "%lld %d %d %d", &bytes, &files, &e1, &e2), 4, "%s: writer said \"%s\"", what, res);
+  cr_expect(bytes <= (16ll << 20), "%s: %lld bytes written into a 16 MiB workspace", what, bytes);
+  cr_expect(e1 == ENOSPC || e1 == EDQUOT, "%s: the write failed with %s", what, strerror(e1));
+  cr_expect(files >= 250 && files <= 332, "%s: %d files in a 300-inode workspace", what, files);
+  cr_expect(e2 == ENOSPC || e2 == EDQUOT, "%s: the create failed with %s", what, strerror(e2));
+}
+
+Test(quota, the_mechanism_of_this_host_bounds_the_owner_directly) {
+  char res[128];
+  enum an_sb_ws_kind k = make_fill_remove(g_root, res, sizeof res);
+  cr_expect(k != AN_SB_WS_NONE);
+  expect_bounded(res, k == AN_SB_WS_IMAGE ? "image" : "project quota");
+}
+
+Test(quota, project_quota_bounds_the_owner_directly) {
+  if (an_test_sh("command -v mkfs.ext4 >/dev/null") != 0) cr_skip_test("mkfs.ext4 absent");
+  char img[PATH_MAX + 16], mnt[PATH_MAX];
+  snprintf(img, sizeof img, "%s/prj.img", g_root);
+  snprintf(mnt, sizeof mnt, "%s/prj", g_root);
+  mkdir(mnt, 0711);
+  cr_assert(an_test_sh("truncate -s 128M %s && mkfs.ext4 -q -F -O quota,project -E quotatype=prjquota %s",
+                       img, img) == 0, "mkfs.ext4 with project quota");
+  int rc = an_test_sh("mount -o loop,prjquota %s %s", img, mnt);
+  unlink(img);
+  if (rc != 0) cr_skip_test("this kernel cannot mount ext4 with prjquota (CONFIG_QFMT_V2?)");
+  char res[128];
+  enum an_sb_ws_kind k = make_fill_remove(mnt, res, sizeof res);
+  umount2(mnt, MNT_DETACH);
+  cr_expect_eq(k, AN_SB_WS_PROJECT_QUOTA, "a prjquota store did not get a project quota");
+  expect_bounded(res, "project quota");
 }

@@ -9,7 +9,9 @@
  * "PROCESSES AND THREADS"), which execs, copies artifacts out and prints the
  * result; meanwhile the parent waits on the signalfd and the child's pidfd.
  * On a signal the parent destroys the sandbox (which ends the exec) and
- * exits 128+N: the sandbox is gone before the CLI is. */
+ * exits 128+N: the sandbox is gone before the CLI is.  The sandbox is
+ * created owned (an_sandbox_create_owned): if the CLI is SIGKILLed, its
+ * monitor sees it exit and tears the sandbox down. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
