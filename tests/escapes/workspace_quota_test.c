@@ -82,6 +82,9 @@ static void teardown_store(void) {
 
 TestSuite(quota, .init = setup, .fini = teardown_store, .timeout = 300);
 
+/* criterion runs no .fini after a skip: clean up first */
+#define skip_clean(...) do { teardown_store(); cr_skip_test(__VA_ARGS__); } while (0)
+
 static struct an_sandbox_opts *opts_quota(const char *disk, const char *inodes) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
@@ -311,7 +314,7 @@ Test(quota, monitor_sigkill_then_prune_leaves_no_mount_loop_or_image) {
  * the project feature, mounted prjquota): the workspace is a plain
  * directory there, bounded by its project's limits. */
 Test(quota, project_quota_where_the_store_has_one) {
-  if (an_test_sh("command -v mkfs.ext4 >/dev/null") != 0) cr_skip_test("mkfs.ext4 absent");
+  if (an_test_sh("command -v mkfs.ext4 >/dev/null") != 0) skip_clean("mkfs.ext4 absent");
   char img[PATH_MAX + 16], store[PATH_MAX];
   snprintf(img, sizeof img, "%s.img", g_root);
   snprintf(store, sizeof store, "%s", g_root);
@@ -322,7 +325,7 @@ Test(quota, project_quota_where_the_store_has_one) {
   mkdir(store, 0711);
   int rc = an_test_sh("mount -o loop,prjquota %s %s", img, store);
   unlink(img);   /* the loop device keeps it; gone at umount */
-  if (rc != 0) cr_skip_test("this kernel cannot mount ext4 with prjquota (CONFIG_QFMT_V2?)");
+  if (rc != 0) skip_clean("this kernel cannot mount ext4 with prjquota (CONFIG_QFMT_V2?)");
   chmod(store, 0711);
   import_busybox(store);
   struct an_sandbox_opts *o = opts_quota("16m", "300");
@@ -440,7 +443,7 @@ Test(quota, the_mechanism_of_this_host_bounds_the_owner_directly) {
 }
 
 Test(quota, project_quota_bounds_the_owner_directly) {
-  if (an_test_sh("command -v mkfs.ext4 >/dev/null") != 0) cr_skip_test("mkfs.ext4 absent");
+  if (an_test_sh("command -v mkfs.ext4 >/dev/null") != 0) skip_clean("mkfs.ext4 absent");
   char img[PATH_MAX + 16], mnt[PATH_MAX];
   snprintf(img, sizeof img, "%s/prj.img", g_root);
   snprintf(mnt, sizeof mnt, "%s/prj", g_root);
@@ -449,7 +452,7 @@ Test(quota, project_quota_bounds_the_owner_directly) {
                        img, img) == 0, "mkfs.ext4 with project quota");
   int rc = an_test_sh("mount -o loop,prjquota %s %s", img, mnt);
   unlink(img);
-  if (rc != 0) cr_skip_test("this kernel cannot mount ext4 with prjquota (CONFIG_QFMT_V2?)");
+  if (rc != 0) skip_clean("this kernel cannot mount ext4 with prjquota (CONFIG_QFMT_V2?)");
   char res[128];
   enum an_sb_ws_kind k = make_fill_remove(mnt, res, sizeof res);
   umount2(mnt, MNT_DETACH);
