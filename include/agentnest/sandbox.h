@@ -22,7 +22,10 @@
  *                                       the store's file system enforces
  *                                       them, else the mount of:
  *   <root>/sandboxes/<id>/workspace.img sparse ext4 image on a loop device
- *                                       (autoclear), root 0600
+ *                                       (autoclear), root 0600, a copy of
+ *   <root>/workspace-templates/         one empty image per (disk, inodes),
+ *                                       made by mke2fs on first use (root
+ *                                       0700; prune --all removes them)
  *   <root>/sandboxes/<id>/events.jsonl  one JSON object per line (see events)
  *   <root>/sandboxes/<id>/lock          flock(2): serialises destroy/expiry/prune
  *   <root>/sandboxes/<id>/exec-slots/   flock files of the exec cgroups in use

@@ -263,6 +263,12 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   an_jgen_array_open(g);
   prune_tombstones(g, root, &errs, &nerr);
   an_jgen_array_close(g);
+  /* --all: also the empty workspace images kept for the next creates */
+  if (all) {
+    cleanup_close int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rfd >= 0 && an_remove_tree_beneath(rfd, "workspace-templates", &e) < 0) note_error(&errs, &nerr, &e);
+    an_error_free(&e);
+  }
   an_jgen_key(g, "errors");
   an_jgen_array_open(g);
   for (size_t i = 0; i < nerr; i++) {

@@ -217,7 +217,7 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   }
   uid_t wuid = sb->rec.ids.host_uid_base + an_sandbox_opts_uid(opts);
   gid_t wgid = sb->rec.ids.host_uid_base + an_sandbox_opts_gid(opts);
-  if ((r = an_sb_ws_make(sb->dir, sb->workspace, (uint32_t) sb->rec.ids.host_uid_base,
+  if ((r = an_sb_ws_make(root, sb->dir, sb->workspace, (uint32_t) sb->rec.ids.host_uid_base,
                          an_sandbox_opts_disk(opts), an_sandbox_opts_inodes(opts), wuid, wgid, err)) < 0)
     goto fail;
   sb->ws_fd = open(sb->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);

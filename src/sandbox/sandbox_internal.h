@@ -122,7 +122,8 @@ enum an_sb_ws_kind { AN_SB_WS_PROJECT_QUOTA, AN_SB_WS_IMAGE, AN_SB_WS_NONE };
 /* Which mechanism a workspace made under directory `dir` gets on this host;
  * `why` (len bytes) receives a one-line description (doctor prints it). */
 enum an_sb_ws_kind an_sb_ws_mechanism(const char *dir, char *why, size_t len);
-/* Make <dir>/workspace (`ws` is that path, for messages and the mount),
+/* Make <dir>/workspace (`ws` is that path, for messages and the mount) of
+ * the sandbox directory `dir` of store `root` (its workspace-templates/),
  * owned uid:gid, mode 0700, bounded to `disk` bytes and `inodes` inodes by
  * the kernel; `projid` is its project id where a project quota is used.
  * inodes is lowered to disk / 2048 where larger (ext4's inode tables must
@@ -130,8 +131,8 @@ enum an_sb_ws_kind an_sb_ws_mechanism(const char *dir, char *why, size_t len);
  * Errors: -EOPNOTSUPP no mechanism on this host (fail closed); -ENOSPC an image larger than the space free;
  * -EBUSY project id in use; mke2fs/loop/mount errors.  Nothing is left
  * on failure. */
-int an_sb_ws_make(const char *dir, const char *ws, uint32_t projid, uint64_t disk, uint64_t inodes,
-                  uid_t uid, gid_t gid, an_error_t *err);
+int an_sb_ws_make(const char *root, const char *dir, const char *ws, uint32_t projid, uint64_t disk,
+                  uint64_t inodes, uid_t uid, gid_t gid, an_error_t *err);
 /* Remove the workspace under the sandbox directory fd `dfd`: unmount an
  * image (lazily), remove the tree, clear a project quota's limits, delete
  * the image.  Idempotent (nothing there: 0). */

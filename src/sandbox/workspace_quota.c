@@ -9,12 +9,16 @@
  *                  the project id can be changed from the init user
  *                  namespace only (fileattr_set_prepare), so not from inside;
  *   image          else: a sparse file <dir>/workspace.img (root 0600),
- *                  ext4 made by mke2fs(8) with -N inodes, no journal, lazy
- *                  inode tables, attached to a loop device with
+ *                  a copy of an empty ext4 image made once per (disk,
+ *                  inodes) by mke2fs(8) with -N inodes, no journal, lazy
+ *                  inode tables (<root>/workspace-templates/), attached to
+ *                  a loop device with
  *                  LO_FLAGS_AUTOCLEAR (the device is freed with the last
  *                  reference: the mount) and mounted nosuid,nodev on
  *                  <dir>/workspace (noinit_itable: a sparse file reads as
- *                  zeros; discard: deleted data is given back to the host).
+ *                  zeros; discard: deleted data is given back to the host;
+ *                  nobarrier: nothing is flushed for a file system that
+ *                  dies with its sandbox).
  * A quota that neither can enforce refuses the sandbox (fail closed).  The
  * removal (umount, image, quota limits) is idempotent, for teardown and
  * prune.  What does NOT live here: copying files in and out (files.c,
@@ -48,6 +52,7 @@
 
 #define WS_NAME "workspace"
 #define WS_IMAGE "workspace.img"
+#define WS_TEMPLATES "workspace-templates"
 /* ext4 needs room for its inode tables: at most one inode per 2 KiB asked
  * (256-byte inodes then take an eighth of the image). */
 #define WS_BYTES_PER_INODE_MIN 2048
@@ -226,27 +231,92 @@ static int attach_loop(int img_fd, const char *image, char dev[32], an_error_t *
   return an_error_set(err, EBUSY, "no free loop device after 32 tries");
 }
 
-static int make_image(int dfd, const char *dir, const char *ws, uint64_t disk, uint64_t inodes,
-                      an_error_t *err) {
+/* Copy the allocated extents of `from` into `to` (both size `len`): an
+ * empty ext4 image is ~1 MB of metadata in a sparse file. */
+static int copy_sparse(int from, int to, uint64_t len, an_error_t *err) {
+  if (ftruncate(to, (off_t) len) < 0) return an_error_set(err, errno, "size the workspace image");
+  off_t pos = 0;
+  while ((uint64_t) pos < len) {
+    off_t data = lseek(from, pos, SEEK_DATA);
+    if (data < 0) {
+      if (errno == ENXIO) break;   /* only a hole is left */
+      return an_error_set(err, errno, "workspace template: SEEK_DATA");
+    }
+    off_t hole = lseek(from, data, SEEK_HOLE);
+    if (hole < 0) return an_error_set(err, errno, "workspace template: SEEK_HOLE");
+    for (off_t in = data, out = data; in < hole;) {
+      ssize_t n = copy_file_range(from, &in, to, &out, (size_t) (hole - in), 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return an_error_set(err, n < 0 ? errno : EIO, "copy the workspace template");
+    }
+    pos = hole;
+  }
+  return 0;
+}
+
+/* The empty image for (disk, inodes), made once per store with mke2fs and
+ * kept in <root>/workspace-templates/ (root, 0700), so that a create copies
+ * ~1 MB of page cache instead of running mke2fs (and its fsync).  A
+ * template that is not a root-owned 0600 regular file of the right size is
+ * made again.  Returns an O_RDONLY fd. */
+static int open_template(const char *root, uint64_t disk, uint64_t inodes, an_error_t *err) {
+  char dir[PATH_MAX], path[PATH_MAX + 96], tmp[PATH_MAX + 128];
+  snprintf(dir, sizeof dir, "%s/" WS_TEMPLATES, root);
+  snprintf(path, sizeof path, "%s/ext4-%llu-%llu.img", dir, (unsigned long long) disk,
+           (unsigned long long) inodes);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st;
+  if (fd >= 0) {
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && (st.st_mode & 07777) == 0600 &&
+        (uint64_t) st.st_size == disk)
+      return fd;
+    close(fd);
+  }
+  if (mkdir(dir, 0700) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", dir);
+  if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+    return an_error_set(err, EPERM, "%s: not a root-owned directory", dir);
+  snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int) getpid());
+  unlink(tmp);
+  cleanup_close int tfd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (tfd < 0) return an_error_set(err, errno, "create %s", tmp);
+  int r = 0;
+  if (ftruncate(tfd, (off_t) disk) < 0) r = an_error_set(err, errno, "size %s", tmp);
+  if (r == 0) r = run_mke2fs(tmp, disk, inodes, err);
+  /* concurrent creates race harmlessly: each rename puts an equal file */
+  if (r == 0 && rename(tmp, path) < 0) r = an_error_set(err, errno, "rename %s", tmp);
+  if (r < 0) {
+    unlink(tmp);
+    return r;
+  }
+  fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  return fd >= 0 ? fd : an_error_set(err, errno, "open %s", path);
+}
+
+static int make_image(const char *root, int dfd, const char *dir, const char *ws, uint64_t disk,
+                      uint64_t inodes, an_error_t *err) {
   char image[PATH_MAX + 32];
   snprintf(image, sizeof image, "%s/%s", dir, WS_IMAGE);
+  cleanup_close int tfd = open_template(root, disk, inodes, err);
+  if (tfd < 0) return tfd;
   cleanup_close int ifd = openat(dfd, WS_IMAGE, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (ifd < 0) return an_error_set(err, errno, "create %s", image);
-  if (ftruncate(ifd, (off_t) disk) < 0) return an_error_set(err, errno, "size %s", image);
-  int r = run_mke2fs(image, disk, inodes, err);
-  if (r < 0) return r;
+  int r = copy_sparse(tfd, ifd, disk, err);
+  if (r < 0) return an_error_prefix(err, "%s", image);
   char dev[32];
   cleanup_close int lfd = attach_loop(ifd, image, dev, err);
   if (lfd < 0) return lfd;
-  if (mount(dev, ws, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "noinit_itable,discard,errors=remount-ro") < 0)
+  /* nobarrier: the file system dies with the sandbox, so its unmount need
+   * not flush the image to the host's disk */
+  if (mount(dev, ws, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME,
+            "noinit_itable,discard,nobarrier,errors=remount-ro") < 0)
     return an_error_set(err, errno, "mount %s (%s) on %s", dev, image, ws);
   return 0;
 }
 
 /* ---- create and remove ----------------------------------------------------------------------- */
 
-int an_sb_ws_make(const char *dir, const char *ws, uint32_t projid, uint64_t disk, uint64_t inodes,
-                  uid_t uid, gid_t gid, an_error_t *err) {
+int an_sb_ws_make(const char *root, const char *dir, const char *ws, uint32_t projid, uint64_t disk,
+                  uint64_t inodes, uid_t uid, gid_t gid, an_error_t *err) {
   char why[160];
   /* a small disk lowers the inode quota (never raises it) */
   if (inodes > disk / WS_BYTES_PER_INODE_MIN) inodes = disk / WS_BYTES_PER_INODE_MIN;
@@ -266,7 +336,7 @@ int an_sb_ws_make(const char *dir, const char *ws, uint32_t projid, uint64_t dis
   }
   if (mkdirat(dfd, WS_NAME, 0700) < 0) return an_error_set(err, errno, "workspace %s", ws);
   int r = 0;
-  if (kind == AN_SB_WS_IMAGE) r = make_image(dfd, dir, ws, disk, inodes, err);
+  if (kind == AN_SB_WS_IMAGE) r = make_image(root, dfd, dir, ws, disk, inodes, err);
   if (r == 0) {
     /* the mounted root (image) or the directory itself (project quota) */
     cleanup_close int wfd = openat(dfd, WS_NAME, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);

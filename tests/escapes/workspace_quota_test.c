@@ -409,7 +409,7 @@ static enum an_sb_ws_kind make_fill_remove(const char *parent, char *res, size_t
   snprintf(ws, sizeof ws, "%s/workspace", dir);
   enum an_sb_ws_kind k = an_sb_ws_mechanism(dir, why, sizeof why);
   an_error_t err = NULL;
-  cr_assert(an_sb_ws_make(dir, ws, WS_UID, 16 << 20, 300, WS_UID, WS_UID, &err) == 0, "%s (%s)",
+  cr_assert(an_sb_ws_make(parent, dir, ws, WS_UID, 16 << 20, 300, WS_UID, WS_UID, &err) == 0, "%s (%s)",
             err ? err->msg : "", why);
   fill_as_owner(ws, res, len);
   int dfd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -458,4 +458,37 @@ Test(quota, project_quota_bounds_the_owner_directly) {
   umount2(mnt, MNT_DETACH);
   cr_expect_eq(k, AN_SB_WS_PROJECT_QUOTA, "a prjquota store did not get a project quota");
   expect_bounded(res, "project quota");
+}
+
+/* The empty images kept for the next creates are root's 0600 files of the
+ * right size: anything else is made again, never mounted; prune --all
+ * removes them. */
+Test(quota, a_workspace_template_not_root_0600_is_made_again) {
+  char dir[PATH_MAX], ws[PATH_MAX + 16], why[200];
+  snprintf(dir, sizeof dir, "%s/sb", g_root);
+  cr_assert(mkdir(dir, 0711) == 0);
+  snprintf(ws, sizeof ws, "%s/workspace", dir);
+  if (an_sb_ws_mechanism(dir, why, sizeof why) != AN_SB_WS_IMAGE) skip_clean("no image workspaces here: %s", why);
+  an_error_t err = NULL;
+  cr_assert(an_sb_ws_make(g_root, dir, ws, WS_UID, 16 << 20, 300, WS_UID, WS_UID, &err) == 0, "%s",
+            err ? err->msg : "");
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+  cr_assert(an_sb_ws_remove(dfd, &err) == 0, "%s", err ? err->msg : "");
+  char tpl[PATH_MAX + 96];
+  snprintf(tpl, sizeof tpl, "%s/workspace-templates/ext4-%llu-%d.img", g_root, 16ull << 20, 300);
+  struct stat st1, st2;
+  cr_assert(stat(tpl, &st1) == 0, "no template %s", tpl);
+  cr_expect_eq(st1.st_mode & 07777, 0600);
+  cr_assert(chmod(tpl, 0644) == 0);
+  cr_assert(an_sb_ws_make(g_root, dir, ws, WS_UID, 16 << 20, 300, WS_UID, WS_UID, &err) == 0, "%s",
+            err ? err->msg : "");
+  cr_assert(an_sb_ws_remove(dfd, &err) == 0, "%s", err ? err->msg : "");
+  close(dfd);
+  cr_assert(stat(tpl, &st2) == 0);
+  cr_expect(st2.st_ino != st1.st_ino && (st2.st_mode & 07777) == 0600, "a 0644 template was used");
+  rmdir(dir);
+  char *report = NULL;
+  cr_assert(an_sandbox_prune(g_root, true, &report, &err) == 0, "%s", err ? err->msg : "");
+  free(report);
+  cr_expect(access(tpl, F_OK) != 0, "prune --all left %s", tpl);
 }
