@@ -53,7 +53,10 @@
  * involved.  When the exec ends, times out or is killed, everything left in
  * its child cgroup is killed (cgroup.kill) and waited for: a
  * command that exits normally but leaves a detached/daemonised child has that
- * child killed too (documented policy for BL-42).
+ * child killed too (documented policy for BL-42).  The exec also ends with
+ * its caller: a small host process forked per exec watches the caller
+ * through a pidfd and kills the child cgroup when the caller dies (SIGKILL
+ * included); the caller's signals can end it through eo->cancel_fd.
  *
  * EXIT STATUS (an_exec_result.status; DESIGN.md "Exit statuses"):
  *   the command's own exit code; 126 not executable; 127 not found;

@@ -8,7 +8,7 @@
  * caller waiting, BL-42) or when the timeout fires.  Then every process left
  * in the exec's cgroup is killed (cgroup.kill; BL-42) and the cgroup
  * removed.  The caller's cancel fd (its signals) ends the command the same
- * way.  OOM: the oom_kill counter of the exec's cgroup (memory.events on
+ * way, and so does the caller's death (a watch process, start_caller_watch).  OOM: the oom_kill counter of the exec's cgroup (memory.events on
  * v2, memory.oom_control on v1, which counts where the victim lived) is
  * compared before and after (BL-35).  What does NOT live here: cloning into
  * the sandbox (exec_spawn.c), output capture and redaction (output.c). */
@@ -23,6 +23,7 @@
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -94,6 +95,41 @@ static int acquire_slot(struct an_sandbox *sb, an_error_t *err) {
   return an_error_set(err, EBUSY, "sandbox %s: no free exec slot", sb->rec.id);
 }
 
+
+/* The caller's death (SIGKILL included) ends the exec: a small host process
+ * forked before the command starts waits on a pidfd of the caller and then
+ * kills the exec's cgroup.  It holds a duplicate of the slot's lock fd (a
+ * flock belongs to the open file description), so no other exec can take
+ * the slot, and be killed with it, before it is emptied.  It keeps no other
+ * fd of the caller (a pipe it held would keep a reader waiting), ignores
+ * the terminal's signals (its own process group) and is killed by the
+ * caller when the command ends.  Returns its pid, or -errno. */
+static pid_t start_caller_watch(struct an_sandbox *sb, an_error_t *err) {
+  cleanup_close int self = (int) syscall(SYS_pidfd_open, getpid(), 0);
+  if (self < 0) return an_error_set(err, errno, "exec: pidfd of the caller");
+  pid_t w = fork();
+  if (w < 0) return an_error_set(err, errno, "exec: fork the caller's watch");
+  if (w > 0) return w;
+  setpgid(0, 0);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  signal(SIGPIPE, SIG_IGN);
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0 || dup2(self, 3) < 0 || dup2(sb->exec_slot_fd, 4) < 0) _exit(1);
+  for (int fd = 0; fd < 3; fd++) dup2(null, fd);
+  syscall(SYS_close_range, 5, ~0U, 0);
+  struct pollfd p = {.fd = 3, .events = POLLIN};
+  while (poll(&p, 1, -1) < 0 && errno == EINTR) {}
+  empty_slot(sb->exec_cg);
+  _exit(0);
+}
+
+static void stop_caller_watch(pid_t w) {
+  if (w <= 0) return;
+  kill(w, SIGKILL);
+  while (waitpid(w, NULL, 0) < 0 && errno == EINTR) {}
+}
 
 /* Wait for the pidfd's process to exit; fill the result's code/signal. */
 static int reap(int pidfd, struct an_exec_result *res, an_error_t *err) {
@@ -262,10 +298,15 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   const struct an_secret *secrets = NULL;
   cleanup_free struct an_secret *own_secrets = NULL;
   int pidfd = -1;
-  pid_t pid = 0;
+  pid_t pid = 0, watch = 0;
   uint64_t t0 = an_mono_ms();
   /* before the command starts: its output is never captured unredacted */
   if ((r = an_sb_exec_secrets(sb, eo, &secrets, &nsec, &own_secrets, err)) < 0) goto out;
+  if ((watch = start_caller_watch(sb, err)) < 0) {
+    r = watch;
+    watch = 0;
+    goto out;
+  }
   if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
     r = an_error_set(err, errno, "exec in sandbox %s: pipe for the output", sb->rec.id);
     goto out;
@@ -306,6 +347,7 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   an_error_free(&e);
   an_sb_finish_status(res);
 out:
+  stop_caller_watch(watch);
   res->duration_ms = an_mono_ms() - t0;
   for (int i = 0; i < 2; i++) {
     if (po[i] >= 0) close(po[i]);

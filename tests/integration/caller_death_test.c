@@ -4,7 +4,7 @@
  *     along (its monitor watches the CLI), and prune removes such a sandbox
  *     even while the monitor lives (the owner is recorded);
  *   - SIGINT, SIGTERM or SIGHUP to `agentnest exec` ends the command's whole
- *     process tree, and the CLI exits 128+N;
+ *     process tree, and the CLI exits 128+N; so does its SIGKILL;
  *   - a plain prune removes expiry tombstones.
  * Drives the built binary ($AN_TEST_BUILD/agentnest) and the library on one
  * store per test; uses the busybox image of `make images` (skipped when
@@ -195,6 +195,33 @@ Test(caller, exec_ends_with_the_caller_on_sigint_sigterm_sighup) {
     for (int k = 0; k < 500 && (left = ps_has(sb, bg) || ps_has(sb, marker)); k++) msleep(20);
     cr_expect(!left, "%s to `agentnest exec` left its command running", strsignal(sigs[i]));
   }
+  cr_assert(an_sandbox_destroy(sb, 0, &err) == 0, "%s", err ? err->msg : "");
+  an_sandbox_close(sb);
+  an_sandbox_opts_free(o);
+}
+
+/* SIGKILL cannot be handled by the CLI: the library's watch of its caller
+ * ends the command, before any other exec can take the slot. */
+Test(caller, exec_cli_sigkilled_ends_its_command) {
+  struct an_sandbox_opts *o = NULL;
+  an_error_t err = NULL;
+  cr_assert(an_sandbox_opts_new(&o, &err) == 0);
+  cr_assert(an_sandbox_opts_set_image(o, "busybox", &err) == 0);
+  struct an_sandbox *sb = NULL;
+  cr_assert(an_sandbox_create(g_root, o, &sb, &err) == 0, "create: %s", err ? err->msg : "");
+  /* this handle takes its exec slot first and keeps it: its own execs
+   * never empty the slot of the CLI's command */
+  cr_assert(!ps_has(sb, "sleep 471"));
+  char *args[] = {"exec", (char *) an_sandbox_id(sb), "--", "sh", "-c", "sleep 471 & exec sleep 472", NULL};
+  pid_t cli = start_cli(args);
+  bool seen = false;
+  for (int k = 0; k < 500 && !(seen = ps_has(sb, "sleep 472")); k++) msleep(20);
+  cr_assert(seen, "the exec's command never ran");
+  cr_assert_eq(kill(cli, SIGKILL), 0);
+  waitpid(cli, NULL, 0);
+  bool left = true;
+  for (int k = 0; k < 500 && (left = ps_has(sb, "sleep 471") || ps_has(sb, "sleep 472")); k++) msleep(20);
+  cr_expect(!left, "SIGKILL of `agentnest exec` left its command running");
   cr_assert(an_sandbox_destroy(sb, 0, &err) == 0, "%s", err ? err->msg : "");
   an_sandbox_close(sb);
   an_sandbox_opts_free(o);

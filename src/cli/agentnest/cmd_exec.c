@@ -51,7 +51,7 @@ static const char exec_usage[] =
     "\n"
     "Run CMD (an argv, no shell) in the live sandbox ID (id or name) and exit with its status.\n"
     "A timeout kills the command's whole process tree and leaves the sandbox and its files;\n"
-    "so does SIGINT, SIGTERM or SIGHUP to this command (it then exits 128+N).\n"
+    "so does SIGINT, SIGTERM or SIGHUP to this command (it then exits 128+N), or its death.\n"
     "\n"
     "  --timeout DURATION   timeout of this command (default: the sandbox's --exec-timeout,\n"
     "                       at most its remaining lifetime)\n"
