@@ -11,9 +11,11 @@ PACKAGES=(
   build-essential pkg-config dpkg-dev git ca-certificates
   libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev libarchive-dev libyajl-dev
   libnftables-dev libssl-dev
+  # runtime: mke2fs for workspace images where the store has no project quota
+  e2fsprogs
   # tests, sanitizers, benchmarks
   libcriterion-dev clang libclang-rt-14-dev strace hyperfine runc crun
-  nftables iproute2 qemu-system-x86 linux-image-amd64
+  nftables iproute2 qemu-system-x86 linux-image-amd64 kmod cpio   # + busybox-static: tests/vm/
   # image tools (rootfs-tools/)
   skopeo umoci jq zstd debootstrap busybox-static wget openssl util-linux
   coreutils findutils tar gzip

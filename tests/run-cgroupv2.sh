@@ -1,20 +1,23 @@
 #!/bin/bash
 # Run the cgroup tests on a pure cgroup v2 kernel: boots one throwaway VM
-# with ../shared/tools/run-in-vm.sh (cgroup2 alone at /sys/fs/cgroup, every
-# controller enabled; see shared/tools/README.md) and runs in it, as root,
+# with the project's own tests/vm/run-in-vm.sh (cgroup2 alone at
+# /sys/fs/cgroup, every controller enabled; see its header for what the host
+# needs: Debian's qemu-system-x86, linux-image-amd64, busybox-static, kmod,
+# cpio) and runs in it, as root,
 # $BUILD/tests/integration/cgroup_test plus every binary listed (space
 # separated, relative to the repo or absolute) in $CGROUPV2_TESTS.
 # Build on the host first (`make test-bins`); `make check-cgroupv2` does.
 # Prints one summary line "cgroupv2 VM: N passed, N failed"; exit status 0
 # when all passed, 1 when some failed, 124 VM timeout, 125 VM/setup failure.
 # Env: BUILD (default build), CGROUPV2_TESTS, CGROUPV2_TIMEOUT (seconds,
-# default 1800), CGROUPV2_MEM (default 1G), RUN_IN_VM_SH (path of the tool).
+# default 1800), CGROUPV2_MEM (default 1G), RUN_IN_VM_SH (another runner
+# with the same -m/-c/-t options; default tests/vm/run-in-vm.sh).
 set -u
 cd "$(dirname "$0")/.."
 repo=$PWD
 BUILD=${BUILD:-build}
-vm=${RUN_IN_VM_SH:-$(dirname "$repo")/shared/tools/run-in-vm.sh}
-[ -x "$vm" ] || { echo "run-cgroupv2: $vm not found (the shared/ dir sits beside the repo)" >&2; exit 125; }
+vm=${RUN_IN_VM_SH:-$repo/tests/vm/run-in-vm.sh}
+[ -x "$vm" ] || { echo "run-cgroupv2: $vm not found or not executable" >&2; exit 125; }
 bins=("$BUILD/tests/integration/cgroup_test")
 for b in ${CGROUPV2_TESTS:-}; do bins+=("$b"); done
 for b in "${bins[@]}"; do

@@ -20,13 +20,15 @@
  *    "clone3": {"available": bool},
  *    "image_store": {"path": ROOT, "images": N, "error": "..."?},
  *    "state_dir": {"path": ROOT, "writable": bool, "error": "..."?},
+ *    "workspace_quota": {"mechanism": "project_quota"|"image"|"none", "detail": "..."},
  *    "missing": ["<what is required and absent>", ...], "ok": bool}
  *
  * Required (listed in "missing" when absent; "ok" is false then): the user,
  * mount, pid, net, ipc, uts and cgroup namespaces (DESIGN.md "Secure
  * defaults"), a cgroup hierarchy enforcing memory and pids, seccomp filter
- * mode, openat2(2) (path-safe file operations), and a writable state
- * directory.  Landlock, nftables, idmapped mounts and the image count are
+ * mode, openat2(2) (path-safe file operations), a writable state
+ * directory, and a way to enforce the workspace quota (a project quota on
+ * the store's file system, or loop devices, mke2fs and ext4 for an image).  Landlock, nftables, idmapped mounts and the image count are
  * reported but not required.
  */
 #ifndef AGENTNEST_DOCTOR_H

@@ -16,14 +16,23 @@
  *   <root>/sandboxes/<id>/options.json  the options (an_sandbox_opts_to_json)
  *   <root>/sandboxes/<id>/workspace/    the workspace, bind-mounted rw at
  *                                       /workspace, owned by the sandbox's
- *                                       mapped uid/gid (host_uid_base+65532)
+ *                                       mapped uid/gid (host_uid_base+65532),
+ *                                       bounded by opts disk/inodes: a
+ *                                       directory with a project quota where
+ *                                       the store's file system enforces
+ *                                       them, else the mount of:
+ *   <root>/sandboxes/<id>/workspace.img sparse ext4 image on a loop device
+ *                                       (autoclear), root 0600, a copy of
+ *   <root>/workspace-templates/         one empty image per (disk, inodes),
+ *                                       made by mke2fs on first use (root
+ *                                       0700; prune --all removes them)
  *   <root>/sandboxes/<id>/events.jsonl  one JSON object per line (see events)
  *   <root>/sandboxes/<id>/lock          flock(2): serialises destroy/expiry/prune
  *   <root>/sandboxes/<id>/exec-slots/   flock files of the exec cgroups in use
  *   <root>/sandbox-names/<name>         symlink -> <id> (name uniqueness)
  *   <root>/sandbox-expired/<id>         tombstone of an expired sandbox (holds
  *                                       its name), so later calls say
- *                                       "expired"; prune --all removes them
+ *                                       "expired"; prune removes them
  *   <root>/containers/<id>/             the engine's state of its container
  *   (root)                              the image's own read-only rootfs in
  *                                       the store, shared by every sandbox of
@@ -44,7 +53,10 @@
  * involved.  When the exec ends, times out or is killed, everything left in
  * its child cgroup is killed (cgroup.kill) and waited for: a
  * command that exits normally but leaves a detached/daemonised child has that
- * child killed too (documented policy for BL-42).
+ * child killed too (documented policy for BL-42).  The exec also ends with
+ * its caller: a small host process forked per exec watches the caller
+ * through a pidfd and kills the child cgroup when the caller dies (SIGKILL
+ * included); the caller's signals can end it through eo->cancel_fd.
  *
  * EXIT STATUS (an_exec_result.status; DESIGN.md "Exit statuses"):
  *   the command's own exit code; 126 not executable; 127 not found;
@@ -101,17 +113,29 @@ int an_sandbox_init_path(char **path, an_error_t *err);
  *   *out        handle of the running sandbox (an_sandbox_close; closing does
  *               not destroy it).
  * Steps: resolve image; allocate id (12 random hex digits) and host id range;
- * create the workspace (chown to the mapped 65532); build the spec with
+ * create the workspace (chown to the mapped 65532) with its disk and inode
+ * quota (project quota, or an ext4 image on a loop device); build the spec with
  * process.args = agentnest-init; engine create+start; start the monitor
  * (double-forked, outside the sandbox cgroup) that holds the lifetime
  * deadline (opts lifetime, from now).  Event "created" is recorded.
  * Errors: -EINVAL no image in opts, bad options (message names them);
  *   -ENOENT image not in the store ("image NAME: not found"), agentnest-init
  *   missing; -EEXIST the name is taken by a live sandbox; -ENOSPC no free id
- *   range; -EOPNOTSUPP a control this host cannot enforce; the errno of the
+ *   range (or an image workspace larger than the store's free space);
+ *   -EOPNOTSUPP a control this host cannot enforce (the workspace quota
+ *   where the store has no project quota and there is no loop device,
+ *   mke2fs or ext4); the errno of the
  *   failing step, named.  On any error nothing is left behind. */
 int an_sandbox_create(const char *store_root, const struct an_sandbox_opts *opts,
                       struct an_sandbox **out, an_error_t *err);
+
+/* As an_sandbox_create, but the sandbox lives only as long as the calling
+ * process (a one-shot front end: `agentnest run`): its monitor watches the
+ * caller through a pidfd and tears the sandbox down when the caller exits,
+ * however it dies (SIGKILL included); `prune` removes it when both are
+ * gone.  Errors as an_sandbox_create. */
+int an_sandbox_create_owned(const char *store_root, const struct an_sandbox_opts *opts,
+                            struct an_sandbox **out, an_error_t *err);
 
 /* Open a live sandbox by id or name.  Errors: -ENOENT "sandbox X: no such
  * sandbox"; -ETIME "sandbox <id> expired" (its lifetime ran out and it was
@@ -163,6 +187,11 @@ struct an_exec_opts {
   void *on_data_arg;
   uint64_t kill_grace_ms;     /* on timeout: SIGTERM to the exec's cgroup, SIGKILL after
                                  this; 0: SIGKILL at once */
+  bool has_cancel_fd;         /* end the command when cancel_fd becomes readable: */
+  int cancel_fd;              /* host fd (e.g. a signalfd or pipe of the caller's SIGINT/
+                                 SIGTERM/SIGHUP); when readable, every process of the exec's
+                                 cgroup is killed as on a timeout (kill_grace_ms applies) and
+                                 res->cancelled is set; never read or closed */
 };
 
 struct an_exec_result {
@@ -171,6 +200,7 @@ struct an_exec_result {
   int signal;                 /* killing signal or 0 */
   bool timed_out;
   bool oom_killed;            /* memory.events / memory.oom_control oom_kill delta > 0 */
+  bool cancelled;             /* ended through eo->cancel_fd (status 128+signal as killed) */
   uint64_t duration_ms;
   struct an_output output;    /* stdout/stderr, lengths, truncated flags (output.h) */
 };
@@ -308,13 +338,15 @@ int an_sandbox_events(const char *store_root, const char *id_or_name, bool follo
  * one-shot, its owner process) is gone, or whose deadline has passed, is torn
  * down (processes killed, container state, cgroups in every hierarchy,
  * workspace, state dir, name, id range); also orphan cgroups
- * agentnest/sb-* and id range locks with no sandbox.  With `all`, live
- * sandboxes are destroyed too, and expiry tombstones removed.
+ * agentnest/sb-* and id range locks with no sandbox, and expiry tombstones.
+ * With `all`, live sandboxes are destroyed too.  An owned sandbox
+ * (an_sandbox_create_owned) whose owner is gone is removed even while its
+ * monitor lives.
  * *report (heap JSON, caller frees):
  *   {"removed":[{"id":..,"reason":R,"container":bool,"cgroup":bool,
  *                "mount":bool,"workspace":bool,"state":bool,"idrange":N}],
  *    "containers":[ids],"orphan_cgroups":[paths],"idranges":[bases],
- *    "errors":[messages]}
+ *    "tombstones":[ids],"errors":[messages]}
  *   R: "expired", "monitor dead", "creator dead" (a create or one-shot whose
  *   process died), "init dead", "incomplete" (no record), "all".
  * Errors: only when the state directory cannot be read; per-sandbox

@@ -47,6 +47,10 @@ struct an_sandbox_opts;
 #define AN_SANDBOX_MAX_OUTPUT_MAX   (1ull << 30)        /* 1 GiB (held in memory) */
 #define AN_SANDBOX_MAX_READ_MAX     (16ull << 30)       /* 16 GiB */
 #define AN_SANDBOX_SECRET_FILE_MAX  (64u << 10)         /* --secret NAME=@FILE: 64 KiB */
+#define AN_SANDBOX_DISK_MIN         (8ull << 20)        /* workspace quota: 8 MiB .. 16 TiB */
+#define AN_SANDBOX_DISK_MAX         (16ull << 40)
+#define AN_SANDBOX_INODES_MIN       64u                 /* workspace inode quota: 64 .. 2^32-1 */
+#define AN_SANDBOX_INODES_MAX       4294967295u
 
 #define AN_SANDBOX_DEFAULT_UID      65532
 #define AN_SANDBOX_DEFAULT_GID      65532
@@ -103,6 +107,14 @@ int an_sandbox_opts_set_max_output(struct an_sandbox_opts *opts, uint64_t bytes,
 /* Cap on one file read out of the sandbox (get/cp/artifacts), in bytes.
  * Refused: 0, > 16 GiB. */
 int an_sandbox_opts_set_max_read(struct an_sandbox_opts *opts, uint64_t bytes, an_error_t *err);
+
+/* The workspace's quota (default 1 GiB and 100000 inodes), enforced by the
+ * kernel at create (sandbox.h: a project quota on the store's file system
+ * where it has one, else a file system image of its own).  Refused here:
+ * disk < 8 MiB or > 16 TiB; inodes < 64 or > 2^32-1.  Refused at create:
+ * a quota the host cannot enforce (see an_sandbox_create). */
+int an_sandbox_opts_set_disk(struct an_sandbox_opts *opts, uint64_t bytes, an_error_t *err);
+int an_sandbox_opts_set_inodes(struct an_sandbox_opts *opts, uint64_t inodes, an_error_t *err);
 
 /* Add "KEY=value" to the process environment; a later entry with the same
  * KEY replaces the earlier one.  KEY: [A-Za-z_][A-Za-z0-9_]*; value: any
@@ -171,7 +183,8 @@ int an_sandbox_opts_set_name(struct an_sandbox_opts *opts, const char *name, an_
  *   memory tmp_size max_output max_read          size  ("512m", "4096")
  *   timeout (the lifetime) exec_timeout          duration ("300", "1.5s", "500ms")
  *   cpus                                         "1.5" (up to 3 decimals)
- *   pids                                         decimal integer
+ *   pids inodes                                  decimal integer
+ *   disk                                         size
  *   landlock                                     "required", "best-effort", "off"
  *   seccomp_unsafe                               "true" or "false"
  *   tmp_noexec                                   "true" or "false"
@@ -196,6 +209,8 @@ uint64_t an_sandbox_opts_lifetime(const struct an_sandbox_opts *opts);      /* m
 uint64_t an_sandbox_opts_exec_timeout(const struct an_sandbox_opts *opts);  /* ms; 0 = remaining lifetime */
 uint64_t an_sandbox_opts_max_output(const struct an_sandbox_opts *opts);    /* bytes */
 uint64_t an_sandbox_opts_max_read(const struct an_sandbox_opts *opts);      /* bytes */
+uint64_t an_sandbox_opts_disk(const struct an_sandbox_opts *opts);          /* bytes */
+uint64_t an_sandbox_opts_inodes(const struct an_sandbox_opts *opts);
 const char *an_sandbox_opts_workdir(const struct an_sandbox_opts *opts);    /* never NULL */
 const char *an_sandbox_opts_network(const struct an_sandbox_opts *opts);    /* never NULL */
 const char *an_sandbox_opts_seccomp_profile(const struct an_sandbox_opts *opts); /* never NULL */
@@ -235,9 +250,9 @@ const char *an_sandbox_profiles_dir(void);
  * <profiles_dir>/<name>.json (profiles_dir NULL: an_sandbox_profiles_dir()).
  *
  * A profile is one JSON object (at most 1 MiB) with only these keys:
- *   image (string), memory, tmp_size, max_output, max_read (size: a string in
+ *   image (string), memory, tmp_size, max_output, max_read, disk (size: a string in
  *   util/units.h's grammar or an integer of bytes), cpus (number or string,
- *   e.g. 1.5), pids (integer), timeout (the lifetime) and exec_timeout
+ *   e.g. 1.5), pids and inodes (integer), timeout (the lifetime) and exec_timeout
  *   (duration: a string in the units grammar or a number of seconds), env
  *   (object {"K": "V"} or array ["K=V"]), network (string), seccomp_profile
  *   (path; relative paths are relative to the profile's directory),

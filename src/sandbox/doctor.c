@@ -1,6 +1,7 @@
 /* sandbox/doctor.c — an_doctor_probe(): probe what this host offers a
  * sandbox (kernel, namespaces, cgroups, seccomp, Landlock, nftables,
- * idmapped mounts, openat2, image store, state directory) and describe it as
+ * idmapped mounts, openat2, image store, state directory, workspace quota
+ * mechanism) and describe it as
  * JSON.  Each probe is a real syscall whose errno is the answer (ENOSYS: the
  * kernel lacks it); nothing is left behind.  Printing is the CLI's job. */
 #include <dirent.h>
@@ -334,6 +335,20 @@ static void probe_state_dir(struct an_jgen *g, const char *root, struct missing 
   if (!reachable) miss(m, "store root reachable by sandboxes (parent directories searchable by others)");
 }
 
+/* How a workspace's --disk/--inodes would be enforced under this store
+ * (workspace_quota.c); none of them refuses every sandbox. */
+static void probe_workspace_quota(struct an_jgen *g, const char *root, struct missing *m) {
+  char why[256];
+  enum an_sb_ws_kind k = an_sb_ws_mechanism(root, why, sizeof why);
+  an_jgen_key(g, "workspace_quota");
+  an_jgen_map_open(g);
+  an_jgen_kv_str(g, "mechanism", k == AN_SB_WS_PROJECT_QUOTA ? "project_quota"
+                                 : k == AN_SB_WS_IMAGE ? "image" : "none");
+  an_jgen_kv_str(g, "detail", why);
+  an_jgen_map_close(g);
+  if (k == AN_SB_WS_NONE) miss(m, "workspace quota (a project quota on the store, or loop devices, mke2fs and ext4)");
+}
+
 int an_doctor_probe(const char *root, char **json, bool *ok, an_error_t *err) {
   if (!root || !*root) return an_error_set(err, EINVAL, "doctor: no store root given");
   cleanup_jgen struct an_jgen j;
@@ -353,6 +368,7 @@ int an_doctor_probe(const char *root, char **json, bool *ok, an_error_t *err) {
   probe_pidfd_clone3(g, &m);
   probe_image_store(g, root);
   probe_state_dir(g, root, &m);
+  probe_workspace_quota(g, root, &m);
   /* The verdict last: it is only known once every probe ran. */
   an_jgen_key(g, "missing");
   an_jgen_array_open(g);

@@ -7,7 +7,8 @@
  * exits (a daemonised grandchild still holding the pipes cannot keep the
  * caller waiting, BL-42) or when the timeout fires.  Then every process left
  * in the exec's cgroup is killed (cgroup.kill; BL-42) and the cgroup
- * removed.  OOM: the oom_kill counter of the exec's cgroup (memory.events on
+ * removed.  The caller's cancel fd (its signals) ends the command the same
+ * way, and so does the caller's death (a watch process, start_caller_watch).  OOM: the oom_kill counter of the exec's cgroup (memory.events on
  * v2, memory.oom_control on v1, which counts where the victim lived) is
  * compared before and after (BL-35).  What does NOT live here: cloning into
  * the sandbox (exec_spawn.c), output capture and redaction (output.c). */
@@ -22,6 +23,7 @@
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -94,6 +96,41 @@ static int acquire_slot(struct an_sandbox *sb, an_error_t *err) {
 }
 
 
+/* The caller's death (SIGKILL included) ends the exec: a small host process
+ * forked before the command starts waits on a pidfd of the caller and then
+ * kills the exec's cgroup.  It holds a duplicate of the slot's lock fd (a
+ * flock belongs to the open file description), so no other exec can take
+ * the slot, and be killed with it, before it is emptied.  It keeps no other
+ * fd of the caller (a pipe it held would keep a reader waiting), ignores
+ * the terminal's signals (its own process group) and is killed by the
+ * caller when the command ends.  Returns its pid, or -errno. */
+static pid_t start_caller_watch(struct an_sandbox *sb, an_error_t *err) {
+  cleanup_close int self = (int) syscall(SYS_pidfd_open, getpid(), 0);
+  if (self < 0) return an_error_set(err, errno, "exec: pidfd of the caller");
+  pid_t w = fork();
+  if (w < 0) return an_error_set(err, errno, "exec: fork the caller's watch");
+  if (w > 0) return w;
+  setpgid(0, 0);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  signal(SIGPIPE, SIG_IGN);
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0 || dup2(self, 3) < 0 || dup2(sb->exec_slot_fd, 4) < 0) _exit(1);
+  for (int fd = 0; fd < 3; fd++) dup2(null, fd);
+  syscall(SYS_close_range, 5, ~0U, 0);
+  struct pollfd p = {.fd = 3, .events = POLLIN};
+  while (poll(&p, 1, -1) < 0 && errno == EINTR) {}
+  empty_slot(sb->exec_cg);
+  _exit(0);
+}
+
+static void stop_caller_watch(pid_t w) {
+  if (w <= 0) return;
+  kill(w, SIGKILL);
+  while (waitpid(w, NULL, 0) < 0 && errno == EINTR) {}
+}
+
 /* Wait for the pidfd's process to exit; fill the result's code/signal. */
 static int reap(int pidfd, struct an_exec_result *res, an_error_t *err) {
   siginfo_t si;
@@ -139,7 +176,7 @@ int an_sb_exec_secrets(const struct an_sandbox *sb, const struct an_exec_opts *e
  * timeout, capture output.  `cg` is the cgroup to kill (the exec's, or the
  * whole sandbox for run_once). */
 int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
-                       uint64_t timeout_ms, uint64_t kill_grace_ms,
+                       uint64_t timeout_ms, uint64_t kill_grace_ms, int cancel_fd,
                        const struct an_output_opts *oo, struct an_exec_result *res,
                        an_error_t *err) {
   cleanup_close int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -154,6 +191,9 @@ int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
   if (epoll_ctl(ep, EPOLL_CTL_ADD, pidfd, &ev) < 0) return an_error_set(err, errno, "exec: epoll_ctl");
   ev.data.fd = tfd;
   if (epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev) < 0) return an_error_set(err, errno, "exec: epoll_ctl");
+  ev.data.fd = cancel_fd;
+  if (cancel_fd >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, cancel_fd, &ev) < 0)
+    return an_error_set(err, errno, "exec: epoll_ctl (cancel fd %d)", cancel_fd);
 
   int r = an_output_capture(out_fd, err_fd, ep, oo, &res->output, err);
   if (r < 0) {
@@ -172,8 +212,9 @@ int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
   while (!exited(pidfd)) {
     int n = epoll_wait(ep, &got, 1, -1);
     if (n < 0 && errno != EINTR) return an_error_set(err, errno, "exec: epoll_wait");
-    if (n > 0 && got.data.fd == tfd && !exited(pidfd)) {
-      res->timed_out = true;
+    if (n > 0 && (got.data.fd == tfd || got.data.fd == cancel_fd) && !exited(pidfd)) {
+      if (got.data.fd == tfd) res->timed_out = true;
+      else res->cancelled = true;
       an_error_t e = NULL;
       if (kill_grace_ms) {
         if (cg) an_cgroup_kill(cg, SIGTERM, &e);
@@ -259,10 +300,15 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   const struct an_secret *secrets = NULL;
   cleanup_free struct an_secret *own_secrets = NULL;
   int pidfd = -1;
-  pid_t pid = 0;
+  pid_t pid = 0, watch = 0;
   uint64_t t0 = an_mono_ms();
   /* before the command starts: its output is never captured unredacted */
   if ((r = an_sb_exec_secrets(sb, eo, &secrets, &nsec, &own_secrets, err)) < 0) goto out;
+  if ((watch = start_caller_watch(sb, err)) < 0) {
+    r = watch;
+    watch = 0;
+    goto out;
+  }
   if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
     r = an_error_set(err, errno, "exec in sandbox %s: pipe for the output", sb->rec.id);
     goto out;
@@ -290,7 +336,8 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   };
   uint64_t spent = an_mono_ms() - t0;
   if (timeout != UINT64_MAX) timeout = timeout > spent ? timeout - spent : 1;
-  r = an_sb_wait_capture(ecg, pidfd, po[0], pe[0], timeout, eo->kill_grace_ms, &oo, res, err);
+  r = an_sb_wait_capture(ecg, pidfd, po[0], pe[0], timeout, eo->kill_grace_ms,
+                         eo->has_cancel_fd ? eo->cancel_fd : -1, &oo, res, err);
   close(pidfd);
   if (r < 0) goto out;
   /* Documented policy: what the command left running is killed with it. */
@@ -302,6 +349,7 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   an_error_free(&e);
   an_sb_finish_status(res);
 out:
+  stop_caller_watch(watch);
   res->duration_ms = an_mono_ms() - t0;
   for (int i = 0; i < 2; i++) {
     if (po[i] >= 0) close(po[i]);

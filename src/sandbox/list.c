@@ -17,8 +17,10 @@
 
 const char *an_sb_status(const struct an_sb_record *rec) {
   if (rec->deadline_ms && an_sb_now_ms() >= rec->deadline_ms) return "expired";
-  bool keeper = rec->monitor_pid ? an_sb_pid_alive(rec->monitor_pid, rec->monitor_start)
-              : an_sb_pid_alive(rec->owner_pid, rec->owner_start);
+  /* an owned sandbox (create_owned) needs both its monitor and its owner */
+  bool keeper = (!rec->monitor_pid || an_sb_pid_alive(rec->monitor_pid, rec->monitor_start)) &&
+                (!rec->owner_pid || an_sb_pid_alive(rec->owner_pid, rec->owner_start)) &&
+                (rec->monitor_pid || rec->owner_pid);
   if (an_sb_pid_alive(rec->init_pid, rec->init_start) && keeper) return "running";
   return "dead";
 }

@@ -9,7 +9,11 @@
  *     ignores signals from inside the sandbox (cli/init/init.c), so this
  *     is a crash or a kill from the host;
  *   a signalfd for SIGTERM/SIGINT/SIGHUP    -> exit quietly (destroy, which
- *     tears down itself, stops the monitor first).
+ *     tears down itself, stops the monitor first);
+ *   for an owned sandbox (create_owned: a one-shot CLI), the pidfd of the
+ *     creating process                       -> it exited, however (SIGKILL
+ *     too): teardown (reason "owner exited").  The pidfd is opened in the
+ *     creator before the fork, so a creator that dies at once is still seen.
  * If the monitor is killed, `prune` notices (its pid is gone) and removes
  * what is left.  What does NOT live here: the teardown (teardown.c). */
 #include <errno.h>
@@ -30,7 +34,7 @@
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
-_Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd) {
+_Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owner_fd) {
   /* stdio on /dev/null, the ready pipe on fd 3, nothing else inherited (a
    * caller's pipe held here would keep `agentnest create | cat` waiting). */
   int null = open("/dev/null", O_RDWR);
@@ -42,7 +46,8 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd) {
   }
   if (ready_fd != 3 && (dup2(ready_fd, 3) < 0 || (ready_fd = 3) < 0)) _exit(1);
   ready_fd = 3;
-  syscall(SYS_close_range, 4, ~0U, 0);
+  if (owner_fd >= 0 && owner_fd != 4 && (dup2(owner_fd, 4) < 0 || (owner_fd = 4) < 0)) _exit(1);
+  syscall(SYS_close_range, owner_fd >= 0 ? 5 : 4, ~0U, 0);
   if (chdir("/") < 0) {}
   sigset_t set;
   sigemptyset(&set);
@@ -69,10 +74,11 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd) {
   if (write(ready_fd, &self, sizeof self) != sizeof self) _exit(1);
   close(ready_fd);
 
-  struct pollfd p[3] = {{.fd = tfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN},
-                        {.fd = pfd, .events = POLLIN}};
+  /* a negative fd is ignored by poll(2) */
+  struct pollfd p[4] = {{.fd = tfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN},
+                        {.fd = pfd, .events = POLLIN}, {.fd = owner_fd, .events = POLLIN}};
   for (;;) {
-    int n = poll(p, pfd >= 0 ? 3 : 2, -1);
+    int n = poll(p, 4, -1);
     if (n < 0) continue;
     if (p[1].revents) _exit(0);
     const char *reason = NULL;
@@ -84,6 +90,8 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd) {
     } else if (pfd >= 0 && p[2].revents) {
       an_sb_event(sb->dir, "init_exited", NULL);
       reason = "init exited";
+    } else if (owner_fd >= 0 && p[3].revents) {
+      reason = "owner exited";
     }
     if (!reason) continue;
     /* SIGTERM from a concurrent destroy waits (blocked) until we are done. */
@@ -93,6 +101,11 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd) {
 }
 
 int an_sb_monitor_start(struct an_sandbox *sb, an_error_t *err) {
+  cleanup_close int owner_fd = -1;
+  if (sb->rec.owner_pid) {
+    int r = an_process_pidfd_checked(sb->rec.owner_pid, sb->rec.owner_start, &owner_fd, err);
+    if (r < 0) return an_error_prefix(err, "monitor: the owning process %d", (int) sb->rec.owner_pid);
+  }
   int pr[2];
   if (pipe2(pr, O_CLOEXEC) < 0) return an_error_set(err, errno, "monitor: pipe");
   pid_t child = fork();
@@ -107,7 +120,7 @@ int an_sb_monitor_start(struct an_sandbox *sb, an_error_t *err) {
     setsid();
     pid_t m = fork();
     if (m != 0) _exit(m < 0 ? 1 : 0);
-    monitor_main(sb, pr[1]);
+    monitor_main(sb, pr[1], owner_fd);
   }
   close(pr[1]);
   int status = 0;

@@ -22,6 +22,8 @@
 #define DEFAULT_LIFETIME_MS (300ull * 1000)
 #define DEFAULT_MAX_OUTPUT  (10ull << 20)
 #define DEFAULT_MAX_READ    (64ull << 20)
+#define DEFAULT_DISK        (1ull << 30)
+#define DEFAULT_INODES      100000
 
 static char *const empty_strv[] = {NULL};
 
@@ -36,6 +38,8 @@ int an_sandbox_opts_new(struct an_sandbox_opts **out, an_error_t *err) {
   o->exec_timeout_ms = 0;
   o->max_output = DEFAULT_MAX_OUTPUT;
   o->max_read = DEFAULT_MAX_READ;
+  o->disk = DEFAULT_DISK;
+  o->inodes = DEFAULT_INODES;
   o->uid = AN_SANDBOX_DEFAULT_UID;
   o->gid = AN_SANDBOX_DEFAULT_GID;
   o->workdir = strdup(AN_SANDBOX_WORKSPACE);
@@ -209,6 +213,24 @@ int an_sandbox_opts_set_max_read(struct an_sandbox_opts *o, uint64_t bytes, an_e
   int r = check_cap("max_read", bytes, AN_SANDBOX_MAX_READ_MAX, err);
   if (r < 0) return r;
   o->max_read = bytes;
+  return 0;
+}
+
+int an_sandbox_opts_set_disk(struct an_sandbox_opts *o, uint64_t bytes, an_error_t *err) {
+  char v[32], lo[32], hi[32];
+  if (bytes < AN_SANDBOX_DISK_MIN || bytes > AN_SANDBOX_DISK_MAX)
+    return an_error_set(err, EINVAL, "disk %s: must be between %s and %s", an_format_size(bytes, v, sizeof v),
+                        an_format_size(AN_SANDBOX_DISK_MIN, lo, sizeof lo),
+                        an_format_size(AN_SANDBOX_DISK_MAX, hi, sizeof hi));
+  o->disk = bytes;
+  return 0;
+}
+
+int an_sandbox_opts_set_inodes(struct an_sandbox_opts *o, uint64_t inodes, an_error_t *err) {
+  if (inodes < AN_SANDBOX_INODES_MIN || inodes > AN_SANDBOX_INODES_MAX)
+    return an_error_set(err, EINVAL, "inodes %llu: must be between %u and %u", (unsigned long long) inodes,
+                        AN_SANDBOX_INODES_MIN, AN_SANDBOX_INODES_MAX);
+  o->inodes = inodes;
   return 0;
 }
 
@@ -474,6 +496,8 @@ int an_sandbox_opts_set_option(struct an_sandbox_opts *o, const char *option, co
     {"exec_timeout", an_parse_duration_ms, an_sandbox_opts_set_exec_timeout},
     {"cpus", an_parse_millicpus, an_sandbox_opts_set_cpus},
     {"pids", parse_count, an_sandbox_opts_set_pids},
+    {"disk", an_parse_size, an_sandbox_opts_set_disk},
+    {"inodes", parse_count, an_sandbox_opts_set_inodes},
   };
   if (!option) return an_error_set(err, EINVAL, "no option name");
   for (size_t i = 0; i < sizeof numeric / sizeof *numeric; i++)
@@ -522,6 +546,8 @@ uint64_t an_sandbox_opts_lifetime(const struct an_sandbox_opts *o) { return o->l
 uint64_t an_sandbox_opts_exec_timeout(const struct an_sandbox_opts *o) { return o->exec_timeout_ms; }
 uint64_t an_sandbox_opts_max_output(const struct an_sandbox_opts *o) { return o->max_output; }
 uint64_t an_sandbox_opts_max_read(const struct an_sandbox_opts *o) { return o->max_read; }
+uint64_t an_sandbox_opts_disk(const struct an_sandbox_opts *o) { return o->disk; }
+uint64_t an_sandbox_opts_inodes(const struct an_sandbox_opts *o) { return o->inodes; }
 const char *an_sandbox_opts_workdir(const struct an_sandbox_opts *o) { return o->workdir; }
 const char *an_sandbox_opts_network(const struct an_sandbox_opts *o) { return o->network; }
 const char *an_sandbox_opts_seccomp_profile(const struct an_sandbox_opts *o) { return o->seccomp_profile; }

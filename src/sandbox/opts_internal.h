@@ -21,6 +21,8 @@ struct an_sandbox_opts {
   uint64_t exec_timeout_ms; /* 0: the remaining lifetime */
   uint64_t max_output;      /* bytes */
   uint64_t max_read;        /* bytes */
+  uint64_t disk;            /* bytes: the workspace's quota */
+  uint64_t inodes;          /* the workspace's inode quota */
   uid_t uid;
   gid_t gid;
   char *workdir;

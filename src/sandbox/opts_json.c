@@ -32,6 +32,8 @@ void an_sandbox_opts_gen(struct an_jgen *j, const struct an_sandbox_opts *o) {
   if (o->exec_timeout_ms) kv_ms(j, "exec_timeout", o->exec_timeout_ms);
   an_jgen_kv_u64(j, "max_output", o->max_output);
   an_jgen_kv_u64(j, "max_read", o->max_read);
+  an_jgen_kv_u64(j, "disk", o->disk);
+  an_jgen_kv_u64(j, "inodes", o->inodes);
   an_jgen_kv_str(j, "network", o->network);
   an_jgen_kv_str(j, "workdir", o->workdir);
   an_jgen_kv_str(j, "seccomp_profile", o->seccomp_profile);
@@ -82,8 +84,8 @@ int an_sandbox_opts_dup(const struct an_sandbox_opts *o, struct an_sandbox_opts 
     .memory = o->memory, .millicpus = o->millicpus, .pids = o->pids, .tmp_size = o->tmp_size,
     .tmp_noexec = o->tmp_noexec,
     .lifetime_ms = o->lifetime_ms, .exec_timeout_ms = o->exec_timeout_ms,
-    .max_output = o->max_output, .max_read = o->max_read, .uid = o->uid, .gid = o->gid,
-    .seccomp_unsafe = o->seccomp_unsafe, .landlock = o->landlock,
+    .max_output = o->max_output, .max_read = o->max_read, .disk = o->disk, .inodes = o->inodes,
+    .uid = o->uid, .gid = o->gid, .seccomp_unsafe = o->seccomp_unsafe, .landlock = o->landlock,
   };
   if (dup_opt_str(&c->image, o->image) < 0 || dup_opt_str(&c->name, o->name) < 0 ||
       dup_opt_str(&c->profile, o->profile) < 0 || dup_opt_str(&c->workdir, o->workdir) < 0 ||

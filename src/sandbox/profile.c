@@ -132,7 +132,7 @@ static int apply_seccomp_profile(struct an_sandbox_opts *o, const char *profile_
 
 static int apply_key(struct an_sandbox_opts *o, const char *profile_path, const char *key,
                      yajl_val v, an_error_t *err) {
-  static const char *const sizes[] = {"memory", "tmp_size", "max_output", "max_read"};
+  static const char *const sizes[] = {"memory", "tmp_size", "max_output", "max_read", "disk"};
   static const char *const strings[] = {"image", "network", "workdir", "landlock"};
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
     if (strcmp(key, sizes[i]) == 0) return apply_quantity(o, key, v, "a size (\"512m\" or bytes)", err);
@@ -141,11 +141,11 @@ static int apply_key(struct an_sandbox_opts *o, const char *profile_path, const 
   if (strcmp(key, "cpus") == 0) return apply_quantity(o, key, v, "a number like 1.5", err);
   if (strcmp(key, "env") == 0) return apply_env(o, v, err);
   if (strcmp(key, "seccomp_profile") == 0) return apply_seccomp_profile(o, profile_path, v, err);
-  if (strcmp(key, "pids") == 0) {
+  if (strcmp(key, "pids") == 0 || strcmp(key, "inodes") == 0) {
     if (!YAJL_IS_INTEGER(v) || YAJL_GET_INTEGER(v) < 0)
-      return an_error_set(err, EINVAL, "key \"pids\": expected a positive integer");
+      return an_error_set(err, EINVAL, "key \"%s\": expected a positive integer", key);
     int r = an_sandbox_opts_set_option(o, key, YAJL_GET_NUMBER(v), err);
-    return r < 0 ? an_error_prefix(err, "key \"pids\"") : 0;
+    return r < 0 ? an_error_prefix(err, "key \"%s\"", key) : 0;
   }
   if (strcmp(key, "seccomp_unsafe") == 0) {
     if (!YAJL_IS_TRUE(v) && !YAJL_IS_FALSE(v))

@@ -5,7 +5,9 @@
  * agentnest/sb-<id> in any hierarchy (non-empty ones may belong to another
  * store root's live sandbox and are left alone), engine containers under
  * <root>/containers, id range locks (machine-wide) whose allocating process
- * and owning sandbox directory are gone, and (with `all`) expiry tombstones.  Teardown itself is teardown.c. */
+ * and owning sandbox directory are gone, and expiry tombstones (plain prune
+ * too: they are what an expired sandbox leaves).  Teardown itself is
+ * teardown.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -124,6 +126,26 @@ static void prune_cgroups(struct an_jgen *g, const struct live_set *live, char *
   }
 }
 
+static void prune_tombstones(struct an_jgen *g, const char *root, char ***errs, size_t *nerr) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/%s", root, AN_SB_EXPIRED_DIR);
+  cleanup_close int tfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (tfd < 0) return;
+  int dfd = fcntl(tfd, F_DUPFD_CLOEXEC, 3);
+  cleanup_closedir DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+  if (!d && dfd >= 0) close(dfd);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (!an_sb_valid_id(de->d_name)) continue;
+    if (unlinkat(tfd, de->d_name, 0) == 0) an_jgen_str(g, de->d_name);
+    else {
+      an_error_t e = NULL;
+      an_error_set(&e, errno, "remove tombstone %s/%s", path, de->d_name);
+      note_error(errs, nerr, &e);
+    }
+  }
+}
+
 int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t *err) {
   const char *root = an_sb_root_or_default(store_root);
   char path[PATH_MAX];
@@ -163,7 +185,8 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
       if (all) reason = "all";
       else if (!strcmp(status, "expired")) { reason = "expired"; tomb = true; }
       else if (!strcmp(status, "dead") && !creating)
-        reason = rec.monitor_pid ? "monitor dead" : rec.owner_pid ? "creator dead" : "init dead";
+        reason = rec.owner_pid && !an_sb_pid_alive(rec.owner_pid, rec.owner_start) ? "creator dead"
+               : rec.monitor_pid ? "monitor dead" : "init dead";
       an_sb_record_clear(&rec);
     }
     if (!reason) {
@@ -234,9 +257,17 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   note_error(&errs, &nerr, &e);
   an_jgen_array_close(g);
 
+  /* Expiry tombstones: each says "expired" to later calls until a prune
+   * (plain or --all) removes it, so they do not pile up. */
+  an_jgen_key(g, "tombstones");
+  an_jgen_array_open(g);
+  prune_tombstones(g, root, &errs, &nerr);
+  an_jgen_array_close(g);
+  /* --all: also the empty workspace images kept for the next creates */
   if (all) {
     cleanup_close int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (rfd >= 0 && an_remove_tree_beneath(rfd, AN_SB_EXPIRED_DIR, &e) < 0) note_error(&errs, &nerr, &e);
+    if (rfd >= 0 && an_remove_tree_beneath(rfd, "workspace-templates", &e) < 0) note_error(&errs, &nerr, &e);
+    an_error_free(&e);
   }
   an_jgen_key(g, "errors");
   an_jgen_array_open(g);

@@ -45,7 +45,7 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
     if ((r = an_sandbox_opts_dup(opts, &o2, err)) >= 0)
       for (char *const *e = eo->env; *e && r >= 0; e++) r = an_sandbox_opts_add_env(o2, *e, err);
   }
-  if (r >= 0) r = an_sb_create(store_root, o2 ? o2 : opts, false, argv, stdio, &sb, err);
+  if (r >= 0) r = an_sb_create(store_root, o2 ? o2 : opts, AN_SB_KEEP_CALLER, argv, stdio, &sb, err);
   an_sandbox_opts_free(o2);
   close(po[1]);
   close(pe[1]);
@@ -65,7 +65,8 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
     .max_stdout = eo->max_stdout, .max_stderr = eo->max_stderr,
     .secrets = secrets, .nsecrets = nsec, .on_data = eo->on_data, .on_data_arg = eo->on_data_arg,
   };
-  r = an_sb_wait_capture(sb->cg, sb->init_pidfd, po[0], pe[0], timeout, eo->kill_grace_ms, &oo, res, err);
+  r = an_sb_wait_capture(sb->cg, sb->init_pidfd, po[0], pe[0], timeout, eo->kill_grace_ms,
+                         eo->has_cancel_fd ? eo->cancel_fd : -1, &oo, res, err);
   if (r < 0) goto out;
   if (oom_ok && an_cgroup_oom_kills(sb->cg, &oom1, &e) == 0 && oom1 > oom0) res->oom_killed = true;
   an_error_free(&e);

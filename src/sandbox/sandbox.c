@@ -170,8 +170,8 @@ static int claim_name(const char *root, const char *name, const char *id, an_err
 }
 
 int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
-                    bool with_monitor, char *const *oneshot_argv, const int stdio[3],
-                    struct an_sandbox **out, an_error_t *err) {
+                 enum an_sb_keeper keeper, char *const *oneshot_argv, const int stdio[3],
+                 struct an_sandbox **out, an_error_t *err) {
   const char *root = an_sb_root_or_default(store_root);
   if (!opts) return an_error_set(err, EINVAL, "sandbox: no options");
   const char *image = an_sandbox_opts_image(opts);
@@ -251,10 +251,9 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   }
   uid_t wuid = sb->rec.ids.host_uid_base + an_sandbox_opts_uid(opts);
   gid_t wgid = sb->rec.ids.host_uid_base + an_sandbox_opts_gid(opts);
-  if (mkdir(sb->workspace, 0700) < 0 || chown(sb->workspace, wuid, wgid) < 0) {
-    r = an_error_set(err, errno, "workspace %s", sb->workspace);
+  if ((r = an_sb_ws_make(root, sb->dir, sb->workspace, (uint32_t) sb->rec.ids.host_uid_base,
+                         an_sandbox_opts_disk(opts), an_sandbox_opts_inodes(opts), wuid, wgid, err)) < 0)
     goto fail;
-  }
   sb->ws_fd = open(sb->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (sb->ws_fd < 0) { r = an_error_set(err, errno, "open %s", sb->workspace); goto fail; }
 
@@ -310,10 +309,12 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   sb->rec.init_pid = st->pid;
   sb->rec.init_start = st->start_time;
   an_container_state_free(st);
-  if (with_monitor) {
+  if (keeper != AN_SB_KEEP_CALLER) {
+    if (keeper == AN_SB_KEEP_MONITOR) {
+      sb->rec.owner_pid = 0;
+      sb->rec.owner_start = 0;
+    }
     if ((r = an_sb_monitor_start(sb, err)) < 0) goto fail;
-    sb->rec.owner_pid = 0;
-    sb->rec.owner_start = 0;
   }
   if ((r = an_sb_record_write(sb->dir, &sb->rec, err)) < 0) goto fail;
   {
@@ -355,7 +356,12 @@ fail_rec:
 
 int an_sandbox_create(const char *store_root, const struct an_sandbox_opts *opts,
                       struct an_sandbox **out, an_error_t *err) {
-  return an_sb_create(store_root, opts, true, NULL, NULL, out, err);
+  return an_sb_create(store_root, opts, AN_SB_KEEP_MONITOR, NULL, NULL, out, err);
+}
+
+int an_sandbox_create_owned(const char *store_root, const struct an_sandbox_opts *opts,
+                            struct an_sandbox **out, an_error_t *err) {
+  return an_sb_create(store_root, opts, AN_SB_KEEP_MONITOR_AND_OWNER, NULL, NULL, out, err);
 }
 
 int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sandbox **out,

@@ -34,7 +34,7 @@ struct an_sb_record {
   struct an_sandbox_ids ids;
   pid_t init_pid; uint64_t init_start;
   pid_t monitor_pid; uint64_t monitor_start;
-  pid_t owner_pid; uint64_t owner_start;   /* run_once: the creating process; else 0 */
+  pid_t owner_pid; uint64_t owner_start;   /* run_once, create_owned: the creating process; else 0 */
   struct an_secret *secrets; size_t nsecrets;  /* name/value heap strings */
 };
 
@@ -125,8 +125,30 @@ int an_sb_freeze(struct an_sandbox *sb, bool frozen, an_error_t *err);
  * 1 when it cannot be told (fstatvfs failed), which refuses any content. */
 uint64_t an_sb_copy_cap(int fd, unsigned copies);
 
+/* Workspace storage and its quota (workspace_quota.c). */
+enum an_sb_ws_kind { AN_SB_WS_PROJECT_QUOTA, AN_SB_WS_IMAGE, AN_SB_WS_NONE };
+/* Which mechanism a workspace made under directory `dir` gets on this host;
+ * `why` (len bytes) receives a one-line description (doctor prints it). */
+enum an_sb_ws_kind an_sb_ws_mechanism(const char *dir, char *why, size_t len);
+/* Make <dir>/workspace (`ws` is that path, for messages and the mount) of
+ * the sandbox directory `dir` of store `root` (its workspace-templates/),
+ * owned uid:gid, mode 0700, bounded to `disk` bytes and `inodes` inodes by
+ * the kernel; `projid` is its project id where a project quota is used.
+ * inodes is lowered to disk / 2048 where larger (ext4's inode tables must
+ * fit; one rule for both mechanisms).
+ * Errors: -EOPNOTSUPP no mechanism on this host (fail closed); -ENOSPC an image larger than the space free;
+ * -EBUSY project id in use; mke2fs/loop/mount errors.  Nothing is left
+ * on failure. */
+int an_sb_ws_make(const char *root, const char *dir, const char *ws, uint32_t projid, uint64_t disk,
+                  uint64_t inodes, uid_t uid, gid_t gid, an_error_t *err);
+/* Remove the workspace under the sandbox directory fd `dfd`: unmount an
+ * image (lazily), remove the tree, clear a project quota's limits, delete
+ * the image.  Idempotent (nothing there: 0). */
+int an_sb_ws_remove(int dfd, an_error_t *err);
+
 /* Monitor (monitor.c): double-fork the monitor of sandbox `sb`; fills
- * sb->rec.monitor_pid/start. */
+ * sb->rec.monitor_pid/start.  With sb->rec.owner_pid set, the monitor also
+ * tears the sandbox down when that process exits. */
 int an_sb_monitor_start(struct an_sandbox *sb, an_error_t *err);
 
 /* Spawn (exec_spawn.c): clone a process into the sandbox running `argv`
@@ -142,20 +164,24 @@ struct an_sb_spawn {
 int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid, int *pidfd,
                 an_error_t *err);
 
-/* Create without a monitor (run_once) or with one (create).  oneshot_argv:
- * pid 1 runs `agentnest-init -- argv...`; stdio: fds for pid 1 (NULL:
- * /dev/null). */
+/* Who keeps a sandbox alive: the creating process alone (run_once, no
+ * monitor), a monitor (create), or a monitor that also ends the sandbox
+ * when the creating process exits (create_owned). */
+enum an_sb_keeper { AN_SB_KEEP_CALLER, AN_SB_KEEP_MONITOR, AN_SB_KEEP_MONITOR_AND_OWNER };
+/* Create.  oneshot_argv: pid 1 runs `agentnest-init -- argv...`; stdio: fds
+ * for pid 1 (NULL: /dev/null). */
 int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
-                    bool with_monitor, char *const *oneshot_argv, const int stdio[3],
-                    struct an_sandbox **out, an_error_t *err);
+                 enum an_sb_keeper keeper, char *const *oneshot_argv, const int stdio[3],
+                 struct an_sandbox **out, an_error_t *err);
 
 /* Wait for the process behind pidfd while capturing out_fd/err_fd per oo;
- * at timeout_ms kill cg (or the process): SIGTERM, kill_grace_ms, SIGKILL.
- * Fills res->output, exit_code, signal, timed_out (exec.c). */
+ * at timeout_ms, or when cancel_fd (-1: none) is readable, kill cg (or the
+ * process): SIGTERM, kill_grace_ms, SIGKILL.
+ * Fills res->output, exit_code, signal, timed_out, cancelled (exec.c). */
 struct an_output_opts;
 struct an_secret;
 int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
-                       uint64_t timeout_ms, uint64_t kill_grace_ms,
+                       uint64_t timeout_ms, uint64_t kill_grace_ms, int cancel_fd,
                        const struct an_output_opts *oo, struct an_exec_result *res,
                        an_error_t *err);
 

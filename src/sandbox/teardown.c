@@ -1,6 +1,7 @@
 /* sandbox/teardown.c — remove everything a sandbox consists of: its
  * monitor, its processes (SIGTERM with grace, then SIGKILL via the cgroup),
- * the engine container, cgroups in every hierarchy, workspace, name, id
+ * the engine container, cgroups in every hierarchy, workspace (its mount,
+ * image and quota: workspace_quota.c), name, id
  * range and state.  Shared by destroy, the monitor (expiry) and prune;
  * serialised by the sandbox's lock file and idempotent, so a teardown
  * interrupted by SIGKILL at any point is finished by the next one.  What
@@ -157,11 +158,13 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
   /* 5. secret values, workspace, name, id range */
   an_sb_secrets_remove(id);
   cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  bool had_ws = false;
+  bool had_ws = false, ws_gone = true;
   if (dfd >= 0) {
     had_ws = faccessat(dfd, "workspace", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-    if (an_remove_tree_beneath(dfd, "workspace", &e) < 0 && !first)
-      first = an_error_set(err, e->errnum, "%s", e->msg);
+    if (an_sb_ws_remove(dfd, &e) < 0) {
+      ws_gone = false;   /* a mount left: the state below it stays for the next prune */
+      if (!first) first = an_error_set(err, e->errnum, "%s", e->msg);
+    }
     an_error_free(&e);
   }
   rep->workspace = had_ws;
@@ -194,7 +197,7 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
   bool state_removed = false;
   snprintf(path, sizeof path, "%s/%s", root, AN_SB_DIR);
   cleanup_close int pfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (pfd >= 0 && cgroup_gone) {   /* else the next prune retries */
+  if (pfd >= 0 && cgroup_gone && ws_gone) {   /* else the next prune retries */
     int r = an_remove_tree_beneath(pfd, id, &e);
     if (r < 0 && !first) first = an_error_set(err, e->errnum, "%s", e->msg);
     state_removed = r == 0;

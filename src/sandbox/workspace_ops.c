@@ -132,8 +132,9 @@ int an_sandbox_snapshot_warn(struct an_sandbox *sb, const char *tar_path, struct
   return r;
 }
 
-/* Remove every entry of the directory fd (not the directory itself). */
-static int empty_dir(int dfd, an_error_t *err) {
+/* Remove every entry of the directory fd (not the directory itself) but
+ * `keep`. */
+static int empty_dir(int dfd, const char *keep, an_error_t *err) {
   int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
   if (dup_fd < 0) return an_error_set(err, errno, "read workspace directory: dup");
   DIR *d = fdopendir(dup_fd);
@@ -142,7 +143,7 @@ static int empty_dir(int dfd, an_error_t *err) {
   struct dirent *de;
   int r = 0;
   while ((de = readdir(d))) {
-    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, keep)) continue;
     if ((r = an_remove_tree_beneath(dfd, de->d_name, err)) < 0) break;
   }
   closedir(d);
@@ -168,35 +169,36 @@ static int move_entries(int from, int to, an_error_t *err) {
   return r;
 }
 
+/* The staging directory is inside the workspace, on its file system, so the
+ * extraction counts against the workspace's quota (a tar's huge or sparse
+ * entries cannot fill the host's disk) and the entries move in by rename.
+ * The sandbox is frozen throughout: it cannot see or race the staging
+ * directory (host root's, 0700); on error the workspace is as it was. */
 int an_sandbox_restore(struct an_sandbox *sb, const char *tar_path, const char *expected_sha256,
                        an_error_t *err) {
-  cleanup_close int dfd = open(sb->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (dfd < 0) return an_error_set(err, errno, "open %s", sb->dir);
-  cleanup_free char *staging = an_random_name(".restore");
+  cleanup_free char *staging = an_random_name(".agentnest-restore");
   if (!staging) return an_error_set(err, ENOMEM, "restore");
-  if (mkdirat(dfd, staging, 0700) < 0) return an_error_set(err, errno, "restore: mkdir %s", staging);
   struct an_file_opts fo;
   an_sandbox_file_opts(sb, &fo);
   /* The files of the tar may declare at most the space free for the
    * workspace, in logical bytes (a sparse entry counts in full). */
   struct an_snapshot_opts so = {.set_owner = true, .uid = fo.uid, .gid = fo.gid,
                                 .max_bytes = an_sb_copy_cap(sb->ws_fd, 1)};
-  /* Verify and extract into the (empty) staging directory: on error the
-   * workspace is untouched. */
-  int r = an_workspace_restore_ex(dfd, staging, tar_path, expected_sha256, &so, err);
+  int r = an_sb_freeze(sb, true, err);
+  if (r < 0) return an_error_prefix(err, "sandbox %s", sb->rec.id);
+  if (mkdirat(sb->ws_fd, staging, 0700) < 0) r = an_error_set(err, errno, "restore: mkdir %s", staging);
+  /* Verify and extract into the (empty) staging directory. */
+  if (r >= 0) r = an_workspace_restore_ex(sb->ws_fd, staging, tar_path, expected_sha256, &so, err);
   if (r >= 0) {
-    cleanup_close int sfd = openat(dfd, staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    cleanup_close int sfd = openat(sb->ws_fd, staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (sfd < 0) r = an_error_set(err, errno, "restore: open %s", staging);
-    else if ((r = an_sb_freeze(sb, true, err)) >= 0) {
-      r = empty_dir(sb->ws_fd, err);
-      if (r >= 0) r = move_entries(sfd, sb->ws_fd, err);
-      an_error_t e = NULL;
-      an_sb_freeze(sb, false, &e);
-      an_error_free(&e);
-    }
+    if (r >= 0) r = empty_dir(sb->ws_fd, staging, err);
+    if (r >= 0) r = move_entries(sfd, sb->ws_fd, err);
   }
   an_error_t e = NULL;
-  an_remove_tree_beneath(dfd, staging, &e);
+  an_remove_tree_beneath(sb->ws_fd, staging, &e);
+  an_error_free(&e);
+  an_sb_freeze(sb, false, &e);
   an_error_free(&e);
   return r < 0 ? an_error_prefix(err, "sandbox %s", sb->rec.id) : 0;
 }

@@ -69,6 +69,8 @@ const char cli_sandbox_opts_help[] =
     "  --pids N                task limit (default 256)\n"
     "  --tmp-size SIZE         /tmp tmpfs size (default 64m; one inode per 4 KiB)\n"
     "  --tmp-noexec            mount /tmp noexec (default: exec, nosuid, nodev)\n"
+    "  --disk SIZE             /workspace quota, enforced by the kernel (default 1g)\n"
+    "  --inodes N              /workspace inode quota (default 100000)\n"
     "  --timeout DURATION      sandbox lifetime, e.g. 300, 5m, 1.5s (default 300s)\n"
     "  --exec-timeout DURATION per-command timeout (default: the remaining lifetime)\n"
     "  --max-output SIZE       stdout+stderr kept per command (default 10m)\n"
@@ -102,6 +104,7 @@ static const struct {
     {CLI_OPT_NAME, "--name", "name"},              {CLI_OPT_LANDLOCK, "--landlock", "landlock"},
     {CLI_OPT_SECCOMP_UNSAFE, "--seccomp-unsafe", "seccomp_unsafe"},
     {CLI_OPT_TMP_NOEXEC, "--tmp-noexec", "tmp_noexec"},
+    {CLI_OPT_DISK, "--disk", "disk"},              {CLI_OPT_INODES, "--inodes", "inodes"},
 };
 
 bool cli_sandbox_flag(struct cli_sandbox_flags *f, int code, const char *arg) {

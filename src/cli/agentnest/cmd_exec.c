@@ -1,8 +1,18 @@
 /* cli/agentnest/cmd_exec.c — `agentnest exec ID [--timeout S] [--env K=V]
  * [--workdir D] [--json] -- CMD...`: run one command in a live sandbox,
  * stream its output (or print one JSON result), exit with its status.  The
- * sandbox stays alive, also when the command times out. */
+ * sandbox stays alive, also when the command times out.
+ *
+ * Caller signals: SIGINT, SIGTERM and SIGHUP write their number to a
+ * self-pipe (a handler, not a blocked mask: the process cloned into the
+ * sandbox would inherit a mask, and handlers reset at its execve) whose
+ * read end is the exec's cancel fd, so the command's whole process tree
+ * (its child cgroup) ends with the caller; the CLI then exits 128+N. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include "agentnest/sandbox.h"
@@ -10,11 +20,38 @@
 #include "util/cleanup.h"
 #include "util/units.h"
 
+/* the self-pipe's write end (one per process: a signal handler needs it) */
+static int g_signal_pipe = -1;
+
+static void on_signal(int sig) {
+  int saved = errno;
+  unsigned char b = (unsigned char) sig;
+  if (write(g_signal_pipe, &b, 1) < 0) {}
+  errno = saved;
+}
+
+/* Route SIGINT/SIGTERM/SIGHUP to a pipe; returns its read end or -1. */
+static int signals_to_pipe(const char *cmd) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+    fprintf(stderr, "agentnest %s: pipe: %s\n", cmd, strerror(errno));
+    return -1;
+  }
+  g_signal_pipe = p[1];
+  struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  return p[0];
+}
+
 static const char exec_usage[] =
     "Usage: agentnest exec ID [OPTIONS] -- CMD [ARG...]\n"
     "\n"
     "Run CMD (an argv, no shell) in the live sandbox ID (id or name) and exit with its status.\n"
-    "A timeout kills the command's whole process tree and leaves the sandbox and its files.\n"
+    "A timeout kills the command's whole process tree and leaves the sandbox and its files;\n"
+    "so does SIGINT, SIGTERM or SIGHUP to this command (it then exits 128+N), or its death.\n"
     "\n"
     "  --timeout DURATION   timeout of this command (default: the sandbox's --exec-timeout,\n"
     "                       at most its remaining lifetime)\n"
@@ -90,6 +127,13 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
   if (an_sandbox_open(g->root, id, &sb, &err) < 0) return cli_fail(cmd, &err);
+  cleanup_close int sigfd = signals_to_pipe(cmd);
+  if (sigfd < 0) {
+    an_sandbox_close(sb);
+    return AN_EXIT_RUNTIME;
+  }
+  eo.has_cancel_fd = true;
+  eo.cancel_fd = sigfd;
   struct an_exec_result res = {0};
   r = an_sandbox_exec(sb, argv + optind, &eo, &res, &err);
   if (r < 0) {
@@ -97,6 +141,11 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
     return cli_fail(cmd, &err);
   }
   int status = res.status;
+  unsigned char sig = 0;
+  if (res.cancelled && read(sigfd, &sig, 1) == 1) {
+    fprintf(stderr, "agentnest %s: %s: the command was ended\n", cmd, strsignal(sig));
+    status = 128 + sig;
+  }
   if (json && cli_print_result_json(cmd, an_sandbox_id(sb), &res, NULL) != 0) status = AN_EXIT_RUNTIME;
   an_exec_result_release(&res);
   an_sandbox_close(sb);

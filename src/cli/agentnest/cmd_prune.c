@@ -12,11 +12,12 @@ static const char prune_usage[] =
     "Usage: agentnest prune [--all]\n"
     "\n"
     "Find sandboxes whose monitor (or one-shot owner) died or whose lifetime ended, and remove\n"
-    "everything they left: processes, cgroups, container state, workspace, name, id range;\n"
-    "also orphan agentnest cgroups and id ranges.  Prints a JSON report:\n"
+    "everything they left: processes, cgroups, container state, workspace (its mount, loop\n"
+    "device and image), name, id range; also orphan agentnest cgroups and id ranges, and the\n"
+    "tombstones of expired sandboxes.  Prints a JSON report:\n"
     "  {\"removed\":[{\"id\",\"reason\",\"cgroups\",\"workspace\",\"state\",\"idrange\"}],\n"
-    "   \"orphan_cgroups\":[...],\"idranges\":[...],\"errors\":[...]}\n"
-    "  --all        destroy live sandboxes too, and forget expired ones\n"
+    "   \"orphan_cgroups\":[...],\"idranges\":[...],\"tombstones\":[...],\"errors\":[...]}\n"
+    "  --all        destroy live sandboxes too\n"
     "  -h, --help   this help\n"
     "Exit status 125 when the state cannot be read or the report lists errors.\n";
 

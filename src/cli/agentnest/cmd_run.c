@@ -9,7 +9,9 @@
  * "PROCESSES AND THREADS"), which execs, copies artifacts out and prints the
  * result; meanwhile the parent waits on the signalfd and the child's pidfd.
  * On a signal the parent destroys the sandbox (which ends the exec) and
- * exits 128+N: the sandbox is gone before the CLI is. */
+ * exits 128+N: the sandbox is gone before the CLI is.  The sandbox is
+ * created owned (an_sandbox_create_owned): if the CLI is SIGKILLed, its
+ * monitor sees it exit and tears the sandbox down. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -202,7 +204,8 @@ static int oneshot_run(struct oneshot *o, struct an_sandbox_opts *opts, char **a
 
   an_error_t err = NULL;
   struct an_sandbox *sb = NULL;
-  if (an_sandbox_create(o->root, opts, &sb, &err) < 0) return cli_fail(o->cmd, &err);
+  /* owned: a CLI killed with SIGKILL takes the sandbox with it */
+  if (an_sandbox_create_owned(o->root, opts, &sb, &err) < 0) return cli_fail(o->cmd, &err);
   cleanup_free char *id = strdup(an_sandbox_id(sb));
   int status = AN_EXIT_RUNTIME, sig = pending_signal(sfd);
 
