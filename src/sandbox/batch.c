@@ -98,6 +98,7 @@ static int open_jobs(struct batch *b, an_error_t *err) {
     /* a pipe is read once: spool it so that it can be streamed twice */
     if ((fd = tmpfile_fd(err)) < 0) return fd;
     int r = an_copy_fd_capped(0, fd, UINT64_MAX, "JOBS (standard input)", NULL, NULL, err);
+    if (r >= 0 && lseek(fd, 0, SEEK_SET) < 0) r = an_error_set(err, errno, "JOBS (standard input): seek");
     if (r < 0) {
       close(fd);
       return r;
@@ -422,6 +423,8 @@ static int finish_job(struct batch *b, struct slot *s, an_error_t *err) {
   int st;
   while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR) {
   }
+  b->mem_used -= s->mem;   /* it no longer runs (the FINISHED event counts so) */
+  b->running--;
   int r = 0;
   if (have) {
     if ((r = append_record(b, s->buf, s->len, err)) >= 0)
@@ -437,8 +440,6 @@ static int finish_job(struct batch *b, struct slot *s, an_error_t *err) {
   /* else: interrupted; no record, so --resume runs it again */
   yajl_tree_free(tree);
   free(s->buf);
-  b->mem_used -= s->mem;
-  b->running--;
   an_batch_job_clear(&s->job);
   memset(s, 0, sizeof *s);
   return r;

@@ -628,3 +628,47 @@ Test(batch, duplicate_id_and_unknown_member_refuse_the_file) {
   cr_expect(strstr(err_text, "--resume needs --results"), "%s", err_text);
   assert_nothing_left();
 }
+
+/* `cat jobs.jsonl | agentnest --root ROOT ARGS` (a pipe, not a file, on stdin). */
+static int an_pipe(const char *args) {
+  int st = an_test_sh("cd '%s' && cat jobs.jsonl | '%s' --root '%s' %s >'%s/.out' 2>'%s/.err'", work, an_bin,
+                      root, args, work, work);
+  free(err_text);
+  err_text = read_work(".err");
+  return st;
+}
+
+/* JOBS from a pipe (spooled, then streamed twice); --fail-fast stops
+ * starting jobs after the first failure, and --resume later runs the rest. */
+Test(batch, jobs_from_standard_input_fail_fast_then_resume) {
+  write_text("jobs.jsonl", "{\"id\":\"a\",\"cmd\":[\"true\"]}\n{\"id\":\"b\",\"cmd\":[\"false\"]}\n"
+                           "{\"id\":\"c\",\"cmd\":[\"true\"]}\n{\"id\":\"d\",\"cmd\":[\"true\"]}\n");
+  cr_assert_eq(an_pipe("batch -j1 --image busybox --fail-fast --results r.jsonl -"), 1, "%s", err_text);
+  cr_expect(strstr(err_text, "--fail-fast"), "%s", err_text);
+  /* the summary counts the 4 jobs of the pipe (validated from the spool), 2 not run */
+  cr_expect(strstr(err_text, "\n  total               4") && strstr(err_text, "\n  not run             2"),
+            "%s", err_text);
+  char *text = read_work("r.jsonl");
+  static yajl_val recs[10];
+  size_t n = parse_records(text, recs, 10);
+  free(text);
+  cr_assert_eq(n, 2, "records after fail-fast: %zu", n);
+  cr_expect_str_eq(jstr(find_record(recs, n, "b"), "result"), "failed");
+  free_records(recs, n);
+  cr_assert_eq(an_pipe("batch -j1 --image busybox --results r.jsonl --resume -"), 1, "%s", err_text);
+  text = read_work("r.jsonl");
+  n = parse_records(text, recs, 10);
+  free(text);
+  cr_expect_eq(n, 4, "records after resume: %zu", n);
+  /* a malformed line on a pipe refuses the batch before anything runs */
+  write_text("jobs.jsonl", "{\"id\":\"e\",\"cmd\":[\"true\"]}\n{\"id\":\"x\"}\n");
+  cr_expect_eq(an_pipe("batch -j1 --image busybox --results r2.jsonl -"), 125, "%s", err_text);
+  cr_expect(strstr(err_text, "line 2: no command"), "%s", err_text);
+  char *r2 = read_work("r2.jsonl");
+  cr_expect_str_eq(r2, "", "a job ran although the file was refused");
+  free(r2);
+  const char *ids[] = {"a", "b", "c", "d"};
+  for (int i = 0; i < 4; i++) cr_expect_not_null(find_record(recs, n, ids[i]), "%s", ids[i]);
+  free_records(recs, n);
+  assert_nothing_left();
+}
