@@ -84,6 +84,8 @@ static bool in_shard(const struct an_batch_config *c, uint64_t ordinal) {
 
 /* ---- files ------------------------------------------------------------------------------- */
 
+static void reap_previous(struct batch *b, const char *journal);
+
 static int tmpfile_fd(an_error_t *err) {
   const char *dir = getenv("TMPDIR");
   if (!dir || dir[0] != '/') dir = "/tmp";
@@ -128,6 +130,7 @@ static int open_results(struct batch *b, an_error_t *err) {
   if (c->resume) {
     if ((r = an_batch_results_load(b->res_fd, c->results_path, &b->done, err)) < 0) return r;
     if ((r = an_batch_journal_load(jp, &b->done, &b->attempts, err)) < 0) return r;
+    reap_previous(b, jp);
   }
   b->journal_fd = open(jp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (c->resume ? 0 : O_TRUNC), 0644);
   if (b->journal_fd < 0) return an_error_set(err, errno, "journal %s", jp);
@@ -405,6 +408,49 @@ static void reap_owned(struct batch *b, pid_t pid) {
       an_error_free(&e);
     }
   an_sandbox_info_list_free(l, n);
+}
+
+/* Resume: the sandboxes an earlier, killed run's job processes left (dead,
+ * owned by a pid its journal names) are torn down before anything starts,
+ * as prune would (a pid reused since is alive, so its sandbox is not dead). */
+static void reap_previous(struct batch *b, const char *journal) {
+  struct an_sandbox_info *l = NULL;
+  size_t n = 0, ndead = 0;
+  an_error_t e = NULL;
+  if (an_sandbox_list(b->root, &l, &n, &e) < 0) {
+    an_error_free(&e);
+    return;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (l[i].owner_pid > 0 && !l[i].monitor_pid && !strcmp(l[i].status, "dead")) l[ndead++] = l[i];
+    else {
+      free(l[i].id);
+      free(l[i].name);
+      free(l[i].image);
+      free(l[i].status);
+    }
+  FILE *f = ndead ? fopen(journal, "re") : NULL;
+  char *buf = NULL;
+  size_t cap = 0, len;
+  bool too_long, eol;
+  while (f && an_batch_read_line(f, &buf, &cap, &len, 4096, &too_long, &eol) > 0) {
+    yajl_val t = NULL;
+    if (too_long || an_json_parse(buf, len, "", &t, &e) < 0) {
+      an_error_free(&e);
+      continue;
+    }
+    yajl_val pid = an_json_member_type(t, "pid", yajl_t_number);
+    for (size_t i = 0; pid && YAJL_IS_INTEGER(pid) && i < ndead; i++)
+      if (l[i].owner_pid == (pid_t) YAJL_GET_INTEGER(pid) && l[i].status[0]) {
+        an_sb_teardown(b->root, l[i].id, "batch job ended", false, 0, false, NULL, &e);
+        an_error_free(&e);
+        l[i].status[0] = 0;   /* done */
+      }
+    yajl_tree_free(t);
+  }
+  if (f) fclose(f);
+  free(buf);
+  an_sandbox_info_list_free(l, ndead);
 }
 
 static int finish_job(struct batch *b, struct slot *s, an_error_t *err) {

@@ -4,7 +4,8 @@
  * artifacts and a malformed line, checked record by record and through the
  * JUnit report parsed by a real XML parser (python3's xml.etree); SIGKILL
  * at random points then --resume, repeated, giving exactly one record per
- * job (a record cut short by the kill is repaired); shards 1/3, 2/3, 3/3
+ * job (a record cut short by the kill is repaired; the killed run's
+ * sandboxes removed by prune or by the resume); shards 1/3, 2/3, 3/3
  * covering every job once; SIGTERM ending running jobs; and after each
  * test, nothing left on the host from its store: no sandbox state, no
  * agentnest cgroup of its sandboxes, no process, no mount.
@@ -522,10 +523,11 @@ Test(batch, sigkill_at_random_points_then_resume_records_each_job_once) {
       cr_assert_eq(write(fd, "{\"id\":\"k39\",\"line\":40,\"res", 26), 26);
       close(fd);
     }
-    /* the killed batch's sandboxes are dead ones prune removes */
+    /* the killed batch's sandboxes are dead ones: prune removes them (rounds
+     * 0 and 1); else the next --resume does, from its journal (rounds 2, 3) */
     usleep(100000);
     remember_store_sandboxes();
-    cr_assert_eq(an("prune"), 0, "%s", err_text);
+    if (round < 2) cr_assert_eq(an("prune"), 0, "%s", err_text);
   }
   int st = wait_status(start_batch(again));
   cr_assert_eq(st, 1, "final run: exit %d: %s", st, read_work(".berr"));   /* k0, k9, ... fail */

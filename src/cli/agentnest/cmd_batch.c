@@ -253,7 +253,8 @@ int cmd_batch(struct an_global_opts *g, int argc, char **argv) {
     an_sandbox_opts_free(opts);
     return AN_EXIT_RUNTIME;
   }
-  struct progress p = {.tty = isatty(2) == 1};
+  /* a live line, unless the records go to the same terminal */
+  struct progress p = {.tty = isatty(2) == 1 && (a.cfg.results_path || isatty(1) != 1)};
   a.cfg.signal_fd = sfd;
   a.cfg.on_event = on_event;
   a.cfg.event_arg = &p;
