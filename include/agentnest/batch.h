@@ -122,7 +122,9 @@ struct an_batch_config {
   unsigned shard_k, shard_n;       /* run job ordinals o with o % n == k - 1; 0/0: all */
   uint64_t max_memory;             /* bytes the running jobs' memory limits may add up
                                       to; 0: the host's physical memory */
-  size_t record_output_max;        /* bytes per stream kept in a record; 0: 64 KiB */
+  size_t record_output_max;        /* bytes per stream kept in a record; 0: 64 KiB; at most 4 MiB */
+  const char *tmp_dir;             /* absolute; NULL: /tmp.  Unlinked (O_TMPFILE) spool of a
+                                      JOBS pipe, and the records when results_path is NULL */
   int signal_fd;                   /* -1, or a signalfd(2) of the caller (read here) */
   uint64_t progress_ms;            /* TICK period; 0: 1000 */
   an_batch_event_fn on_event;      /* NULL: none; called from the calling process only */
@@ -142,18 +144,20 @@ struct an_batch_summary {
   uint64_t not_run;                /* jobs of the shard without a record at the end */
 };
 
-/* Run the batch described by cfg: validate the whole file first (unless
- * lenient), then run the jobs of the shard that have no record yet (all of
- * them without resume: the results file and journal are truncated), at most
- * cfg->jobs and max_memory at once, appending a record per job; write the
- * JUnit file; fill *sum (an_batch_summary_release).
+/* Run the batch described by cfg: validate the whole file first (a
+ * malformed line refuses it unless lenient), then run the jobs of the
+ * shard that have no record yet (all of them without resume: the results
+ * file and journal are truncated), at most cfg->jobs and max_memory at
+ * once, appending a record per job; write the JUnit file; fill *sum
+ * (an_batch_summary_release).
  * Returns 0 when the run went through (also when jobs failed, or a signal or
  * fail_fast stopped it: see *sum), or
- *   -EINVAL  bad cfg (named), malformed JOBS (strict mode: "JOBS line N:
- *            member \"m\": cause", after an INVALID event per bad line;
- *            nothing ran), a results file that does not hold records
- *            ("RESULTS line N: ..."; a final line cut short by a crash is
- *            truncated away, not an error);
+ *   -EINVAL  bad cfg (named: shard K not in 1..N, resume without a results
+ *            file, jobs > 4096, record_output_max > 4 MiB); malformed JOBS
+ *            (strict mode: "JOBS line N: member \"m\": cause", after an
+ *            INVALID event per bad line; nothing ran); a results file that
+ *            does not hold records ("results FILE line N: ..."; a final line
+ *            cut short by a crash is truncated away, not an error);
  *   the errno of opening/reading JOBS, writing or syncing the results, the
  *   journal or the JUnit file (named).
  * Not thread-safe (forks; call from a single-threaded process).  The

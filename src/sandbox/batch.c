@@ -86,9 +86,8 @@ static bool in_shard(const struct an_batch_config *c, uint64_t ordinal) {
 
 static void reap_previous(struct batch *b, const char *journal);
 
-static int tmpfile_fd(an_error_t *err) {
-  const char *dir = getenv("TMPDIR");
-  if (!dir || dir[0] != '/') dir = "/tmp";
+static int tmpfile_fd(const struct an_batch_config *c, an_error_t *err) {
+  const char *dir = c->tmp_dir && c->tmp_dir[0] == '/' ? c->tmp_dir : "/tmp";
   int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   return fd < 0 ? an_error_set(err, errno, "temporary file in %s", dir) : fd;
 }
@@ -98,7 +97,7 @@ static int open_jobs(struct batch *b, an_error_t *err) {
   int fd;
   if (!strcmp(p, "-")) {
     /* a pipe is read once: spool it so that it can be streamed twice */
-    if ((fd = tmpfile_fd(err)) < 0) return fd;
+    if ((fd = tmpfile_fd(b->cfg, err)) < 0) return fd;
     int r = an_copy_fd_capped(0, fd, UINT64_MAX, "JOBS (standard input)", NULL, NULL, err);
     if (r >= 0 && lseek(fd, 0, SEEK_SET) < 0) r = an_error_set(err, errno, "JOBS (standard input): seek");
     if (r < 0) {
@@ -119,7 +118,7 @@ static int open_results(struct batch *b, an_error_t *err) {
   const struct an_batch_config *c = b->cfg;
   if (!c->results_path) {
     b->res_name = "(records)";
-    return (b->res_fd = tmpfile_fd(err)) < 0 ? b->res_fd : 0;
+    return (b->res_fd = tmpfile_fd(c, err)) < 0 ? b->res_fd : 0;
   }
   b->res_name = c->results_path;
   b->res_fd = open(c->results_path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | (c->resume ? 0 : O_TRUNC), 0644);
@@ -160,11 +159,11 @@ static int validate(struct batch *b, an_error_t *err) {
       return p;
     }
     uint32_t prev = 0;
-    if (p >= 0 && an_batch_idset_get(&b->seen, job.id, &prev)) {
+    bool dup = job.id[0] && an_batch_idset_get(&b->seen, job.id, &prev);
+    if (p >= 0 && dup) {
       an_json_error(&e, "", "member \"id\": \"%s\" repeats the id of line %u", job.id, prev);
       p = -EINVAL;
-    } else if (job.id[0] && !an_batch_idset_get(&b->seen, job.id, NULL) &&
-               an_batch_idset_put(&b->seen, job.id, (uint32_t) lineno) < 0) {
+    } else if (job.id[0] && !dup && an_batch_idset_put(&b->seen, job.id, (uint32_t) lineno) < 0) {
       an_batch_job_clear(&job);
       an_error_free(&e);
       return an_error_set(err, ENOMEM, "JOBS");
@@ -173,7 +172,7 @@ static int validate(struct batch *b, an_error_t *err) {
       b->sum->counts.total++;
       const char *rid = job.id;
       char lid[32];
-      if (p < 0 && (!job.id[0] || prev)) {
+      if (p < 0 && (!job.id[0] || dup)) {   /* the record's id, as next_job gives it */
         snprintf(lid, sizeof lid, "line-%llu", (unsigned long long) lineno);
         rid = lid;
       }
@@ -605,6 +604,8 @@ static int check_cfg(const struct an_batch_config *c, an_error_t *err) {
   if (!c->shard_n && c->shard_k) return an_error_set(err, EINVAL, "batch: shard %u/0: N must be >= 1", c->shard_k);
   if (c->resume && !c->results_path) return an_error_set(err, EINVAL, "batch: resume needs a results file");
   if (c->jobs > 4096) return an_error_set(err, EINVAL, "batch: %u jobs at once: at most 4096", c->jobs);
+  if (c->record_output_max > ((size_t) 4 << 20))
+    return an_error_set(err, EINVAL, "batch: record output %zu bytes: at most 4 MiB", c->record_output_max);
   return 0;
 }
 

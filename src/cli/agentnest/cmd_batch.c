@@ -229,9 +229,9 @@ int cmd_batch(struct an_global_opts *g, int argc, char **argv) {
     a.cfg.max_memory = v;
   }
   if (a.record_output) {
-    if (an_parse_size(a.record_output, &v, &err) < 0 || !v || v > (16u << 20)) {
+    if (an_parse_size(a.record_output, &v, &err) < 0 || !v || v > (4u << 20)) {
       an_error_free(&err);
-      return cli_usage_error("batch", "--record-output %s: expected a size, 1 byte to 16m", a.record_output);
+      return cli_usage_error("batch", "--record-output %s: expected a size, 1 byte to 4m", a.record_output);
     }
     a.cfg.record_output_max = (size_t) v;
   }
@@ -256,6 +256,7 @@ int cmd_batch(struct an_global_opts *g, int argc, char **argv) {
   /* a live line, unless the records go to the same terminal */
   struct progress p = {.tty = isatty(2) == 1 && (a.cfg.results_path || isatty(1) != 1)};
   a.cfg.signal_fd = sfd;
+  a.cfg.tmp_dir = getenv("TMPDIR");   /* the library reads no environment */
   a.cfg.on_event = on_event;
   a.cfg.event_arg = &p;
   a.cfg.progress_ms = p.tty ? 500 : 10000;
