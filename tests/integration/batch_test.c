@@ -323,6 +323,11 @@ Test(batch, two_hundred_jobs_results_and_junit_line_by_line) {
 
   int st = an("batch -j2 --lenient --results res.jsonl --junit junit.xml --output-dir outd jobs.jsonl");
   cr_assert_eq(st, 1, "exit %d: %s", st, err_text);
+  /* off a terminal: a line per finished job, then the summary table */
+  cr_expect(strstr(err_text, "batch: [200/200] "), "%.2000s", err_text);
+  cr_expect(strstr(err_text, "\n  failed             20\n") && strstr(err_text, "\n  timed_out"), "%s",
+            strstr(err_text, "batch summary") ? strstr(err_text, "batch summary") : err_text);
+  cr_expect(strstr(err_text, "\n  total             200") && strstr(err_text, "slowest: "), "summary table");
   char *text = read_work("res.jsonl");
   static yajl_val recs[400];
   size_t n = parse_records(text, recs, 400);
@@ -671,6 +676,80 @@ Test(batch, jobs_from_standard_input_fail_fast_then_resume) {
   free(r2);
   const char *ids[] = {"a", "b", "c", "d"};
   for (int i = 0; i < 4; i++) cr_expect_not_null(find_record(recs, n, ids[i]), "%s", ids[i]);
+  free_records(recs, n);
+  assert_nothing_left();
+}
+
+/* --max-memory admits a job only while the running jobs' memory limits fit:
+ * 512m jobs under 1g run two at once even with -j4 (each job's interval,
+ * started..ended, is taken by its own process before and after its sandbox,
+ * and the next job forks only after a job process has ended, so this is an
+ * order of events, not a measure of time); a limit above it alone is an
+ * "error" record. */
+Test(batch, max_memory_admits_jobs_by_their_memory_limits) {
+  char jobs[4096] = "";
+  for (int i = 0; i < 6; i++) {
+    char l[200];
+    snprintf(l, sizeof l, "{\"id\":\"m%d\",\"image\":\"busybox\",\"memory\":\"512m\",\"cmd\":[\"sleep\",\"0.2\"]}\n", i);
+    strcat(jobs, l);
+  }
+  strcat(jobs, "{\"id\":\"huge\",\"image\":\"busybox\",\"memory\":\"2g\",\"cmd\":[\"true\"]}\n");
+  write_text("jobs.jsonl", jobs);
+  cr_assert_eq(an("batch -j4 --max-memory 1g --results r.jsonl jobs.jsonl"), 1, "%s", err_text);
+  char *text = read_work("r.jsonl");
+  static yajl_val recs[20];
+  size_t n = parse_records(text, recs, 20);
+  free(text);
+  cr_assert_eq(n, 7);
+  yajl_val h = find_record(recs, n, "huge");
+  cr_assert_not_null(h);
+  cr_expect_str_eq(jstr(h, "result"), "error");
+  cr_expect(jstr(h, "reason") && strstr(jstr(h, "reason"), "exceeds --max-memory 1GiB"), "%s", jstr(h, "reason"));
+  int most = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!strcmp(jstr(recs[i], "id"), "huge")) continue;
+    cr_expect_str_eq(jstr(recs[i], "result"), "passed");
+    const char *t = jstr(recs[i], "started");
+    int at = 0;   /* jobs running when job i started (itself included) */
+    for (size_t k = 0; k < n; k++)
+      if (strcmp(jstr(recs[k], "id"), "huge") && strcmp(jstr(recs[k], "started"), t) <= 0 &&
+          strcmp(t, jstr(recs[k], "ended")) < 0)
+        at++;
+    if (at > most) most = at;
+  }
+  cr_expect_leq(most, 2, "%d jobs of 512m ran at once under --max-memory 1g", most);
+  free_records(recs, n);
+  assert_nothing_left();
+}
+
+/* --drain: on SIGTERM no job starts, the running ones finish and are
+ * recorded; the exit status is still 143. */
+Test(batch, drain_lets_running_jobs_finish_on_sigterm) {
+  char jobs[2048] = "";
+  for (int i = 0; i < 6; i++) {
+    char l[160];
+    snprintf(l, sizeof l, "{\"id\":\"d%d\",\"image\":\"busybox\",\"shell\":\"sleep 1; echo d%d\"}\n", i, i);
+    strcat(jobs, l);
+  }
+  write_text("jobs.jsonl", jobs);
+  const char *args[] = {"-j2", "--drain", "--results", "res.jsonl", "jobs.jsonl", NULL};
+  pid_t pid = start_batch(args);
+  for (int k = 0; k < 300; k++) {   /* until both jobs have started */
+    char *jn = read_work("res.jsonl.journal");
+    int lines = 0;
+    for (char *p = jn; *p; p++) lines += *p == '\n';
+    free(jn);
+    if (lines >= 2) break;
+    usleep(50000);
+  }
+  kill(pid, SIGTERM);
+  cr_assert_eq(wait_status(pid), 143, "%s", read_work(".berr"));
+  char *text = read_work("res.jsonl");
+  static yajl_val recs[10];
+  size_t n = parse_records(text, recs, 10);
+  free(text);
+  cr_expect_eq(n, 2, "the 2 running jobs are recorded, no other starts: %zu", n);
+  for (size_t i = 0; i < n; i++) cr_expect_str_eq(jstr(recs[i], "result"), "passed", "%s", jstr(recs[i], "id"));
   free_records(recs, n);
   assert_nothing_left();
 }
