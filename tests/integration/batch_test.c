@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -751,5 +752,34 @@ Test(batch, drain_lets_running_jobs_finish_on_sigterm) {
   cr_expect_eq(n, 2, "the 2 running jobs are recorded, no other starts: %zu", n);
   for (size_t i = 0; i < n; i++) cr_expect_str_eq(jstr(recs[i], "result"), "passed", "%s", jstr(recs[i], "id"));
   free_records(recs, n);
+  assert_nothing_left();
+}
+
+/* The JOBS file is streamed: a 100 MB file (25,000 jobs of 4 KB) is
+ * validated and sharded with the batch's peak RSS far below its size. */
+Test(batch, memory_stays_bounded_on_a_100_mb_file) {
+  char p[700];
+  snprintf(p, sizeof p, "%s/big.jsonl", work);
+  FILE *f = fopen(p, "we");
+  cr_assert_not_null(f);
+  static char pad[4001];
+  memset(pad, 'x', 4000);
+  for (int i = 0; i < 25000; i++)
+    fprintf(f, "{\"id\":\"b%d\",\"image\":\"busybox\",\"cmd\":[\"true\"],\"env\":{\"PAD\":\"%s\"}}\n", i, pad);
+  cr_assert_eq(fclose(f), 0);
+  const char *args[] = {"--shard", "1/12500", "--results", "r.jsonl", "big.jsonl", NULL};
+  pid_t pid = start_batch(args);
+  int st;
+  struct rusage ru;
+  cr_assert_eq(wait4(pid, &st, 0, &ru), pid);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, read_work(".berr"));
+  char *text = read_work("r.jsonl");
+  static yajl_val recs[4];
+  size_t n = parse_records(text, recs, 4);
+  free(text);
+  cr_expect_eq(n, 2, "shard 1/12500 of 25000 jobs: %zu records", n);
+  free_records(recs, n);
+  cr_expect_lt(ru.ru_maxrss, 48 * 1024, "peak RSS %ld KiB for a 100 MB file", ru.ru_maxrss);
+  unlink(p);
   assert_nothing_left();
 }
