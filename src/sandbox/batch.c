@@ -313,6 +313,31 @@ static int next_job(struct batch *b, an_error_t *err) {
 
 /* ---- job processes ------------------------------------------------------------------------ */
 
+/* One journal line {"id","line","attempt","pid"}: where attempts are
+ * counted.  Not synced: it survives the batch's death; a power loss may
+ * only lower an attempt number. */
+static int journal_start(int fd, const struct an_batch_job *job, pid_t pid) {
+  cleanup_jgen struct an_jgen j;
+  char *doc = NULL;
+  size_t len = 0;
+  if (an_jgen_init(&j, false) == 0) {
+    an_jgen_map_open(&j);
+    an_jgen_kv_str(&j, "id", job->id);
+    an_jgen_kv_u64(&j, "line", job->line);
+    an_jgen_kv_u64(&j, "attempt", job->attempt);
+    an_jgen_kv_i64(&j, "pid", pid);
+    an_jgen_map_close(&j);
+  }
+  int r = an_jgen_finish(&j, &doc, &len);
+  if (r < 0) return r;
+  doc[len] = '\n';   /* in place of an_jgen_finish's NUL: one write(2) of the line */
+  an_error_t e = NULL;
+  r = an_write_all(fd, doc, len + 1, "journal", &e);
+  an_error_free(&e);
+  free(doc);
+  return r;
+}
+
 static _Noreturn void child_main(struct batch *b, pid_t parent, int wfd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(1);   /* the batch died before the line above */
@@ -326,9 +351,15 @@ static _Noreturn void child_main(struct batch *b, pid_t parent, int wfd) {
   for (unsigned i = 0; i < b->nslots; i++)
     if (b->slots[i].used) close(b->slots[i].rfd);
   close(b->res_fd);
-  if (b->journal_fd >= 0) close(b->journal_fd);
   if (b->cfg->signal_fd >= 0) close(b->cfg->signal_fd);
   close(fileno(b->jobs));
+  /* The start is journaled by this process before it makes anything, so
+   * every sandbox a job process may leave has its pid in the journal (the
+   * batch could die between fork and a write of its own). */
+  if (b->journal_fd >= 0) {
+    if (journal_start(b->journal_fd, &b->pending, getpid()) < 0) _exit(1);
+    close(b->journal_fd);
+  }
   struct an_batch_exec_cfg x = {.store_root = b->root, .output_dir = b->cfg->output_dir,
                                 .record_output_max = b->cfg->record_output_max};
   int r = an_batch_exec_job(&x, &b->pending, wfd);
@@ -360,31 +391,6 @@ static int start_job(struct batch *b, an_error_t *err) {
   b->have_pending = false;
   b->running++;
   b->mem_used += s->mem;
-  if (b->journal_fd >= 0) {
-    /* where attempts are counted; not synced: it survives the batch's
-     * death, a power loss may only lower an attempt number */
-    cleanup_jgen struct an_jgen j;
-    char *doc = NULL;
-    size_t len = 0;
-    if (an_jgen_init(&j, false) == 0) {
-      an_jgen_map_open(&j);
-      an_jgen_kv_str(&j, "id", s->job.id);
-      an_jgen_kv_u64(&j, "line", s->job.line);
-      an_jgen_kv_u64(&j, "attempt", s->job.attempt);
-      an_jgen_kv_i64(&j, "pid", pid);
-      an_jgen_map_close(&j);
-    }
-    if (an_jgen_finish(&j, &doc, &len) == 0) {
-      doc[len] = '\n';   /* an_jgen_finish's NUL */
-      an_error_t e = NULL;
-      int r = an_write_all(b->journal_fd, doc, len + 1, "journal", &e);
-      free(doc);
-      if (r < 0) {
-        *err = e;
-        return r;
-      }
-    }
-  }
   struct an_batch_event ev = {.kind = AN_BATCH_EV_STARTED, .id = s->job.id, .line = s->job.line,
                               .attempt = s->job.attempt};
   emit(b, &ev);
@@ -409,29 +415,13 @@ static void reap_owned(struct batch *b, pid_t pid) {
   an_sandbox_info_list_free(l, n);
 }
 
-/* Resume: the sandboxes an earlier, killed run's job processes left (dead,
- * owned by a pid its journal names) are torn down before anything starts,
- * as prune would (a pid reused since is alive, so its sandbox is not dead). */
-static void reap_previous(struct batch *b, const char *journal) {
-  struct an_sandbox_info *l = NULL;
-  size_t n = 0, ndead = 0;
-  an_error_t e = NULL;
-  if (an_sandbox_list(b->root, &l, &n, &e) < 0) {
-    an_error_free(&e);
-    return;
-  }
-  for (size_t i = 0; i < n; i++)
-    if (l[i].owner_pid > 0 && !l[i].monitor_pid && !strcmp(l[i].status, "dead")) l[ndead++] = l[i];
-    else {
-      free(l[i].id);
-      free(l[i].name);
-      free(l[i].image);
-      free(l[i].status);
-    }
-  FILE *f = ndead ? fopen(journal, "re") : NULL;
+/* Mark the sandboxes of `l` whose owner pid the journal names. */
+static void journal_owned(const char *journal, const struct an_sandbox_info *l, size_t n, bool *mine) {
+  FILE *f = fopen(journal, "re");
   char *buf = NULL;
   size_t cap = 0, len;
   bool too_long, eol;
+  an_error_t e = NULL;
   while (f && an_batch_read_line(f, &buf, &cap, &len, 4096, &too_long, &eol) > 0) {
     yajl_val t = NULL;
     if (too_long || an_json_parse(buf, len, "", &t, &e) < 0) {
@@ -439,17 +429,47 @@ static void reap_previous(struct batch *b, const char *journal) {
       continue;
     }
     yajl_val pid = an_json_member_type(t, "pid", yajl_t_number);
-    for (size_t i = 0; pid && YAJL_IS_INTEGER(pid) && i < ndead; i++)
-      if (l[i].owner_pid == (pid_t) YAJL_GET_INTEGER(pid) && l[i].status[0]) {
-        an_sb_teardown(b->root, l[i].id, "batch job ended", false, 0, false, NULL, &e);
-        an_error_free(&e);
-        l[i].status[0] = 0;   /* done */
-      }
+    for (size_t i = 0; pid && YAJL_IS_INTEGER(pid) && i < n; i++)
+      if (l[i].owner_pid == (pid_t) YAJL_GET_INTEGER(pid)) mine[i] = true;
     yajl_tree_free(t);
   }
   if (f) fclose(f);
   free(buf);
-  an_sandbox_info_list_free(l, ndead);
+}
+
+/* Resume: tear down the sandboxes an earlier, killed run's job processes
+ * left (owned by a pid its journal names, no monitor), as prune would,
+ * before anything starts.  Such a process dies with its batch
+ * (PR_SET_PDEATHSIG) but may still be dying: wait for it, up to 2 s.  A pid
+ * reused since belongs to a process whose start time differs, which the
+ * status ("running" needs pid and start time) does not count as alive. */
+static void reap_previous(struct batch *b, const char *journal) {
+  for (int tries = 0; tries < 40; tries++) {
+    struct an_sandbox_info *l = NULL;
+    size_t n = 0;
+    an_error_t e = NULL;
+    if (an_sandbox_list(b->root, &l, &n, &e) < 0) {
+      an_error_free(&e);
+      return;
+    }
+    bool *mine = calloc(n ? n : 1, sizeof *mine);
+    size_t cand = 0, alive = 0;
+    for (size_t i = 0; i < n; i++) cand += l[i].owner_pid > 0 && !l[i].monitor_pid;
+    if (mine && cand) journal_owned(journal, l, n, mine);
+    for (size_t i = 0; mine && i < n; i++) {
+      if (!mine[i] || l[i].monitor_pid) continue;
+      if (!strcmp(l[i].status, "running")) {
+        alive++;
+        continue;
+      }
+      an_sb_teardown(b->root, l[i].id, "batch job ended", false, 0, false, NULL, &e);
+      an_error_free(&e);
+    }
+    free(mine);
+    an_sandbox_info_list_free(l, n);
+    if (!alive) return;
+    usleep(50000);
+  }
 }
 
 static int finish_job(struct batch *b, struct slot *s, an_error_t *err) {
