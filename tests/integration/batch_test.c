@@ -517,7 +517,7 @@ static int wait_status(pid_t pid) {
 }
 
 Test(batch, sigkill_at_random_points_then_resume_records_each_job_once) {
-  const int njobs = 40;
+  const int njobs = 60;
   write_sleepers("jobs.jsonl", njobs);
   srand((unsigned) time(NULL) ^ (unsigned) getpid());
   const char *first[] = {"-j2", "--results", "res.jsonl", "jobs.jsonl", NULL};
@@ -526,7 +526,9 @@ Test(batch, sigkill_at_random_points_then_resume_records_each_job_once) {
     pid_t pid = start_batch(round ? again : first);
     usleep(400000 + (useconds_t) (rand() % 900) * 1000);
     kill(pid, SIGKILL);
-    cr_assert_eq(wait_status(pid), 128 + SIGKILL, "round %d: the batch ended before the kill", round);
+    /* on a fast host a late round may have finished the batch before the kill */
+    int st = wait_status(pid);
+    cr_assert(st == 128 + SIGKILL || st == 0 || st == 1, "round %d: exit %d: %s", round, st, read_work(".berr"));
     if (round == 1) {
       /* a record the kill cut short: resume must drop it, not fail or keep it */
       char p[400];
@@ -542,8 +544,8 @@ Test(batch, sigkill_at_random_points_then_resume_records_each_job_once) {
     remember_store_sandboxes();
     if (round < 2) cr_assert_eq(an("prune"), 0, "%s", err_text);
   }
-  int st = wait_status(start_batch(again));
-  cr_assert_eq(st, 1, "final run: exit %d: %s", st, read_work(".berr"));   /* k0, k9, ... fail */
+  int fin = wait_status(start_batch(again));
+  cr_assert_eq(fin, 1, "final run: exit %d: %s", fin, read_work(".berr"));   /* k0, k9, ... fail */
   char *text = read_work("res.jsonl");
   static yajl_val recs[200];
   size_t n = parse_records(text, recs, 200);
