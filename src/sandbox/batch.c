@@ -5,9 +5,9 @@
  * record over a pipe; append each record with one write(2) and fdatasync;
  * stop on a signal (signalfd of the caller) or fail-fast.  A job process
  * that ends without a record (killed) has the sandboxes it owned torn down
- * here, before its pid is reaped (so the pid cannot have been reused).
- * What does NOT live here: parsing a job (batch_job.c), running one
- * (batch_exec.c), reading results and JUnit (batch_results.c). */
+ * (batch_reap.c) before its pid is reaped (so the pid cannot have been
+ * reused).  What does NOT live here: parsing a job (batch_job.c), running
+ * one (batch_exec.c), reading results and JUnit (batch_results.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -84,8 +84,6 @@ static bool in_shard(const struct an_batch_config *c, uint64_t ordinal) {
 
 /* ---- files ------------------------------------------------------------------------------- */
 
-static void reap_previous(struct batch *b, const char *journal);
-
 static int tmpfile_fd(const struct an_batch_config *c, an_error_t *err) {
   const char *dir = c->tmp_dir && c->tmp_dir[0] == '/' ? c->tmp_dir : "/tmp";
   int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -129,7 +127,7 @@ static int open_results(struct batch *b, an_error_t *err) {
   if (c->resume) {
     if ((r = an_batch_results_load(b->res_fd, c->results_path, &b->done, err)) < 0) return r;
     if ((r = an_batch_journal_load(jp, &b->done, &b->attempts, err)) < 0) return r;
-    reap_previous(b, jp);
+    an_batch_reap_previous(b->root, jp);
   }
   b->journal_fd = open(jp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (c->resume ? 0 : O_TRUNC), 0644);
   if (b->journal_fd < 0) return an_error_set(err, errno, "journal %s", jp);
@@ -397,81 +395,6 @@ static int start_job(struct batch *b, an_error_t *err) {
   return 0;
 }
 
-/* Tear down the sandboxes job process `pid` owned (it died without
- * destroying them).  Called while pid is a zombie, so it is ours. */
-static void reap_owned(struct batch *b, pid_t pid) {
-  struct an_sandbox_info *l = NULL;
-  size_t n = 0;
-  an_error_t e = NULL;
-  if (an_sandbox_list(b->root, &l, &n, &e) < 0) {
-    an_error_free(&e);
-    return;
-  }
-  for (size_t i = 0; i < n; i++)
-    if (l[i].owner_pid == pid) {
-      an_sb_teardown(b->root, l[i].id, "batch job ended", false, 0, false, NULL, &e);
-      an_error_free(&e);
-    }
-  an_sandbox_info_list_free(l, n);
-}
-
-/* Mark the sandboxes of `l` whose owner pid the journal names. */
-static void journal_owned(const char *journal, const struct an_sandbox_info *l, size_t n, bool *mine) {
-  FILE *f = fopen(journal, "re");
-  char *buf = NULL;
-  size_t cap = 0, len;
-  bool too_long, eol;
-  an_error_t e = NULL;
-  while (f && an_batch_read_line(f, &buf, &cap, &len, 4096, &too_long, &eol) > 0) {
-    yajl_val t = NULL;
-    if (too_long || an_json_parse(buf, len, "", &t, &e) < 0) {
-      an_error_free(&e);
-      continue;
-    }
-    yajl_val pid = an_json_member_type(t, "pid", yajl_t_number);
-    for (size_t i = 0; pid && YAJL_IS_INTEGER(pid) && i < n; i++)
-      if (l[i].owner_pid == (pid_t) YAJL_GET_INTEGER(pid)) mine[i] = true;
-    yajl_tree_free(t);
-  }
-  if (f) fclose(f);
-  free(buf);
-}
-
-/* Resume: tear down the sandboxes an earlier, killed run's job processes
- * left (owned by a pid its journal names, no monitor), as prune would,
- * before anything starts.  Such a process dies with its batch
- * (PR_SET_PDEATHSIG) but may still be dying: wait for it, up to 2 s.  A pid
- * reused since belongs to a process whose start time differs, which the
- * status ("running" needs pid and start time) does not count as alive. */
-static void reap_previous(struct batch *b, const char *journal) {
-  for (int tries = 0; tries < 40; tries++) {
-    struct an_sandbox_info *l = NULL;
-    size_t n = 0;
-    an_error_t e = NULL;
-    if (an_sandbox_list(b->root, &l, &n, &e) < 0) {
-      an_error_free(&e);
-      return;
-    }
-    bool *mine = calloc(n ? n : 1, sizeof *mine);
-    size_t cand = 0, alive = 0;
-    for (size_t i = 0; i < n; i++) cand += l[i].owner_pid > 0 && !l[i].monitor_pid;
-    if (mine && cand) journal_owned(journal, l, n, mine);
-    for (size_t i = 0; mine && i < n; i++) {
-      if (!mine[i] || l[i].monitor_pid) continue;
-      if (!strcmp(l[i].status, "running")) {
-        alive++;
-        continue;
-      }
-      an_sb_teardown(b->root, l[i].id, "batch job ended", false, 0, false, NULL, &e);
-      an_error_free(&e);
-    }
-    free(mine);
-    an_sandbox_info_list_free(l, n);
-    if (!alive) return;
-    usleep(50000);
-  }
-}
-
 static int finish_job(struct batch *b, struct slot *s, an_error_t *err) {
   close(s->rfd);
   siginfo_t si = {0};
@@ -484,7 +407,7 @@ static int finish_job(struct batch *b, struct slot *s, an_error_t *err) {
   bool have = !s->overflow && s->len && s->buf[s->len - 1] == '\n' &&
               an_batch_rec_parse(s->buf, s->len - 1, &tree, &rec, &pe) == 0;
   an_error_free(&pe);
-  if (!clean) reap_owned(b, s->pid);
+  if (!clean) an_batch_reap_owned(b->root, s->pid);
   int st;
   while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR) {
   }

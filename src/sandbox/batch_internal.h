@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 #include "agentnest/batch.h"
@@ -76,6 +77,16 @@ bool an_batch_idset_get(const struct an_batch_idset *s, const char *id, uint32_t
 /* Insert or replace.  -ENOMEM. */
 int an_batch_idset_put(struct an_batch_idset *s, const char *id, uint32_t val);
 void an_batch_idset_free(struct an_batch_idset *s);
+
+/* ---- sandboxes of killed job processes (batch_reap.c) ----------------------------------- */
+
+/* Tear down the sandboxes of store `root` owned by job process `pid` (it
+ * died without destroying them).  Call while pid is an unreaped zombie, so
+ * it cannot have been reused.  Best effort. */
+void an_batch_reap_owned(const char *root, pid_t pid);
+/* Resume: tear down the dead sandboxes of store `root` owned by a job
+ * process the journal names (waiting up to 2 s for ones still dying). */
+void an_batch_reap_previous(const char *root, const char *journal);
 
 /* ---- lines (batch_results.c) ----------------------------------------------------------- */
 
