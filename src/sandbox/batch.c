@@ -2,7 +2,8 @@
  * (agentnest/batch.h): validate the JOBS file in one streamed pass, then
  * stream it again and keep up to -j jobs (and max_memory of their memory
  * limits) running, each in a forked process (batch_exec.c) that reports its
- * record over a pipe; append each record with one write(2) and fdatasync;
+ * record over a pipe; append each record with one write(2) and fdatasync
+ * it (after starting the next jobs, before waiting);
  * stop on a signal (signalfd of the caller) or fail-fast.  A job process
  * that ends without a record (killed) has the sandboxes it owned torn down
  * (batch_reap.c) before its pid is reaped (so the pid cannot have been
@@ -55,6 +56,7 @@ struct batch {
   uint64_t mem_used, max_mem;
   uint64_t t0, next_tick;
   bool stopping, killing;
+  bool sync_pending;         /* a record was written, not yet fdatasync'ed */
   /* the stream of pass 2 */
   char *line;
   size_t cap;
@@ -199,13 +201,22 @@ static int validate(struct batch *b, an_error_t *err) {
 static int append_record(struct batch *b, const char *line, size_t len, an_error_t *err) {
   int r = an_write_all(b->res_fd, line, len, b->res_name, err);
   if (r < 0) return r;
-  if (b->cfg->results_path && fdatasync(b->res_fd) < 0)
-    return an_error_set(err, errno, "results %s: fdatasync", b->res_name);
+  /* made durable by sync_results(), after the next jobs are started and
+   * before the batch waits for anything: a crash in between loses at most
+   * this record (its job then runs again), never doubles it */
+  b->sync_pending = b->cfg->results_path != NULL;
   if (b->cfg->echo_fd >= 0) {
     an_error_t e = NULL;
     an_write_all(b->cfg->echo_fd, line, len, "records", &e);   /* a closed stdout is no reason to stop */
     an_error_free(&e);
   }
+  return 0;
+}
+
+static int sync_results(struct batch *b, an_error_t *err) {
+  if (!b->sync_pending) return 0;
+  b->sync_pending = false;
+  if (fdatasync(b->res_fd) < 0) return an_error_set(err, errno, "results %s: fdatasync", b->res_name);
   return 0;
 }
 
@@ -493,6 +504,7 @@ static int run_loop(struct batch *b, an_error_t *err) {
     }
     if (r < 0) break;
     r = 0;
+    if ((r = sync_results(b, err)) < 0) break;
     if (!b->running && (b->stopping || (b->eof && !b->have_pending))) break;
     nfds_t n = 0;
     if (c->signal_fd >= 0) {
@@ -533,9 +545,12 @@ static int run_loop(struct batch *b, an_error_t *err) {
         an_error_free(&e);
       }
   }
+  an_error_t e = NULL;
+  int sr = sync_results(b, r < 0 ? &e : err);
+  an_error_free(&e);
   free(pfd);
   free(who);
-  return r;
+  return r < 0 ? r : sr;
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
