@@ -10,4 +10,5 @@
 #include "agentnest/sandbox_opts.h"
 #include "agentnest/sandbox.h"
 #include "agentnest/doctor.h"
+#include "agentnest/batch.h"
 #endif

@@ -208,6 +208,22 @@ struct an_exec_result {
 /* Free the buffers of *res and zero it. */
 void an_exec_result_release(struct an_exec_result *res);
 
+/* The members of an exec result inside an open yajl map (sandbox/result_json.c),
+ * the one writer `run --json` and `batch` records share:
+ *   "exit_code" (null when killed), "signal" (null: none), "status", "timed_out",
+ *   "oom_killed", "duration_ms", "stdout", "stderr", "stdout_truncated",
+ *   "stderr_truncated" (an_output_json_fields), "artifacts": [an_artifact_json...].
+ * arts may be NULL (empty list).  Returns the first non-ok yajl status.
+ * Thread-safe on distinct generators. */
+yajl_gen_status an_exec_result_json_fields(yajl_gen g, const struct an_exec_result *res,
+                                           const struct an_artifact_list *arts);
+
+/* One artifact as a JSON object {"path","type","size","sha256",["target",]"copied"}:
+ * paths as an_json_escape_output (non-UTF-8 bytes become U+FFFD), "sha256"
+ * null for a symlink, "target" only with `with_target` (`artifacts --json`).
+ * Returns the first non-ok yajl status. */
+yajl_gen_status an_artifact_json(yajl_gen g, const struct an_artifact *a, bool with_target);
+
 /* Run argv (NULL-terminated, argv[0] a name looked up in the sandbox's PATH
  * or an absolute path) in the sandbox and wait for it (see EXEC above).  eo
  * may be NULL (defaults).  *res is filled on success (release it).  A

@@ -15,7 +15,8 @@
 #      IMAGE (default python, the default image), KEEP=1 keeps the work dir,
 #      BENCH_PRUNE=1 always runs `agentnest prune --all` at cleanup (see below),
 #      BENCH_SIZES workspace sizes in MB (default "1 100 1024", quick "1"), BENCH_DENSITY
-#      sandbox counts N (default "100 500 1000", quick "10").
+#      sandbox counts N (default "100 500 1000", quick "10"), BENCH_BATCH_N jobs of the
+#      batch rows (default 1000, quick 40).
 #
 # Every sandbox lives in a private store (--root under a temp dir), so the
 # benchmark never touches the host's sandboxes.  Cleanup (also on INT/TERM):
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
     --no-density) DENSITY=0 ;;
     --oci-only) OCI_ONLY=1; DENSITY=0 ;;
     --out) OUT=$2; shift ;;
-    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -303,6 +304,37 @@ else
   na $G "sandboxes/s: one-shot run -- true" "${SB_WHY:-no live sandbox}"
 fi
 
+# batch: BATCH_N `true` jobs through `agentnest batch -j2`, and the same jobs as
+# the `xargs -P2 agentnest run` loop batches replace, measured in this run
+# (rate = BATCH_N / wall time; the ratio of the two medians is the ratio per job).
+G=batch
+BATCH_N=${BENCH_BATCH_N:-1000}; BATCH_RUNS=3
+[ "$QUICK" = 1 ] && { BATCH_N=${BENCH_BATCH_N:-40}; BATCH_RUNS=1; }
+batch_row() {  # METRIC CMD PROBE_CMD
+  local m=$1 cmd=$2
+  if ! probe "$3"; then na $G "$m" "failed: $PROBE_ERR"; return; fi
+  log "measuring $m"
+  if hf "$m" "$cmd" --runs "$BATCH_RUNS"; then
+    row $G "$m" ms "$HF_TIMES" "$(jq -nc --argjson t "$HF_TIMES" --argjson n "$BATCH_N" \
+      '($t | sort | .[(length - 1) / 2 | floor]) as $med
+       | {jobs: $n, rate_per_s: ($n / $med * 100 | round / 100), ms_per_job: ($med * 1000 / $n * 100 | round / 100)}')"
+  else na $G "$m" "failed: $HF_ERR"; fi
+}
+BM_BATCH="batch: $BATCH_N true jobs, agentnest batch -j2"
+BM_XARGS="batch: $BATCH_N true jobs, xargs -P2 agentnest run"
+if [ "$SB_OK" = 1 ] && have_an_cmd batch; then
+  jf=$WORK/batch-jobs.jsonl
+  seq 1 "$BATCH_N" | awk '{printf "{\"id\":\"t%d\",\"cmd\":[\"true\"]}\n", $1}' >"$jf"
+  head -2 "$jf" >"$WORK/batch-probe.jsonl"
+  batch_row "$BM_BATCH" "$ANR batch -j2 $SBO --results $WORK/batch-res.jsonl $jf" \
+    "$ANR batch -j2 $SBO --results $WORK/batch-res.jsonl $WORK/batch-probe.jsonl"
+  batch_row "$BM_XARGS" "sh -c 'seq 1 $BATCH_N | xargs -P2 -I{} $ANR run $SBO --json -- true >/dev/null'" \
+    "sh -c 'seq 1 2 | xargs -P2 -I{} $ANR run $SBO --json -- true >/dev/null'"
+else
+  why=${SB_WHY:-agentnest batch not available}
+  na $G "$BM_BATCH" "$why"; na $G "$BM_XARGS" "$why"
+fi
+
 # snapshot / restore / fork of a workspace of SIZE MB (random data).
 G=workspace
 for mb in $SIZES; do
@@ -481,11 +513,13 @@ REFS=$(jq -nc \
   --arg crun_exec "$(M 'crun exec (true)')" --arg runc_exec "$(M 'runc exec (true)')" \
   --arg wrapper "$(M 'wrapper (unshare -m + tmpfs mount + sh)')" --arg an_exec "$(M 'agentnest exec (true)')" \
   --arg tar "$(M 'reference: tar -x of the same layers')" --arg true "$(M 'fork+exec /bin/true')" \
+  --arg xargs "$(M "$BM_XARGS")" \
   '{crun_run: $crun_run, runc_run: $runc_run, crun_cyc: $crun_cyc, runc_cyc: $runc_cyc, crun_exec: $crun_exec,
-    runc_exec: $runc_exec, wrapper: $wrapper, an_exec: $an_exec, tar: $tar, true: $true}
+    runc_exec: $runc_exec, wrapper: $wrapper, an_exec: $an_exec, tar: $tar, true: $true, xargs: $xargs}
    | map_values(if . == "" then null else tonumber end)')
 jq -s --argjson R "$REFS" --argjson quick "$QUICK" --slurpfile dens <(jq -s . "$DENS") \
   --slurpfile grow <(jq -s . "$GROW") --arg started "$START_TS" --arg image "$IMAGE" --arg clean "${CLEAN_STATUS:-unknown}" \
+  --arg bm_batch "$BM_BATCH" --arg bm_xargs "$BM_XARGS" \
   --arg host "$(uname -r); $(nproc) cpus; $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)" \
   --arg versions "$(crun --version 2>/dev/null | head -1); $(runc --version 2>/dev/null | head -1); $(hyperfine --version)" '
   def r(a; b): if a == null or b == null or b == 0 then null else (a / b * 100 | round / 100) end;
@@ -499,6 +533,7 @@ jq -s --argjson R "$REFS" --argjson quick "$QUICK" --slurpfile dens <(jq -s . "$
     elif ($m | test("concurrent")) then {sequential_exec: r(.median; $R.an_exec)}
     elif ($m | test("^sandboxes/s")) then {crun_run: r(.median; $R.crun_run)}
     elif ($m | test("image import")) then {tar_x: r(.median; $R.tar)}
+    elif ($m | test("agentnest batch -j2$")) then {"xargs -P2 agentnest run": r(.median; $R.xargs)}
     else {} end;
   (map(if .status == "ok" then . + {ratios: (refs(.metric) | with_entries(select(.value != null)))} else . end)) as $rows
   | def med($m): ($rows[] | select(.metric == $m and .status == "ok") | .median) // null;
@@ -512,6 +547,9 @@ jq -s --argjson R "$REFS" --argjson quick "$QUICK" --slurpfile dens <(jq -s . "$
       {target: "agentnest exec median < 2 ms", value: med("agentnest exec (true)"), bound: 2},
       {target: "agentnest image import \($image) median < 2000 ms", value: med("agentnest image import \($image)"), bound: 2000},
       {target: "stateful Python session call < 1 ms", value: null, bound: 1, reason: "no session API in the CLI yet"},
+      {target: "agentnest batch -j2 of true jobs >= 100 jobs/s",
+       value: ([$rows[] | select(.metric == $bm_batch and .status == "ok") | .rate_per_s] | .[0]), bound: 100, higher_is_better: true},
+      {target: "agentnest batch time per job <= 0.5 x an xargs -P2 agentnest run loop", value: r(med($bm_batch); med($bm_xargs)), bound: 0.5},
       {target: "1000 idle sandboxes alive", value: (if $d1000 then $d1000.alive_at_measurement else null end), bound: 1000, higher_is_better: true},
       {target: "host memory per idle sandbox beyond its own processes < 2 MiB",
        value: (if ($d | length) > 0 then ($d | max_by(.n) | .per_sandbox_mib.overhead_beyond_own) else null end), bound: 2}

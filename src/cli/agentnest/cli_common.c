@@ -186,14 +186,7 @@ void cli_json_kv_path(struct an_jgen *j, const char *k, const char *path) {
 }
 
 void cli_json_artifact(struct an_jgen *j, const struct an_artifact *a, bool with_target) {
-  an_jgen_map_open(j);
-  cli_json_kv_path(j, "path", a->path);
-  an_jgen_kv_str(j, "type", a->kind == AN_ARTIFACT_SYMLINK ? "symlink" : "file");
-  an_jgen_kv_u64(j, "size", a->size);
-  an_jgen_kv_str(j, "sha256", a->kind == AN_ARTIFACT_FILE ? a->sha256 : NULL);
-  if (with_target) cli_json_kv_path(j, "target", a->link_target);
-  an_jgen_kv_bool(j, "copied", a->copied);
-  an_jgen_map_close(j);
+  if (j->g && j->st == yajl_gen_status_ok) an_jgen_check(j, an_artifact_json(j->g, a, with_target));
 }
 
 int cli_print_json(const char *cmd, struct an_jgen *j, const char *what) {
@@ -220,24 +213,8 @@ int cli_print_result_json(const char *cmd, const char *id, const struct an_exec_
   struct an_jgen *g = &j;
   an_jgen_map_open(g);
   an_jgen_kv_str(g, "id", id);
-  an_jgen_key(g, "exit_code");
-  if (res->exit_code >= 0) an_jgen_i64(g, res->exit_code);
-  else an_jgen_null(g);
-  an_jgen_key(g, "signal");
-  if (res->signal > 0) an_jgen_i64(g, res->signal);
-  else an_jgen_null(g);
-  an_jgen_kv_i64(g, "status", res->status);
-  an_jgen_kv_bool(g, "timed_out", res->timed_out);
-  an_jgen_kv_bool(g, "oom_killed", res->oom_killed);
-  an_jgen_kv_u64(g, "duration_ms", res->duration_ms);
-  /* stdout, stderr (non-UTF-8 bytes become U+FFFD), *_truncated */
-  an_jgen_check(g, an_output_json_fields(g->g, &res->output));
-  an_jgen_key(g, "artifacts");
-  an_jgen_array_open(g);
-  for (size_t i = 0; arts && i < arts->n; i++) {
-    cli_json_artifact(g, &arts->items[i], false);
-  }
-  an_jgen_array_close(g);
+  /* the members shared with batch records (an_exec_result_json_fields) */
+  if (g->g && g->st == yajl_gen_status_ok) an_jgen_check(g, an_exec_result_json_fields(g->g, res, arts));
   an_jgen_map_close(g);
   return cli_print_json(cmd, g, what);
 }

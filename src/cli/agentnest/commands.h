@@ -13,6 +13,7 @@ int cmd_image(struct an_global_opts *g, int argc, char **argv);
 int cmd_run(struct an_global_opts *g, int argc, char **argv);
 int cmd_shell(struct an_global_opts *g, int argc, char **argv);
 int cmd_python(struct an_global_opts *g, int argc, char **argv);
+int cmd_batch(struct an_global_opts *g, int argc, char **argv);
 int cmd_create(struct an_global_opts *g, int argc, char **argv);
 int cmd_exec(struct an_global_opts *g, int argc, char **argv);
 int cmd_cp(struct an_global_opts *g, int argc, char **argv);

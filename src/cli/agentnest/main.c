@@ -19,6 +19,7 @@ static const struct an_command commands[] = {
     {"run", cmd_run, "run a command (argv) in a new sandbox, then destroy it"},
     {"shell", cmd_shell, "run a shell script (sh -c) in a new sandbox"},
     {"python", cmd_python, "run Python code or a FILE.py in a new sandbox"},
+    {"batch", cmd_batch, "run many jobs from a JSON Lines file in parallel sandboxes"},
     {"create", cmd_create, "create a persistent sandbox, print its id"},
     {"exec", cmd_exec, "run a command in a live sandbox"},
     {"cp", cmd_cp, "copy files into or out of a sandbox's workspace"},
