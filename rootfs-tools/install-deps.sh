@@ -9,7 +9,7 @@ export DEBIAN_FRONTEND=noninteractive LC_ALL=C
 PACKAGES=(
   # build
   build-essential pkg-config dpkg-dev git ca-certificates
-  libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev libarchive-dev libyajl-dev
+  libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev libarchive-dev libyajl-dev libyaml-dev
   libnftables-dev libssl-dev
   # tests, sanitizers, benchmarks
   libcriterion-dev clang libclang-rt-14-dev strace hyperfine runc crun

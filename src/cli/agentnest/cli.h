@@ -53,6 +53,7 @@ enum {
   CLI_OPT_TMP_SIZE, CLI_OPT_TIMEOUT, CLI_OPT_EXEC_TIMEOUT, CLI_OPT_MAX_OUTPUT, CLI_OPT_MAX_READ,
   CLI_OPT_ENV, CLI_OPT_SECRET, CLI_OPT_WORKDIR, CLI_OPT_NETWORK, CLI_OPT_SECCOMP_PROFILE,
   CLI_OPT_NAME, CLI_OPT_LANDLOCK, CLI_OPT_SECCOMP_UNSAFE,
+  CLI_OPT_GPU, CLI_OPT_CDI_SPEC_DIR, CLI_OPT_CDI_ALLOW_HOOKS,   /* CDI devices */
   CLI_OPT__LAST_SANDBOX,
   /* command-specific flags */
   CLI_OPT_PUT = 1100, CLI_OPT_GET, CLI_OPT_JSON, CLI_OPT_TO, CLI_OPT_SHA256, CLI_OPT_FOLLOW,
@@ -78,7 +79,10 @@ enum {
   {"seccomp-profile", required_argument, NULL, CLI_OPT_SECCOMP_PROFILE}, \
   {"name", required_argument, NULL, CLI_OPT_NAME},                     \
   {"landlock", required_argument, NULL, CLI_OPT_LANDLOCK},             \
-  {"seccomp-unsafe", no_argument, NULL, CLI_OPT_SECCOMP_UNSAFE}
+  {"seccomp-unsafe", no_argument, NULL, CLI_OPT_SECCOMP_UNSAFE},        \
+  {"gpu", required_argument, NULL, CLI_OPT_GPU},                       \
+  {"cdi-spec-dir", required_argument, NULL, CLI_OPT_CDI_SPEC_DIR},     \
+  {"cdi-allow-hooks", no_argument, NULL, CLI_OPT_CDI_ALLOW_HOOKS}
 
 /* Help text of the sandbox flags. */
 extern const char cli_sandbox_opts_help[];

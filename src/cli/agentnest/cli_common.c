@@ -83,7 +83,13 @@ const char cli_sandbox_opts_help[] =
     "  --seccomp-unsafe        accept such a profile (recorded as a seccomp_unsafe event)\n"
     "  --landlock MODE         required (refuse where the kernel lacks Landlock),\n"
     "                          best-effort (default: where available) or off\n"
-    "  --name NAME             a name for the sandbox\n";
+    "  --name NAME             a name for the sandbox\n"
+    "  --gpu all|INDEX[,INDEX]|VENDOR/CLASS=NAME\n"
+    "                          CDI devices (nvidia.com/gpu=INDEX; repeatable): device\n"
+    "                          nodes, read-only driver mounts and env from the specs\n"
+    "  --cdi-spec-dir DIR      CDI spec directory (repeatable; default /etc/cdi and\n"
+    "                          /var/run/cdi)\n"
+    "  --cdi-allow-hooks       apply CDI hooks (host programs run as root); refused otherwise\n";
 
 static const struct {
   int code;
@@ -100,6 +106,8 @@ static const struct {
     {CLI_OPT_SECCOMP_PROFILE, "--seccomp-profile", "seccomp_profile"},
     {CLI_OPT_NAME, "--name", "name"},              {CLI_OPT_LANDLOCK, "--landlock", "landlock"},
     {CLI_OPT_SECCOMP_UNSAFE, "--seccomp-unsafe", "seccomp_unsafe"},
+    {CLI_OPT_GPU, "--gpu", "gpu"},                 {CLI_OPT_CDI_SPEC_DIR, "--cdi-spec-dir", "cdi_spec_dir"},
+    {CLI_OPT_CDI_ALLOW_HOOKS, "--cdi-allow-hooks", "cdi_allow_hooks"},
 };
 
 bool cli_sandbox_flag(struct cli_sandbox_flags *f, int code, const char *arg) {
@@ -137,7 +145,8 @@ int cli_sandbox_opts(const char *cmd, const struct cli_sandbox_flags *f,
         flag = flag_names[k].flag;
         option = flag_names[k].option;
       }
-    const char *value = f->item[i].code == CLI_OPT_SECCOMP_UNSAFE ? "true" : f->item[i].value;
+    const char *value = f->item[i].code == CLI_OPT_SECCOMP_UNSAFE ||
+                        f->item[i].code == CLI_OPT_CDI_ALLOW_HOOKS ? "true" : f->item[i].value;
     if (!option || an_sandbox_opts_set_option(o, option, value, &err) < 0) {
       an_sandbox_opts_free(o);
       /* Never echo a --secret argument's value: it names a variable or a file only, but
