@@ -3,15 +3,19 @@
  * cdi_spec_dirs, cdi_allow_hooks) and their application to the built spec
  * through agentnest/cdi.h. */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <yajl/yajl_tree.h>
 #include "agentnest/cdi.h"
 #include "agentnest/sandbox_opts.h"
 #include "sandbox/opts_internal.h"
 #include "util/cleanup.h"
 #include "util/json_gen.h"
+#include "util/safe_path.h"
 
 static int strv_add(char ***list, const char *s, an_error_t *err) {
   size_t n = 0;
@@ -155,10 +159,36 @@ void an_sb_cdi_opts_free(struct an_sandbox_opts *o) {
   an_strv_free(o->cdi_spec_dirs);
 }
 
-int an_sb_cdi_apply(const struct an_sandbox_opts *o, struct an_spec *spec, an_error_t *err) {
+/* The image root is never written, so a CDI mount point must already be in
+ * the image (resolved inside it, its symlinks followed within the root).
+ * Refused here with the path named rather than by the engine's mkdir.  An
+ * image root that cannot be opened (policy explain's placeholder) is left
+ * to the engine. */
+static int check_mount_points(const char *rootfs, const struct an_spec *spec, size_t first,
+                              an_error_t *err) {
+  cleanup_close int root = rootfs ? open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+  if (root < 0) return 0;
+  for (size_t i = first; i < spec->n_mounts; i++) {
+    const char *dest = spec->mounts[i].destination;
+    int fd = an_openat2(root, dest, O_PATH, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+    if (fd >= 0) {
+      close(fd);
+      continue;
+    }
+    return an_error_set(err, -fd, "CDI mount %s (from %s): not in the image, whose root is never "
+                        "written: use an image that has this path", dest,
+                        spec->mounts[i].source ? spec->mounts[i].source : "?");
+  }
+  return 0;
+}
+
+int an_sb_cdi_apply(const struct an_sandbox_opts *o, const char *rootfs, struct an_spec *spec,
+                    an_error_t *err) {
   if (!o->cdi_devices || !o->cdi_devices[0]) return 0;
+  size_t first = spec->n_mounts;
   int r = an_cdi_apply_from_dirs(an_sandbox_opts_cdi_spec_dirs(o), spec,
                                  (const char *const *) o->cdi_devices,
                                  o->cdi_allow_hooks ? AN_CDI_ALLOW_HOOKS : 0, err);
+  if (r == 0) r = check_mount_points(rootfs, spec, first, err);
   return r < 0 ? an_error_prefix(err, "sandbox spec") : 0;
 }

@@ -56,7 +56,8 @@ int an_sandbox_opts_set_profile_name(struct an_sandbox_opts *opts, const char *p
  * result).  an_sb_cdi_profile_key: the same for a profile key (gpu, devices,
  * cdi_spec_dirs, cdi_allow_hooks) with its JSON value.  an_sb_cdi_opts_gen
  * writes those members (when set).  an_sb_cdi_apply applies the devices to a
- * built spec (agentnest/cdi.h's errors). */
+ * built spec (agentnest/cdi.h's errors) and refuses a CDI mount point that
+ * the image at `rootfs` (host path) lacks. */
 struct yajl_val_s;
 struct an_spec;
 bool an_sb_cdi_set_option(struct an_sandbox_opts *o, const char *option, const char *text, int *r,
@@ -65,6 +66,7 @@ bool an_sb_cdi_profile_key(struct an_sandbox_opts *o, const char *key, struct ya
                            int *r, an_error_t *err);
 void an_sb_cdi_opts_gen(struct an_jgen *j, const struct an_sandbox_opts *o);
 void an_sb_cdi_opts_free(struct an_sandbox_opts *o);
-int an_sb_cdi_apply(const struct an_sandbox_opts *o, struct an_spec *spec, an_error_t *err);
+int an_sb_cdi_apply(const struct an_sandbox_opts *o, const char *rootfs, struct an_spec *spec,
+                    an_error_t *err);
 
 #endif

@@ -342,7 +342,7 @@ int an_sandbox_build_spec_without_seccomp(const struct an_sandbox_opts *opts,
     an_spec_free(spec);
     return an_error_set(err, ENOMEM, "sandbox spec");
   }
-  if ((r = an_sb_cdi_apply(opts, spec, err)) < 0) {   /* --gpu: CDI containerEdits */
+  if ((r = an_sb_cdi_apply(opts, img->rootfs, spec, err)) < 0) {   /* --gpu: CDI containerEdits */
     an_spec_free(spec);
     return r;
   }

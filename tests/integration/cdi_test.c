@@ -257,6 +257,19 @@ Test(cdi_cli, a_device_no_spec_defines_is_refused_and_nothing_is_left) {
   cr_expect(!strstr(out_text, "\"id\""), "a refused sandbox was left: %s", out_text);
 }
 
+/* The image root is never written: a CDI mount point the image lacks is
+ * refused naming it (before: the engine's mkdir failed with EACCES). */
+Test(cdi_cli, a_mount_point_the_image_lacks_is_refused_naming_it) {
+  import_busybox();
+  write_spec("nomnt.json",
+             "{\"cdiVersion\": \"0.6.0\", \"kind\": \"example.com/nomnt\", \"devices\": [{\"name\": \"0\",\n"
+             " \"containerEdits\": {\"mounts\": [{\"hostPath\": \"%s/lib\",\n"
+             "   \"containerPath\": \"/usr/lib/x86_64-linux-gnu/libfake.so.1\"}]}}]}\n");
+  cr_assert_eq(an("run --image busybox --cdi-spec-dir '%s/cdi' --gpu example.com/nomnt=0 -- true", work), 125);
+  cr_expect(strstr(err_text, "CDI mount /usr/lib/x86_64-linux-gnu/libfake.so.1") &&
+            strstr(err_text, "not in the image"), "%s", err_text);
+}
+
 Test(cdi_cli, profile_gpu_without_an_nvidia_spec_refuses_with_the_fix) {
   import_busybox();
   cr_assert_eq(an("run --profile gpu --image busybox --cdi-spec-dir '%s/cdi' -- true", work), 125);
