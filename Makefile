@@ -8,7 +8,7 @@ MANDIR    ?= $(PREFIX)/share/man
 BUILD     ?= build
 VERSION   := 0.1.0
 
-PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 libarchive yajl libnftables libcrypto
+PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 libarchive yajl libnftables libcrypto yaml-0.1
 CC        ?= cc
 WARN      := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wvla
 HARDEN    := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIC -fno-strict-overflow

@@ -9,7 +9,7 @@ export DEBIAN_FRONTEND=noninteractive LC_ALL=C
 PACKAGES=(
   # build
   build-essential pkg-config dpkg-dev git ca-certificates
-  libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev libarchive-dev libyajl-dev
+  libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev libarchive-dev libyajl-dev libyaml-dev
   libnftables-dev libssl-dev
   # runtime: mke2fs for workspace images where the store has no project quota
   e2fsprogs

@@ -189,6 +189,8 @@ int an_sandbox_opts_set_name(struct an_sandbox_opts *opts, const char *name, an_
  *   seccomp_unsafe                               "true" or "false"
  *   tmp_noexec                                   "true" or "false"
  *   env                                          "K=V" (add_env)
+ *   gpu, cdi_spec_dir                            add_gpu, add_cdi_spec_dir
+ *   cdi_allow_hooks                              "true" or "false"
  *   secret                                       "NAME" or "NAME=@FILE" (add_secret_arg)
  * Errors: -EINVAL unknown option (`unknown option "memroy"`) or bad text;
  * -ERANGE overflow; otherwise the setter's errors.  Messages name the
@@ -238,6 +240,28 @@ int an_sandbox_opts_dup(const struct an_sandbox_opts *opts, struct an_sandbox_op
  * valid UTF-8; -ENOMEM. */
 int an_sandbox_opts_to_json(const struct an_sandbox_opts *opts, char **json, an_error_t *err);
 
+/* ---- devices through CDI (src/sandbox/cdi_opts.c; agentnest/cdi.h) ---------------------- */
+
+/* Ask for CDI devices: "all" (every nvidia.com/gpu device, or its "all"
+ * device), "INDEX[,INDEX...]" (nvidia.com/gpu=INDEX each) or a qualified
+ * name "vendor/class=name".  Repeatable; the devices are resolved and their
+ * containerEdits applied when the spec is built (an_sandbox_build_spec), so
+ * a name no spec defines fails there.  Errors: -EINVAL any other text
+ * (`gpu "x": expected all, INDEX[,INDEX] or vendor/class=name`); -ENOMEM. */
+int an_sandbox_opts_add_gpu(struct an_sandbox_opts *opts, const char *spec, an_error_t *err);
+/* Add a CDI spec directory (absolute path); the first call replaces the
+ * defaults (/etc/cdi, /var/run/cdi).  Later directories take priority.
+ * Errors: -EINVAL a relative path; -ENOMEM. */
+int an_sandbox_opts_add_cdi_spec_dir(struct an_sandbox_opts *opts, const char *dir, an_error_t *err);
+/* Let CDI hooks (host programs run as root by the engine) be applied;
+ * without it a device whose spec has hooks is refused. */
+void an_sandbox_opts_set_cdi_allow_hooks(struct an_sandbox_opts *opts, bool allow);
+/* Qualified device names asked for, NULL-terminated (never NULL). */
+char *const *an_sandbox_opts_cdi_devices(const struct an_sandbox_opts *opts);
+/* The CDI spec directories, NULL-terminated (never NULL; the defaults unless set). */
+const char *const *an_sandbox_opts_cdi_spec_dirs(const struct an_sandbox_opts *opts);
+bool an_sandbox_opts_cdi_allow_hooks(const struct an_sandbox_opts *opts);
+
 /* ---- profiles (src/sandbox/profile.c) ---------------------------------------------------- */
 
 /* The directory named profiles are looked up in: $AGENTNEST_PROFILES if set
@@ -257,7 +281,9 @@ const char *an_sandbox_profiles_dir(void);
  *   (object {"K": "V"} or array ["K=V"]), network (string), seccomp_profile
  *   (path; relative paths are relative to the profile's directory),
  *   seccomp_unsafe (boolean), landlock (string), workdir
- *   (string), tmp_noexec (boolean), description (string, ignored), unsupported (string: the profile
+ *   (string), tmp_noexec (boolean), gpu (string, as an_sandbox_opts_add_gpu), devices (array of
+ *   qualified CDI names), cdi_spec_dirs (array of paths), cdi_allow_hooks
+ *   (boolean), description (string, ignored), unsupported (string: the profile
  *   exists but cannot run yet; loading it fails with -EOPNOTSUPP and that
  *   text).
  * Each value goes through the matching setter, so the same limits apply.
@@ -273,6 +299,32 @@ const char *an_sandbox_profiles_dir(void);
  *   -ERANGE  a size or duration overflows */
 int an_sandbox_opts_load_profile(struct an_sandbox_opts *opts, const char *name_or_path,
                                  const char *profiles_dir, an_error_t *err);
+
+/* ---- the shipped profiles (src/sandbox/profile_list.c) ---------------------------------- */
+
+/* One profile of a profiles directory, as `agentnest profiles` shows it. */
+struct an_sandbox_profile_info {
+  char *name;                /* file name less ".json" */
+  char *description;         /* its "description" member, or NULL */
+  char *error;               /* NULL: it loads; else why it is refused (its "unsupported"
+                                text, a bad key...) and the limits below are the defaults */
+  struct an_sandbox_opts *opts;   /* the options it gives on top of the defaults */
+};
+
+/* Every "<name>.json" of profiles_dir (NULL: an_sandbox_profiles_dir()),
+ * sorted by name, each loaded into fresh options.  A profile that does not
+ * load is listed with its error, not skipped.  *out (n entries) is owned by
+ * the caller (an_sandbox_profiles_free).  Errors: the opendir errno naming
+ * the directory; -ENOMEM. */
+int an_sandbox_profiles_list(const char *profiles_dir, struct an_sandbox_profile_info **out,
+                             size_t *n, an_error_t *err);
+void an_sandbox_profiles_free(struct an_sandbox_profile_info *list, size_t n);
+/* The list as JSON: {"profiles": [{"name", "description", "runnable",
+ * "error" (when not runnable), "options": an_sandbox_opts_to_json's object}]}.
+ * *json is heap-allocated, owned by the caller.  Errors: -EINVAL invalid
+ * UTF-8; -ENOMEM. */
+int an_sandbox_profiles_to_json(const struct an_sandbox_profile_info *list, size_t n, char **json,
+                                an_error_t *err);
 
 /* ---- the OCI spec of a sandbox (src/sandbox/spec_build.c) -------------------------------- */
 

@@ -110,6 +110,9 @@ struct an_spec_device {               /* linux.devices[] */
   bool has_file_mode; mode_t file_mode;
   bool has_uid; uid_t uid;
   bool has_gid; gid_t gid;
+  char *host_path;                    /* AgentNest extension, never in config.json: the host
+                                         node bound onto `path` in a user namespace (CDI
+                                         deviceNodes[].hostPath); NULL: `path` itself */
 };
 
 struct an_spec_device_cgroup {        /* linux.resources.devices[] */

@@ -102,7 +102,7 @@ int an_devices_setup(int root_fd, const struct an_spec_linux *l, bool in_userns,
     } else if (d->type == 'p') {
       r = make_node(root_fd, d, err);
     } else {
-      r = bind_host_node(root_fd, d->path, d->path, d->type == 'b' ? S_IFBLK : S_IFCHR,
+      r = bind_host_node(root_fd, d->host_path ? d->host_path : d->path, d->path, d->type == 'b' ? S_IFBLK : S_IFCHR,
                          (unsigned) d->major, (unsigned) d->minor, err);
       if (r == -ENOENT) {
         an_error_free(err);

@@ -85,7 +85,10 @@ static void free_linux(struct an_spec_linux *l) {
   an_strv_free(l->readonly_paths);
   free(l->rootfs_propagation);
   free(l->mount_label);
-  for (size_t i = 0; l->devices && i < l->n_devices; i++) free(l->devices[i].path);
+  for (size_t i = 0; l->devices && i < l->n_devices; i++) {
+    free(l->devices[i].path);
+    free(l->devices[i].host_path);
+  }
   free(l->devices);
 }
 

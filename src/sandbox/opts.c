@@ -76,6 +76,7 @@ void an_sandbox_opts_free(struct an_sandbox_opts *o) {
   strv_free(o->env, false);
   strv_free(o->secret_names, false);
   strv_free(o->secret_values, true);
+  an_sb_cdi_opts_free(o);
   free(o);
 }
 
@@ -527,6 +528,8 @@ int an_sandbox_opts_set_option(struct an_sandbox_opts *o, const char *option, co
     return an_error_set(err, EINVAL, "tmp_noexec \"%s\": expected true or false", text ? text : "");
   }
   if (strcmp(option, "secret") == 0) return an_sandbox_opts_add_secret_arg(o, text, err);
+  int cdi_r = 0;
+  if (an_sb_cdi_set_option(o, option, text, &cdi_r, err)) return cdi_r;
   return an_error_set(err, EINVAL, "unknown option \"%s\"", option);
 }
 

@@ -35,6 +35,9 @@ struct an_sandbox_opts {
   char **env;               /* "K=V", NULL-terminated, or NULL */
   char **secret_names;      /* parallel NULL-terminated lists, or NULL */
   char **secret_values;     /* wiped on free */
+  char **cdi_devices;       /* qualified CDI names, NULL-terminated, or NULL */
+  char **cdi_spec_dirs;     /* NULL: an_cdi_default_dirs */
+  bool cdi_allow_hooks;
 };
 
 struct an_jgen;
@@ -50,5 +53,23 @@ int an_sandbox_strv_set_env(char ***list, char *entry);
 /* Record which profile was applied (copied).  Errors: -ENOMEM. */
 int an_sandbox_opts_set_profile_name(struct an_sandbox_opts *opts, const char *profile,
                                      an_error_t *err);
+
+/* CDI devices (sandbox/cdi_opts.c).  an_sb_cdi_set_option: true when
+ * `option` is one of gpu, cdi_spec_dir, cdi_allow_hooks (*r: the setter's
+ * result).  an_sb_cdi_profile_key: the same for a profile key (gpu, devices,
+ * cdi_spec_dirs, cdi_allow_hooks) with its JSON value.  an_sb_cdi_opts_gen
+ * writes those members (when set).  an_sb_cdi_apply applies the devices to a
+ * built spec (agentnest/cdi.h's errors) and refuses a CDI mount point that
+ * the image at `rootfs` (host path) lacks. */
+struct yajl_val_s;
+struct an_spec;
+bool an_sb_cdi_set_option(struct an_sandbox_opts *o, const char *option, const char *text, int *r,
+                          an_error_t *err);
+bool an_sb_cdi_profile_key(struct an_sandbox_opts *o, const char *key, struct yajl_val_s *v,
+                           int *r, an_error_t *err);
+void an_sb_cdi_opts_gen(struct an_jgen *j, const struct an_sandbox_opts *o);
+void an_sb_cdi_opts_free(struct an_sandbox_opts *o);
+int an_sb_cdi_apply(const struct an_sandbox_opts *o, const char *rootfs, struct an_spec *spec,
+                    an_error_t *err);
 
 #endif

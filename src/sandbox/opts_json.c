@@ -43,6 +43,7 @@ void an_sandbox_opts_gen(struct an_jgen *j, const struct an_sandbox_opts *o) {
   an_jgen_array_open(j);
   for (char **e = o->env; e && *e; e++) an_jgen_str(j, *e);
   an_jgen_array_close(j);
+  an_sb_cdi_opts_gen(j, o);
   an_jgen_map_close(j);
 }
 
@@ -86,6 +87,7 @@ int an_sandbox_opts_dup(const struct an_sandbox_opts *o, struct an_sandbox_opts 
     .lifetime_ms = o->lifetime_ms, .exec_timeout_ms = o->exec_timeout_ms,
     .max_output = o->max_output, .max_read = o->max_read, .disk = o->disk, .inodes = o->inodes,
     .uid = o->uid, .gid = o->gid, .seccomp_unsafe = o->seccomp_unsafe, .landlock = o->landlock,
+    .cdi_allow_hooks = o->cdi_allow_hooks,
   };
   if (dup_opt_str(&c->image, o->image) < 0 || dup_opt_str(&c->name, o->name) < 0 ||
       dup_opt_str(&c->profile, o->profile) < 0 || dup_opt_str(&c->workdir, o->workdir) < 0 ||
@@ -93,7 +95,9 @@ int an_sandbox_opts_dup(const struct an_sandbox_opts *o, struct an_sandbox_opts 
       dup_opt_str(&c->seccomp_profile, o->seccomp_profile) < 0 ||
       dup_opt_str(&c->seccomp_default, o->seccomp_default) < 0 || dup_strv(&c->env, o->env) < 0 ||
       dup_strv(&c->secret_names, o->secret_names) < 0 ||
-      dup_strv(&c->secret_values, o->secret_values) < 0) {
+      dup_strv(&c->secret_values, o->secret_values) < 0 ||
+      dup_strv(&c->cdi_devices, o->cdi_devices) < 0 ||
+      dup_strv(&c->cdi_spec_dirs, o->cdi_spec_dirs) < 0) {
     an_sandbox_opts_free(c);
     return an_error_set(err, ENOMEM, "copy sandbox options");
   }

@@ -158,6 +158,8 @@ static int apply_key(struct an_sandbox_opts *o, const char *profile_path, const 
       return an_error_set(err, EINVAL, "key \"tmp_noexec\": expected true or false");
     return an_sandbox_opts_set_tmp_noexec(o, YAJL_IS_TRUE(v), err);
   }
+  int cdi_r = 0;
+  if (an_sb_cdi_profile_key(o, key, v, &cdi_r, err)) return cdi_r;
   if (strcmp(key, "description") == 0) {
     const char *s = NULL;
     return want_string(key, v, &s, err);

@@ -418,6 +418,10 @@ int an_sandbox_build_spec_without_seccomp(const struct an_sandbox_opts *opts,
     an_spec_free(spec);
     return an_error_set(err, ENOMEM, "sandbox spec");
   }
+  if ((r = an_sb_cdi_apply(opts, img->rootfs, spec, err)) < 0) {   /* --gpu: CDI containerEdits */
+    an_spec_free(spec);
+    return r;
+  }
   *out = spec;
   return 0;
 }

@@ -110,9 +110,9 @@ Test(profile, git_profile_has_debian_and_more_memory_and_pids) {
   an_sandbox_opts_free(o);
 }
 
-Test(profile, browser_and_gpu_profiles_refuse_with_reason) {
-  const char *names[] = {"browser", "gpu"};
-  for (size_t i = 0; i < 2; i++) {
+Test(profile, browser_profile_refuses_with_reason) {
+  const char *names[] = {"browser"};
+  for (size_t i = 0; i < 1; i++) {
     struct an_sandbox_opts *o = NULL;
     an_error_t err = NULL;
     cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
@@ -124,6 +124,19 @@ Test(profile, browser_and_gpu_profiles_refuse_with_reason) {
     an_error_free(&err);
     an_sandbox_opts_free(o);
   }
+}
+
+/* issue 16 item 4: the gpu profile runs, asking for every nvidia.com/gpu CDI device. */
+Test(profile, gpu_profile_asks_for_every_nvidia_gpu_through_cdi) {
+  struct an_sandbox_opts *o = NULL;
+  an_error_t err = NULL;
+  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_load_profile(o, "gpu", profiles_dir, &err), 0, "%s", err ? err->msg : "");
+  char *const *dev = an_sandbox_opts_cdi_devices(o);
+  cr_assert_str_eq(dev[0], "nvidia.com/gpu=all");
+  cr_assert_null(dev[1]);
+  cr_assert_gt(an_sandbox_opts_memory(o), 512ull << 20);
+  an_sandbox_opts_free(o);
 }
 
 Test(profile, unknown_key_is_an_error_naming_profile_and_key) {

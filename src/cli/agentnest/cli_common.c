@@ -86,7 +86,13 @@ const char cli_sandbox_opts_help[] =
     "  --seccomp-unsafe        accept such a profile (recorded as a seccomp_unsafe event)\n"
     "  --landlock MODE         required (refuse where the kernel lacks Landlock),\n"
     "                          best-effort (default: where available) or off\n"
-    "  --name NAME             a name for the sandbox\n";
+    "  --name NAME             a name for the sandbox\n"
+    "  --gpu all|INDEX[,INDEX]|VENDOR/CLASS=NAME\n"
+    "                          CDI devices (nvidia.com/gpu=INDEX; repeatable): device\n"
+    "                          nodes, read-only driver mounts and env from the specs\n"
+    "  --cdi-spec-dir DIR      CDI spec directory (repeatable; default /etc/cdi and\n"
+    "                          /var/run/cdi)\n"
+    "  --cdi-allow-hooks       apply CDI hooks (host programs run as root); refused otherwise\n";
 
 static const struct {
   int code;
@@ -105,6 +111,8 @@ static const struct {
     {CLI_OPT_SECCOMP_UNSAFE, "--seccomp-unsafe", "seccomp_unsafe"},
     {CLI_OPT_TMP_NOEXEC, "--tmp-noexec", "tmp_noexec"},
     {CLI_OPT_DISK, "--disk", "disk"},              {CLI_OPT_INODES, "--inodes", "inodes"},
+    {CLI_OPT_GPU, "--gpu", "gpu"},                 {CLI_OPT_CDI_SPEC_DIR, "--cdi-spec-dir", "cdi_spec_dir"},
+    {CLI_OPT_CDI_ALLOW_HOOKS, "--cdi-allow-hooks", "cdi_allow_hooks"},
 };
 
 bool cli_sandbox_flag(struct cli_sandbox_flags *f, int code, const char *arg) {
@@ -117,7 +125,9 @@ bool cli_sandbox_flag(struct cli_sandbox_flags *f, int code, const char *arg) {
     f->item[f->n].code = code;
     /* Flags without an argument set their boolean option. */
     f->item[f->n].value =
-        code == CLI_OPT_TMP_NOEXEC || code == CLI_OPT_SECCOMP_UNSAFE ? "true" : arg;
+        code == CLI_OPT_TMP_NOEXEC || code == CLI_OPT_SECCOMP_UNSAFE || code == CLI_OPT_CDI_ALLOW_HOOKS
+            ? "true"
+            : arg;
     f->n++;
   }
   return true;

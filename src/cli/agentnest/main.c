@@ -35,6 +35,7 @@ static const struct an_command commands[] = {
     {"image", cmd_image, "import, list, inspect and remove images"},
     {"doctor", cmd_doctor, "report what this host offers sandboxes (JSON)"},
     {"policy", cmd_policy, "explain what each profile enforces, and what not, on this host"},
+    {"profiles", cmd_profiles, "list the shipped profiles: purpose and key limits"},
     {"demo", cmd_demo, "a narrated tour on the default image"},
 };
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "agentnest/cdi.h"
 #include "agentnest/container.h"
 #include "cli/oci/oci.h"
 #include "engine/caps.h"
@@ -82,6 +83,18 @@ static int load_bundle(struct oci_ctx *ctx, const char *bundle, char *abs_bundle
     for (char **u = unavailable; u && *u; u++)
       oci_log(ctx, "warning", "ignoring capability %s: not known to this kernel", *u);
   }
+  /* CDI devices named by annotations under cdi.k8s.io/: their containerEdits
+   * go into the spec before create (agentnest/cdi.h). */
+  cleanup_strv char **cdi = NULL;
+  if (an_cdi_annotation_devices(*spec, &cdi, &err) < 0 ||
+      an_cdi_apply_from_dirs(ctx->cdi_spec_dirs[0] ? ctx->cdi_spec_dirs : NULL, *spec,
+                             (const char *const *) cdi,
+                             ctx->cdi_allow_hooks ? AN_CDI_ALLOW_HOOKS : 0, &err) < 0) {
+    an_spec_free(*spec);
+    *spec = NULL;
+    return oci_fail_error(ctx, &err);
+  }
+  for (char **d = cdi; d && *d; d++) oci_log(ctx, "debug", "CDI device %s applied", *d);
   oci_log(ctx, "debug", "bundle %s: config.json loaded", abs_bundle);
   return 0;
 }

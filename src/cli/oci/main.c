@@ -161,11 +161,15 @@ static void print_help(FILE *out) {
           "   --systemd-cgroup         enable systemd cgroup support (refused: not supported)\n"
           "   --cgroup-manager value   cgroupfs (the only manager supported; systemd is refused)\n"
           "   --rootless value         ignore cgroup permission errors ('true', 'false', or 'auto') (default: \"auto\")\n"
+          "   --cdi-spec-dir value     CDI spec directory for cdi.k8s.io/* device annotations\n"
+          "                            (repeatable; default /etc/cdi and /var/run/cdi)\n"
+          "   --cdi-allow-hooks        apply the hooks of CDI specs (refused otherwise)\n"
           "   --help, -h               show help\n"
           "   --version, -v            print the version\n");
 }
 
-enum { OPT_ROOT = 256, OPT_LOG, OPT_LOG_FORMAT, OPT_DEBUG, OPT_SYSTEMD, OPT_CGMGR, OPT_ROOTLESS, OPT_CRIU };
+enum { OPT_ROOT = 256, OPT_LOG, OPT_LOG_FORMAT, OPT_DEBUG, OPT_SYSTEMD, OPT_CGMGR, OPT_ROOTLESS, OPT_CRIU,
+       OPT_CDI_SPEC_DIR, OPT_CDI_ALLOW_HOOKS };
 
 int main(int argc, char **argv) {
   static const struct option opts[] = {
@@ -177,6 +181,8 @@ int main(int argc, char **argv) {
     {"cgroup-manager", required_argument, NULL, OPT_CGMGR},
     {"rootless", required_argument, NULL, OPT_ROOTLESS},
     {"criu", required_argument, NULL, OPT_CRIU},
+    {"cdi-spec-dir", required_argument, NULL, OPT_CDI_SPEC_DIR},
+    {"cdi-allow-hooks", no_argument, NULL, OPT_CDI_ALLOW_HOOKS},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'v'},
     {NULL, 0, NULL, 0},
@@ -202,6 +208,15 @@ int main(int argc, char **argv) {
       if (strcmp(optarg, "true") && strcmp(optarg, "false") && strcmp(optarg, "auto"))
         return oci_fail(&ctx, "invalid --rootless value \"%s\": use true, false or auto", optarg);
       break;
+    case OPT_CDI_SPEC_DIR: {
+      size_t n = 0;
+      while (ctx.cdi_spec_dirs[n]) n++;
+      if (n >= 8) return oci_fail(&ctx, "--cdi-spec-dir: at most 8 directories");
+      if (optarg[0] != '/') return oci_fail(&ctx, "--cdi-spec-dir %s: must be an absolute path", optarg);
+      ctx.cdi_spec_dirs[n] = optarg;
+      break;
+    }
+    case OPT_CDI_ALLOW_HOOKS: ctx.cdi_allow_hooks = true; break;
     case OPT_CRIU: break;   /* accepted for compatibility; checkpoint/restore is not offered */
     case 'h': print_help(stdout); return 0;
     case 'v': print_version(); return 0;

@@ -24,6 +24,8 @@ struct oci_ctx {
   FILE *log;                    /* opened --log file, or NULL */
   enum oci_log_format log_format;
   bool debug;                   /* --debug */
+  const char *cdi_spec_dirs[9]; /* --cdi-spec-dir (repeatable, up to 8); none: the defaults */
+  bool cdi_allow_hooks;         /* --cdi-allow-hooks */
 };
 
 struct oci_command {
