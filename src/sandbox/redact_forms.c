@@ -115,6 +115,24 @@ void an_redact_forms_first_bytes(const struct redact_secret *s, bool first[256])
  * IT_FAR (past the form's span: no match). */
 enum { IT_END = 0, IT_FAR = -1 };
 
+/* Whether window byte b, met after a match began, is one a terminal shows
+ * nothing for: NUL (so UTF-16/32 text of an ASCII value reads as the value)
+ * or part of an ANSI escape sequence (ESC x; CSI ESC [ ... final 0x40-0x7E;
+ * OSC ESC ] ... BEL or ESC \), so "h\e[0mu\e[0mn..." is the value on a
+ * terminal and is found as it.  it->esc: 0 outside, 1 after ESC, 2 in a
+ * CSI, 3 in an OSC, 4 after ESC in an OSC. */
+static bool invisible(struct redact_it *it, unsigned char b) {
+  switch (it->esc) {
+  case 0:
+    if (b == 0x1b) it->esc = 1;
+    return b == 0 || b == 0x1b;
+  case 1: it->esc = b == '[' ? 2 : b == ']' ? 3 : 0; return true;
+  case 2: if (b >= 0x40 && b <= 0x7e) it->esc = 0; return true;
+  case 3: it->esc = b == 0x07 ? 0 : b == 0x1b ? 4 : 3; return true;
+  default: it->esc = 0; return true;
+  }
+}
+
 static int it_get(struct redact_it *it, unsigned char *c) {
   const struct an_redactor *r = it->r;
   for (;;) {
@@ -123,6 +141,7 @@ static int it_get(struct redact_it *it, unsigned char *c) {
     size_t p = it->pos++;
     if (r->dead[p]) continue;
     if (it->tag >= 0 && r->tag[p] != it->tag) continue;
+    if (it->skip_invisible && it->got > 0 && invisible(it, (unsigned char) r->win[p])) continue;
     if (it->skip_nl && it->got > 0 && (r->win[p] == '\n' || r->win[p] == '\r')) {
       if (++it->skipped > it->max_skip) return IT_FAR;
       continue;
@@ -218,6 +237,7 @@ static int escaped(struct redact_it *it, unsigned char lead, const unsigned char
 int an_redact_form_match(struct redact_it *it, const struct redact_form *f, bool final) {
   const unsigned char *pat = (const unsigned char *) f->pat;
   it->skip_nl = f->kind == FORM_B64;
+  it->skip_invisible = f->kind == FORM_CHARS;
   it->max_skip = f->len;
   for (size_t k = 0; k < f->len;) {
     unsigned char c;

@@ -61,6 +61,8 @@ struct redact_it {
   size_t start, pos, wl, span;
   int tag;
   bool skip_nl;
+  bool skip_invisible;   /* NUL and ANSI escape sequences between the bytes */
+  uint8_t esc;           /* where in an escape sequence being skipped */
   size_t got, skipped, max_skip;
   uint32_t *used;
   size_t nused, cap_used;

@@ -28,9 +28,22 @@
 #endif
 #define PER_ADDR_NO_RANDOMIZE 0x0040000   /* <linux/personality.h> ADDR_NO_RANDOMIZE */
 
-int an_sb_bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_data *data,
-                  uint32_t *ret) {
+/* One comparison of an argument word that a run met: the 32-bit word of
+ * seccomp_data at `off` (an argument's low or high half), ANDed with
+ * `mask`, against k with jump op `op`. */
+struct arg_cmp {
+  uint32_t off, mask, k, op;
+};
+
+#define MAX_CMPS 64
+
+/* an_sb_bpf_run, also noting in cmps[0..*ncmps) (at most MAX_CMPS) each
+ * conditional jump whose A is an argument word, masked at most (cmps may be
+ * NULL).  libseccomp's argument tests are of that shape. */
+static int bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_data *data,
+                   uint32_t *ret, struct arg_cmp *cmps, size_t *ncmps) {
   uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = {0};
+  uint32_t a_off = 0, a_mask = ~0u;   /* A's source word (0: none/not an argument) */
   for (size_t pc = 0; pc < n; pc++) {
     const struct sock_filter *in = &f[pc];
     uint32_t k = in->k;
@@ -54,8 +67,13 @@ int an_sb_bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_da
       case BPF_LEN: v = (uint32_t) sizeof *data; break;
       default: return -EINVAL;
       }
-      if (BPF_CLASS(in->code) == BPF_LD) a = v;
-      else x = v;
+      if (BPF_CLASS(in->code) == BPF_LD) {
+        a = v;
+        a_off = BPF_MODE(in->code) == BPF_ABS && k >= offsetof(struct seccomp_data, args) ? k : 0;
+        a_mask = ~0u;
+      } else {
+        x = v;
+      }
       break;
     }
     case BPF_ST:
@@ -64,6 +82,8 @@ int an_sb_bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_da
       mem[k] = BPF_CLASS(in->code) == BPF_ST ? a : x;
       break;
     case BPF_ALU:
+      if (BPF_OP(in->code) == BPF_AND && BPF_SRC(in->code) == BPF_K) a_mask &= k;
+      else a_off = 0;
       switch (BPF_OP(in->code)) {
       case BPF_ADD: a += src; break;
       case BPF_SUB: a -= src; break;
@@ -92,6 +112,8 @@ int an_sb_bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_da
         case BPF_JSET: c = (a & src) != 0; break;
         default: return -EINVAL;
         }
+        if (cmps && a_off && BPF_SRC(in->code) == BPF_K && *ncmps < MAX_CMPS)
+          cmps[(*ncmps)++] = (struct arg_cmp){a_off, a_mask, k, BPF_OP(in->code)};
         off = c ? in->jt : in->jf;
       }
       if (off >= n - pc - 1) return -EINVAL;   /* must land inside the program */
@@ -102,8 +124,12 @@ int an_sb_bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_da
       *ret = BPF_RVAL(in->code) == BPF_A ? a : k;
       return 0;
     case BPF_MISC:
-      if (BPF_MISCOP(in->code) == BPF_TAX) x = a;
-      else a = x;
+      if (BPF_MISCOP(in->code) == BPF_TAX) {
+        x = a;
+      } else {
+        a = x;
+        a_off = 0;
+      }
       break;
     default:
       return -EINVAL;
@@ -112,50 +138,59 @@ int an_sb_bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_da
   return -EINVAL;   /* fell off the end */
 }
 
+int an_sb_bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_data *data,
+                  uint32_t *ret) {
+  return bpf_run(f, n, data, ret, NULL, NULL);
+}
+
 /* What the default denies on purpose, as calls: a syscall and (optionally)
- * the one argument that makes it dangerous. */
+ * the one argument that makes it dangerous: its bits set in that argument,
+ * or (exact) its low 32 bits equal to value, where the kernel reads an int.
+ * Every other argument bit is free: the search below tries the values the
+ * profile's own argument tests make interesting. */
 struct probe {
   const char *syscall;
   const char *label;        /* NULL: the syscall's name */
   unsigned arg;
   uint64_t value;
+  bool exact;
 };
 
 static const struct probe probes[] = {
-  {"unshare", "unshare(CLONE_NEWUSER)", 0, CLONE_NEWUSER},
-  {"unshare", "unshare(CLONE_NEWNS)", 0, CLONE_NEWNS},
-  {"unshare", "unshare(CLONE_NEWNET)", 0, CLONE_NEWNET},
-  {"unshare", "unshare(CLONE_NEWPID)", 0, CLONE_NEWPID},
-  {"unshare", "unshare(CLONE_NEWCGROUP)", 0, CLONE_NEWCGROUP},
-  {"clone", "clone(CLONE_NEWUSER)", 0, CLONE_NEWUSER},
-  {"clone", "clone(CLONE_NEWNS)", 0, CLONE_NEWNS},
-  {"clone", "clone(CLONE_NEWNET)", 0, CLONE_NEWNET},
-  {"clone", "clone(CLONE_NEWPID)", 0, CLONE_NEWPID},
-  {"clone3", "clone3 (flags out of seccomp's sight)", 0, 0},
-  {"setns", NULL, 0, 0},
-  {"mount", NULL, 0, 0}, {"umount2", NULL, 0, 0}, {"pivot_root", NULL, 0, 0},
-  {"chroot", NULL, 0, 0}, {"fsopen", NULL, 0, 0}, {"fsconfig", NULL, 0, 0},
-  {"fsmount", NULL, 0, 0}, {"fspick", NULL, 0, 0}, {"move_mount", NULL, 0, 0},
-  {"open_tree", NULL, 0, 0}, {"mount_setattr", NULL, 0, 0},
-  {"bpf", NULL, 0, 0}, {"perf_event_open", NULL, 0, 0}, {"userfaultfd", NULL, 0, 0},
-  {"keyctl", NULL, 0, 0}, {"add_key", NULL, 0, 0}, {"request_key", NULL, 0, 0},
-  {"ptrace", NULL, 0, 0}, {"process_vm_readv", NULL, 0, 0}, {"process_vm_writev", NULL, 0, 0},
-  {"pidfd_getfd", NULL, 0, 0}, {"kcmp", NULL, 0, 0},
-  {"kexec_load", NULL, 0, 0}, {"kexec_file_load", NULL, 0, 0}, {"init_module", NULL, 0, 0},
-  {"finit_module", NULL, 0, 0}, {"delete_module", NULL, 0, 0},
-  {"open_by_handle_at", NULL, 0, 0}, {"name_to_handle_at", NULL, 0, 0},
-  {"io_uring_setup", NULL, 0, 0}, {"io_uring_enter", NULL, 0, 0},
-  {"io_uring_register", NULL, 0, 0},
-  {"iopl", NULL, 0, 0}, {"ioperm", NULL, 0, 0}, {"modify_ldt", NULL, 0, 0},
-  {"swapon", NULL, 0, 0}, {"swapoff", NULL, 0, 0}, {"reboot", NULL, 0, 0},
-  {"acct", NULL, 0, 0}, {"quotactl", NULL, 0, 0}, {"syslog", NULL, 0, 0},
-  {"lookup_dcookie", NULL, 0, 0}, {"fanotify_init", NULL, 0, 0},
-  {"settimeofday", NULL, 0, 0}, {"clock_settime", NULL, 0, 0}, {"adjtimex", NULL, 0, 0},
-  {"clock_adjtime", NULL, 0, 0},
-  {"socket", "socket(AF_VSOCK)", 0, AF_VSOCK},
-  {"ioctl", "ioctl(TIOCSTI)", 1, TIOCSTI},
-  {"ioctl", "ioctl(TIOCLINUX)", 1, TIOCLINUX},
-  {"personality", "personality(ADDR_NO_RANDOMIZE)", 0, PER_ADDR_NO_RANDOMIZE},
+  {"unshare", "unshare(CLONE_NEWUSER)", 0, CLONE_NEWUSER, false},
+  {"unshare", "unshare(CLONE_NEWNS)", 0, CLONE_NEWNS, false},
+  {"unshare", "unshare(CLONE_NEWNET)", 0, CLONE_NEWNET, false},
+  {"unshare", "unshare(CLONE_NEWPID)", 0, CLONE_NEWPID, false},
+  {"unshare", "unshare(CLONE_NEWCGROUP)", 0, CLONE_NEWCGROUP, false},
+  {"clone", "clone(CLONE_NEWUSER)", 0, CLONE_NEWUSER, false},
+  {"clone", "clone(CLONE_NEWNS)", 0, CLONE_NEWNS, false},
+  {"clone", "clone(CLONE_NEWNET)", 0, CLONE_NEWNET, false},
+  {"clone", "clone(CLONE_NEWPID)", 0, CLONE_NEWPID, false},
+  {"clone3", "clone3 (flags out of seccomp's sight)", 0, 0, false},
+  {"setns", NULL, 0, 0, false},
+  {"mount", NULL, 0, 0, false}, {"umount2", NULL, 0, 0, false}, {"pivot_root", NULL, 0, 0, false},
+  {"chroot", NULL, 0, 0, false}, {"fsopen", NULL, 0, 0, false}, {"fsconfig", NULL, 0, 0, false},
+  {"fsmount", NULL, 0, 0, false}, {"fspick", NULL, 0, 0, false}, {"move_mount", NULL, 0, 0, false},
+  {"open_tree", NULL, 0, 0, false}, {"mount_setattr", NULL, 0, 0, false},
+  {"bpf", NULL, 0, 0, false}, {"perf_event_open", NULL, 0, 0, false}, {"userfaultfd", NULL, 0, 0, false},
+  {"keyctl", NULL, 0, 0, false}, {"add_key", NULL, 0, 0, false}, {"request_key", NULL, 0, 0, false},
+  {"ptrace", NULL, 0, 0, false}, {"process_vm_readv", NULL, 0, 0, false}, {"process_vm_writev", NULL, 0, 0, false},
+  {"pidfd_getfd", NULL, 0, 0, false}, {"kcmp", NULL, 0, 0, false},
+  {"kexec_load", NULL, 0, 0, false}, {"kexec_file_load", NULL, 0, 0, false}, {"init_module", NULL, 0, 0, false},
+  {"finit_module", NULL, 0, 0, false}, {"delete_module", NULL, 0, 0, false},
+  {"open_by_handle_at", NULL, 0, 0, false}, {"name_to_handle_at", NULL, 0, 0, false},
+  {"io_uring_setup", NULL, 0, 0, false}, {"io_uring_enter", NULL, 0, 0, false},
+  {"io_uring_register", NULL, 0, 0, false},
+  {"iopl", NULL, 0, 0, false}, {"ioperm", NULL, 0, 0, false}, {"modify_ldt", NULL, 0, 0, false},
+  {"swapon", NULL, 0, 0, false}, {"swapoff", NULL, 0, 0, false}, {"reboot", NULL, 0, 0, false},
+  {"acct", NULL, 0, 0, false}, {"quotactl", NULL, 0, 0, false}, {"syslog", NULL, 0, 0, false},
+  {"lookup_dcookie", NULL, 0, 0, false}, {"fanotify_init", NULL, 0, 0, false},
+  {"settimeofday", NULL, 0, 0, false}, {"clock_settime", NULL, 0, 0, false}, {"adjtimex", NULL, 0, 0, false},
+  {"clock_adjtime", NULL, 0, 0, false},
+  {"socket", "socket(AF_VSOCK)", 0, AF_VSOCK, true},
+  {"ioctl", "ioctl(TIOCSTI)", 1, TIOCSTI, true},
+  {"ioctl", "ioctl(TIOCLINUX)", 1, TIOCLINUX, true},
+  {"personality", "personality(ADDR_NO_RANDOMIZE)", 0, PER_ADDR_NO_RANDOMIZE, true},
 };
 
 static bool action_allows(uint32_t ret) {
@@ -184,18 +219,68 @@ static const char *arch_name(uint32_t token) {
   }
 }
 
-/* Whether program p allows probe pr on arch token `arch`; false also when
- * the syscall does not exist there. */
-static int probe_allowed(const struct an_seccomp_program *p, const struct probe *pr, uint32_t arch,
-                         bool *allowed) {
-  *allowed = false;
+/* Make d a call of probe pr again after an argument word changed. */
+static void probe_pin(struct seccomp_data *d, const struct probe *pr) {
+  if (pr->exact) d->args[pr->arg] = (d->args[pr->arg] & ~0xffffffffull) | (uint32_t) pr->value;
+  else d->args[pr->arg] |= pr->value;
+}
+
+/* Set the argument word at seccomp_data offset off of d to v. */
+static void word_set(struct seccomp_data *d, uint32_t off, uint32_t v) {
+  memcpy((char *) d + off, &v, sizeof v);
+}
+
+#define SEARCH_RUNS 256
+
+/* Whether some call of probe pr on arch token `arch` is allowed by p and
+ * denied by ref (ref NULL: allowed by p; false also when the syscall does not exist there).  A
+ * filter's answer can only change where one of its argument tests flips,
+ * so starting from the probe with every other argument 0, each test met on
+ * the way is flipped in turn (a breadth-first search over at most
+ * SEARCH_RUNS calls, keeping the probe's own bits): a rule that allows the
+ * dangerous flag only together with others (unshare(CLONE_NEWUSER|
+ * CLONE_NEWNS) as an exact value), only with some other argument
+ * (socket(AF_VSOCK, SOCK_STREAM)) or only with high bits the kernel ignores
+ * (ioctl(TIOCSTI | 1 << 32)) is found. */
+static int probe_widens(const struct an_seccomp_program *p, const struct an_seccomp_program *ref,
+                        const struct probe *pr, uint32_t arch, bool *widens) {
+  *widens = false;
   int nr = seccomp_syscall_resolve_name_arch(arch, pr->syscall);
   if (nr < 0) return 0;   /* unknown here, or a multiplexed pseudo-syscall */
-  struct seccomp_data d = {.nr = nr, .arch = audit_arch(arch)};
-  d.args[pr->arg] = pr->value;
-  uint32_t ret = 0;
-  if (an_sb_bpf_run(p->filter, p->prog.len, &d, &ret) < 0) return -EINVAL;
-  *allowed = action_allows(ret);
+  cleanup_free struct seccomp_data *q = calloc(SEARCH_RUNS, sizeof *q);
+  if (!q) return -ENOMEM;
+  q[0] = (struct seccomp_data){.nr = nr, .arch = audit_arch(arch)};
+  probe_pin(&q[0], pr);
+  size_t n = 1;
+  for (size_t i = 0; i < n; i++) {
+    struct arg_cmp cmps[MAX_CMPS];
+    size_t nc = 0;
+    uint32_t ret = 0;
+    if (bpf_run(p->filter, p->prog.len, &q[i], &ret, cmps, &nc) < 0) return -EINVAL;
+    if (action_allows(ret)) {
+      if (!ref) return *widens = true, 0;
+      if (an_sb_bpf_run(ref->filter, ref->prog.len, &q[i], &ret) < 0) return -EINVAL;
+      if (!action_allows(ret)) return *widens = true, 0;
+    }
+    for (size_t c = 0; c < nc && n < SEARCH_RUNS; c++) {
+      uint32_t w, m = cmps[c].mask, k = cmps[c].k, v[2];
+      memcpy(&w, (const char *) &q[i] + cmps[c].off, sizeof w);
+      switch (cmps[c].op) {
+      case BPF_JEQ: v[0] = (w & ~m) | (k & m); v[1] = (w & ~m) | ((k ^ (m & -m)) & m); break;
+      case BPF_JGT: v[0] = k + 1; v[1] = k; break;
+      case BPF_JGE: v[0] = k; v[1] = k - 1; break;
+      default: v[0] = w | k; v[1] = w & ~k; break;   /* JSET */
+      }
+      for (int j = 0; j < 2 && n < SEARCH_RUNS; j++) {
+        q[n] = q[i];
+        word_set(&q[n], cmps[c].off, v[j]);
+        probe_pin(&q[n], pr);
+        bool seen = false;
+        for (size_t s = 0; s < n && !seen; s++) seen = !memcmp(&q[s], &q[n], sizeof q[n]);
+        if (!seen) n++;
+      }
+    }
+  }
   return 0;
 }
 
@@ -230,13 +315,14 @@ int an_sb_seccomp_widening(const struct an_spec_seccomp *profile,
   size_t k = 0;
   for (size_t a = 0; a < n_arches; a++)
     for (size_t i = 0; i < n_probes; i++) {
-      bool in_profile, in_reference;
-      if (probe_allowed(pp, &probes[i], arches[a], &in_profile) < 0 ||
-          probe_allowed(rp, &probes[i], arches[a], &in_reference) < 0) {
+      bool widens;
+      int pr = probe_widens(pp, rp, &probes[i], arches[a], &widens);
+      if (pr < 0) {
         an_sb_labels_free(an_steal(&out));
-        return an_error_set(err, EINVAL, "seccomp check: the compiled filter is not valid BPF");
+        return pr == -ENOMEM ? an_error_set(err, ENOMEM, "seccomp check")
+                             : an_error_set(err, EINVAL, "seccomp check: the compiled filter is not valid BPF");
       }
-      if (!in_profile || in_reference) continue;
+      if (!widens) continue;
       const char *label = probes[i].label ? probes[i].label : probes[i].syscall;
       int ok = a == 0 ? ((out[k] = strdup(label)) != NULL)
                       : asprintf(&out[k], "%s (%s)", label, arch_name(arches[a])) >= 0;
@@ -352,10 +438,12 @@ int an_sb_seccomp_probe(const struct an_spec_seccomp *profile, char ***allowed, 
   uint32_t arch = seccomp_arch_native();
   for (size_t i = 0; i < n; i++) {
     bool yes = false;
-    if (probe_allowed(p, &probes[i], arch, &yes) < 0) {
+    int pr = probe_widens(p, NULL, &probes[i], arch, &yes);
+    if (pr < 0) {
       an_sb_labels_free(a);
       an_sb_labels_free(d);
-      return an_error_set(err, EINVAL, "seccomp probes: the compiled filter is not valid BPF");
+      return pr == -ENOMEM ? an_error_set(err, ENOMEM, "seccomp probes")
+                           : an_error_set(err, EINVAL, "seccomp probes: the compiled filter is not valid BPF");
     }
     if (seccomp_syscall_resolve_name_arch(arch, probes[i].syscall) < 0) continue;
     char *label = strdup(probes[i].label ? probes[i].label : probes[i].syscall);

@@ -4,9 +4,12 @@
  * The answer comes from the filters themselves, not from reading rule
  * lists: both profiles are compiled with the engine's own compiler
  * (engine/seccomp.h, libseccomp) into the classic BPF the kernel would run,
- * and that BPF is evaluated here on a fixed set of probe calls (seccomp_data
- * with a syscall number, an architecture and arguments), each one a thing the
- * default denies on purpose: new namespaces through clone/unshare flags,
+ * and that BPF is evaluated here on probe calls (seccomp_data with a
+ * syscall number, an architecture and arguments), each one a thing the
+ * default denies on purpose (and each searched over the argument values the
+ * filter's own argument tests make interesting, keeping the dangerous bits,
+ * so that a rule allowing it only with other flags, another argument or
+ * ignored high bits is found too): new namespaces through clone/unshare flags,
  * setns, the mount API, bpf, perf_event_open, userfaultfd, keyctl, ptrace,
  * modules, kexec, io_uring, socket(AF_VSOCK), TIOCSTI, ...  A probe is
  * "allowed" when the filter returns ALLOW, LOG, TRACE or USER_NOTIF (the

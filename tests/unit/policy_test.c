@@ -290,3 +290,59 @@ Test(policy, a_profile_that_cannot_be_compared_with_the_default_is_refused) {
   an_spec_free(spec);
   an_sandbox_opts_free(o);
 }
+
+/* Whether labels (a widening's result) hold `want`. */
+static bool has_label(char **labels, const char *want) {
+  for (char **l = labels; *l; l++)
+    if (strcmp(*l, want) == 0) return true;
+  return false;
+}
+
+/* A rule that allows the dangerous call only under an argument condition
+ * the one-point probe (dangerous bit alone, every other argument 0) does not
+ * meet: a flag combination as an exact value, a condition on another
+ * argument, high bits the kernel ignores.  Each was accepted without
+ * seccomp_unsafe, and socket(AF_VSOCK, SOCK_STREAM) then opened a vsock
+ * socket inside the sandbox. */
+Test(policy, a_widening_behind_an_argument_condition_is_found) {
+  static const struct {
+    const char *rule, *label;
+  } cases[] = {
+      {"{\"names\":[\"unshare\"],\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,"
+       "\"value\":268566528,\"op\":\"SCMP_CMP_EQ\"}]}", "unshare(CLONE_NEWUSER)"},
+      {"{\"names\":[\"clone\"],\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,"
+       "\"value\":268435473,\"op\":\"SCMP_CMP_EQ\"}]}", "clone(CLONE_NEWUSER)"},
+      {"{\"names\":[\"socket\"],\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":1,"
+       "\"value\":1,\"op\":\"SCMP_CMP_EQ\"}]}", "socket(AF_VSOCK)"},
+      {"{\"names\":[\"ioctl\"],\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":1,"
+       "\"value\":4294988818,\"op\":\"SCMP_CMP_EQ\"}]}", "ioctl(TIOCSTI)"},
+      {"{\"names\":[\"mount\"],\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":3,"
+       "\"value\":4096,\"op\":\"SCMP_CMP_EQ\"}]}", "mount"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "arg%zu", i);
+    char **labels = widening(widened_profile(name, cases[i].rule));
+    cr_expect(has_label(labels, cases[i].label), "%s: %s not found (first label: %s)",
+              cases[i].rule, cases[i].label, labels[0] ? labels[0] : "none");
+    an_sb_labels_free(labels);
+  }
+}
+
+/* inspect --policy's "allows"/"denies" come from the same search: the
+ * profile above that lets socket(AF_VSOCK, SOCK_STREAM) through was listed
+ * as denying socket(AF_VSOCK). */
+Test(policy, inspect_probes_list_a_call_allowed_behind_an_argument_condition) {
+  struct an_spec_seccomp *p = load(widened_profile(
+      "vsock", "{\"names\":[\"socket\"],\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":1,"
+               "\"value\":1,\"op\":\"SCMP_CMP_EQ\"}]}"));
+  char **allowed = NULL, **denied = NULL;
+  an_error_t err = NULL;
+  cr_assert_eq(an_sb_seccomp_probe(p, &allowed, &denied, &err), 0, "%s", err ? err->msg : "");
+  cr_expect(has_label(allowed, "socket(AF_VSOCK)"), "allowed[0]: %s", allowed[0] ? allowed[0] : "none");
+  cr_expect(!has_label(denied, "socket(AF_VSOCK)"));
+  cr_expect(has_label(denied, "mount"));
+  an_sb_labels_free(allowed);
+  an_sb_labels_free(denied);
+  an_spec_seccomp_free(p);
+}

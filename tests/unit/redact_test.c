@@ -195,3 +195,54 @@ Test(redact, ordinary_output_is_unchanged) {
   free(o.so);
   free(o.se);
 }
+
+/* Interleavings a terminal does not show: the value with an ANSI escape
+ * sequence (SGR, OSC title) between its bytes, or as UTF-16LE / UTF-16BE
+ * (NUL bytes between ASCII ones), displays as the value itself and leaked
+ * in clear before. */
+Test(redact, secret_interleaved_with_terminal_invisible_bytes) {
+  static const char *seps[] = {"\x1b[0m", "\x1b[38;5;1m", "\x1b]0;t\x07", "\x1b]0;t\x1b\\", "\x1b" "7", "\0"};
+  static const size_t seplen[] = {4, 10, 6, 7, 2, 1};
+  for (size_t k = 0; k < sizeof seps / sizeof *seps; k++)
+    for (int be = 0; be < (k == 5 ? 2 : 1); be++) {
+      char text[1024];
+      size_t n = 0;
+      text[n++] = '<';
+      if (be) text[n++] = '\0';   /* UTF-16BE: NUL before each byte */
+      for (const char *p = SECRET; *p; p++) {
+        text[n++] = *p;
+        if (p[1] || !be) {
+          memcpy(text + n, seps[k], seplen[k]);
+          n += seplen[k];
+        }
+      }
+      text[n++] = '>';
+      for (size_t step = 1; step <= n; step += (step < 16 ? 1 : 11)) {
+        an_output_capture_t *c = NULL;
+        an_error_t err = NULL;
+        struct an_output_opts o = {.secrets = secrets, .nsecrets = 3};
+        cr_assert_eq(an_output_capture_new(&o, &c, &err), 0);
+        for (size_t i = 0; i < n; i += step)
+          cr_assert_eq(an_output_capture_feed(c, AN_STREAM_STDOUT, text + i, n - i < step ? n - i : step, &err), 0);
+        struct an_output out;
+        cr_assert_eq(an_output_capture_finish(c, &out, &err), 0);
+        an_output_capture_free(c);
+        /* what the terminal shows: the output without the separators */
+        char shown[1024];
+        size_t m = 0;
+        for (size_t i = 0; i < out.stdout_len;) {
+          if (i + seplen[k] <= out.stdout_len && !memcmp(out.stdout_buf + i, seps[k], seplen[k])) {
+            i += seplen[k];
+          } else if (out.stdout_buf[i] == '\0') {
+            i++;
+          } else {
+            shown[m++] = out.stdout_buf[i++];
+          }
+        }
+        shown[m] = '\0';
+        cr_assert_str_eq(shown, "<[REDACTED:TOKEN]>", "separator %zu%s, pieces of %zu", k, be ? " (BE)" : "", step);
+        free(out.stdout_buf);
+        free(out.stderr_buf);
+      }
+    }
+}
