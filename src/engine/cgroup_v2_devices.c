@@ -11,6 +11,7 @@
  * BPF_F_ALLOW_OVERRIDE / BPF_F_ALLOW_MULTI, so a later attach by us
  * replaces it and nothing below the container cgroup can attach another. */
 #include <errno.h>
+#include <stdbool.h>
 #include <linux/bpf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,11 @@ static unsigned access_mask(const char *a) {
   return m;
 }
 
-/* One rule: jumps to the end of its block when it does not match. */
-static size_t emit_rule(struct bpf_insn *p, const struct an_spec_device_cgroup *d) {
+/* One rule: jumps to the end of its block when it does not match.  A rule
+ * with no condition (type 'a', access rwm, any major and minor) matches
+ * every access: *always is set, and the caller emits nothing after it (the
+ * verifier refuses unreachable instructions, EINVAL). */
+static size_t emit_rule(struct bpf_insn *p, const struct an_spec_device_cgroup *d, bool *always) {
   struct bpf_insn b[8];
   size_t n = 0;
   int jumps[4], nj = 0;
@@ -58,6 +62,7 @@ static size_t emit_rule(struct bpf_insn *p, const struct an_spec_device_cgroup *
   b[n++] = MOV64_IMM(R0, d->allow ? 1 : 0);
   b[n++] = EXIT();
   for (int j = 0; j < nj; j++) b[jumps[j]].off = (short) (n - (size_t) jumps[j] - 1);
+  *always = nj == 0;
   memcpy(p, b, n * sizeof *b);
   return n;
 }
@@ -73,15 +78,20 @@ static int load_program(const struct an_spec_resources *r, an_error_t *err) {
   prog[n++] = ALU32_IMM(BPF_RSH, R3, 16);             /* high 16 bits: access */
   prog[n++] = LDX_W(R4, R1, 4);                       /* major */
   prog[n++] = LDX_W(R5, R1, 8);                       /* minor */
-  for (size_t i = an_cg_n_default_device_rules; i-- > 0;)
-    n += emit_rule(prog + n, &an_cg_default_device_rules[i]);
-  for (size_t i = r ? r->n_devices : 0; i-- > 0;) {
+  /* Checked last rule first: once a rule matches every access, the rules
+   * before it in the list can never decide, and are not emitted. */
+  bool always = false;
+  for (size_t i = an_cg_n_default_device_rules; i-- > 0 && !always;)
+    n += emit_rule(prog + n, &an_cg_default_device_rules[i], &always);
+  for (size_t i = r ? r->n_devices : 0; i-- > 0 && !always;) {
     struct an_spec_device_cgroup d = r->devices[i];
     if (!d.type) d.type = 'a';
-    n += emit_rule(prog + n, &d);
+    n += emit_rule(prog + n, &d, &always);
   }
-  prog[n++] = MOV64_IMM(R0, 0);                       /* no rule matched: deny */
-  prog[n++] = EXIT();
+  if (!always) {
+    prog[n++] = MOV64_IMM(R0, 0);                     /* no rule matched: deny */
+    prog[n++] = EXIT();
+  }
 
   /* Load without a verifier log first: with log_level 1 a log that does
    * not fit makes the load itself fail (ENOSPC on kernels before 6.4).

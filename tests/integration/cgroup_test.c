@@ -920,3 +920,25 @@ Test(cgroup, legacy_layout_without_cgroup2_tracks_kills_and_freezes_with_v1) {
   g_cg = NULL;
   assert_gone_everywhere(g_path);
 }
+
+/* Every OCI config's device list starts with a rule that matches everything
+ * ({"allow": false, "access": "rwm"}).  On cgroup v2 the program checks the
+ * rules last to first, so nothing after such a rule can run: the verifier
+ * refused the program for its unreachable final "deny" (EINVAL), and no
+ * container could start on a pure cgroup v2 host (make check-cgroupv2). */
+Test(cgroup, device_list_starting_with_deny_all_loads_and_applies) {
+  struct stat st;
+  if (stat("/dev/kmsg", &st) < 0) cr_skip_test("no /dev/kmsg to probe");
+  struct an_spec_device_cgroup rules[2] = {{false, 'a', -1, -1, (char *) "rwm"},
+                                           {true, 'c', 1, 11, (char *) "r"}};
+  struct an_spec_resources res = {0};
+  res.devices = rules; res.n_devices = 2;
+  create_ok(&res);
+  struct kid k = spawn(open_null_and_kmsg);
+  enter_and_go(&k);
+  int r[2];
+  read_full(k.res, r, sizeof r);
+  cr_assert_eq(r[0], 0, "/dev/null is in the default allow list: %s", strerror(r[0]));
+  cr_assert_eq(r[1], 0, "/dev/kmsg allowed by the rule after deny-all: %s", strerror(r[1]));
+  wait_kid(&k);
+}
