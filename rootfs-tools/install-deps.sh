@@ -14,6 +14,9 @@ PACKAGES=(
   # tests, sanitizers, benchmarks
   libcriterion-dev clang libclang-rt-14-dev strace hyperfine runc crun
   nftables iproute2 qemu-system-x86 linux-image-amd64
+  # container engines for `make check-engines` (tests/engines/): podman, Docker, containerd
+  podman conmon uidmap slirp4netns containernetworking-plugins catatonit
+  docker.io containerd tini
   # image tools (rootfs-tools/)
   skopeo umoci jq zstd debootstrap busybox-static wget openssl util-linux
   coreutils findutils tar gzip

@@ -1,0 +1,147 @@
+# dockerlike.sh: the cases shared by the Docker and podman suites (their command lines
+# agree on every operation tested here).  Sourced after lib.sh by docker.sh and podman.sh,
+# which define:
+#   d ARG...      the engine's client for RT (runc|agentnest) with its global options
+#   run_argv      sets the array RUN_ARGV to `d run` selecting the runtime RT
+#   cid NAME      the full container id
+#   GW            the address of the suite's netns on the engine's default network
+#   INIT_COMM     /proc/1/comm of a container run with --init
+#   UPDATE_PIDS   set where `update` has --pids-limit
+#   OOMKILLED     what inspect's State.OOMKilled says after an OOM kill under runc
+# BB and PY are the busybox and python image names.
+
+drun() { run_argv; "${RUN_ARGV[@]}" "$@"; }
+
+# Names carry the runtime, so that runc's and agentnest-oci's containers never collide.
+nm() { echo "an-$RT-$1"; }
+state() { d inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$(nm "$1")" 2>&1; }
+
+# The host cgroup v1 file FILE (CONTROLLER/FILE) of container NAME, below our parent.
+cg_read() {
+  local id f
+  id=$(cid "$(nm "$1")") || return 1
+  f=$(find "/sys/fs/cgroup/${2%%/*}/$CG" -type d -name "*$id*" 2>/dev/null | head -1)
+  cat "$f/${2#*/}" 2>&1 || echo "no cgroup for $id"
+}
+
+c_exit0() { drun --rm "$BB" true; echo "rc=$?"; }
+c_exit3() {
+  local out
+  out=$(drun --rm "$BB" sh -c 'echo out; echo err >&2; exit 3' 2>"$T/err.$RT"); echo "rc=$? stdout=$out"
+  echo "stderr=$(grep -v '^WARNING: IPv4' "$T/err.$RT")"
+}
+
+c_detach() {
+  local n; n=$(nm d)
+  drun -d --name "$n" "$BB" sh -c 'echo started; exec sleep 1000' >/dev/null; echo "rc=$?"
+  mkdir -p "$T/ids" && cid "$n" > "$T/ids/$RT"
+  state d
+}
+c_exec() {
+  d exec "$(nm d)" sh -c 'echo exec-ok; id -u'; echo "rc=$?"
+  d exec "$(nm d)" sh -c 'exit 7'; echo "rc=$?"
+  d exec --user 0 "$(nm d)" id -u; echo "rc=$?"
+}
+c_top() { d top "$(nm d)" | grep -c 'sleep 1000'; }
+c_logs() { d logs "$(nm d)"; }
+c_pause() {
+  d pause "$(nm d)" >/dev/null; echo "pause=$?"; state d
+  d unpause "$(nm d)" >/dev/null; echo "unpause=$?"; state d
+  d exec "$(nm d)" echo alive
+}
+c_update() {
+  if [ -n "${UPDATE_PIDS:-}" ]; then
+    d update --pids-limit 50 --memory 96m --memory-swap 96m "$(nm d)" >/dev/null; echo "rc=$?"
+    echo "host pids.max $(cg_read d pids/pids.max)"
+  else
+    d update --memory 96m --memory-swap 96m "$(nm d)" >/dev/null; echo "rc=$?"
+  fi
+  echo "host memory.limit $(cg_read d memory/memory.limit_in_bytes)"
+  echo "inside memory.limit $(d exec "$(nm d)" cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>&1)"
+}
+c_stop() { d stop -t 1 "$(nm d)" >/dev/null; echo "rc=$?"; state d; }
+c_kill() {
+  d start "$(nm d)" >/dev/null; echo "start=$?"
+  d kill "$(nm d)" >/dev/null; echo "kill=$?"
+  d wait "$(nm d)"; state d
+}
+c_rm() {
+  local id; id=$(cat "$T/ids/$RT")
+  d rm "$(nm d)" >/dev/null; echo "rc=$?"
+  echo "leftovers $(leftovers "$id")"
+}
+
+c_tty() { run_argv; tty_session "${RUN_ARGV[@]}" -it --rm "$BB" sh; }
+
+c_oom() {
+  drun --name "$(nm oom)" --memory 32m --memory-swap 32m "$BB" sh -c 'tail /dev/zero'; echo "rc=$?"
+  d inspect -f 'oomkilled={{.State.OOMKilled}}' "$(nm oom)"
+  d rm "$(nm oom)" >/dev/null
+}
+# Two shells and 8 sleeps fill pids.max 10; the inner shell dies (status 2) at the first
+# fork that fails; its 8 sleeps stay, children of pid 1.
+c_pids() {
+  drun --rm --pids-limit 10 "$BB" sh -c \
+    'sh -c "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 30 & done" 2>/dev/null; echo inner=$?; set -- /proc/[0-9]*; echo procs=$#'
+  echo "rc=$?"
+}
+c_readonly() {
+  drun --rm --read-only "$BB" sh -c 'touch /x 2>/dev/null; echo root=$?; touch /tmp/x 2>/dev/null; echo tmp=$?'
+}
+c_user() { drun --rm --user 1234:5678 "$BB" id; echo "rc=$?"; }
+c_root() { drun --rm --user 0 "$BB" sh -c 'id; grep -E "^Cap(Prm|Eff|Bnd)" /proc/self/status'; echo "rc=$?"; }
+c_capdrop() {
+  drun --rm --user 0 --cap-drop ALL "$BB" sh -c 'grep -E "^(Cap|NoNewPrivs)" /proc/self/status; chown 1 /tmp 2>/dev/null; echo chown=$?'
+}
+c_init() { drun --rm --init "$BB" sh -c 'cat /proc/1/comm; [ $$ != 1 ] && echo sh-is-not-pid-1'; echo "rc=$?"; }
+c_bind() {
+  local dir=$T/bind-$RT
+  rm -rf "$dir"; mkdir -p "$dir" && echo from-host > "$dir/in"
+  drun --rm --user 0 -v "$dir:/data" "$BB" sh -c 'cat /data/in; echo from-container > /data/out'; echo "rc=$?"
+  cat "$dir/out"
+  drun --rm --user 0 -v "$dir:/data:ro" "$BB" sh -c 'cat /data/in; touch /data/x 2>/dev/null; echo ro-touch=$?'
+}
+# The target goes through the image's /bin -> usr/bin symlink: resolved inside the rootfs.
+c_bind_symlink() {
+  local dir=$T/bind-$RT
+  mkdir -p "$dir" && echo from-host > "$dir/in"
+  drun --rm -v "$dir:/bin/an-data:ro" "$BB" cat /usr/bin/an-data/in; echo "rc=$?"
+}
+c_net_none() { drun --rm --network none "$BB" ls /sys/class/net; echo "rc=$?"; }
+c_net_default() {
+  drun --rm "$PY" sh -c "ls /sys/class/net; python3 -c 'import urllib.request as u; print(u.urlopen(\"http://$GW:8080/ok\", timeout=5).read().decode().strip())'"
+  echo "rc=$?"
+}
+c_python() {
+  drun --rm "$PY" python3 -c 'import sys, json, sqlite3, ssl; print(json.dumps([sum(range(10)), sys.version_info[0]]))'
+  echo "rc=$?"
+}
+t_true() { drun --rm "$BB" true; }
+
+# The cases, in order; the detached ones share one container per runtime.
+dockerlike_cases() {
+  tcase exit0 'rc=0' c_exit0
+  tcase exit3 'rc=3 stdout=out\|stderr=err' c_exit3
+  tcase detach 'rc=0\|running 0' c_detach
+  tcase exec 'exec-ok\|65532\|rc=0\|rc=7\|0\|rc=0' c_exec
+  tcase ps-top '1' c_top
+  tcase logs 'started' c_logs
+  tcase pause-unpause 'pause=0\|paused 0\|unpause=0\|running 0\|alive' c_pause
+  tcase update 'rc=0\|(host pids.max 50\|)?host memory.limit 100663296\|inside memory.limit 100663296' c_update
+  tcase stop 'rc=0\|exited 137' c_stop
+  tcase kill 'start=0\|kill=0\|137\|exited 137' c_kill
+  tcase rm 'rc=0\|leftovers none' c_rm
+  tcase tty-it '/dev/pts/N\|hello-42\|rc=4' c_tty
+  tcase memory-oom "rc=137\\|oomkilled=$OOMKILLED" c_oom
+  tcase pids-limit 'inner=2\|procs=9\|rc=0' c_pids
+  tcase read-only 'root=1\|tmp=[01]' c_readonly
+  tcase user 'uid=1234[^ ]* gid=5678[^ ]*( groups=5678.*)?\|rc=0' c_user
+  tcase user-root 'uid=0\(root\).*\|CapPrm.*\|CapEff.*\|CapBnd.*\|rc=0' c_root
+  tcase cap-drop-all 'CapInh:.0+\|CapPrm:.0+\|CapEff:.0+\|CapBnd:.0+\|CapAmb:.0+\|NoNewPrivs:.0\|chown=1' c_capdrop
+  tcase init "$INIT_COMM"'\|sh-is-not-pid-1\|rc=0' c_init
+  tcase bind-mount 'from-host\|rc=0\|from-container\|from-host\|ro-touch=1' c_bind
+  tcase bind-symlink-target 'from-host\|rc=0' c_bind_symlink
+  tcase network-none 'lo\|rc=0' c_net_none
+  tcase network-default 'eth0\|lo\|reached-host\|rc=0' c_net_default
+  tcase python-image '\[45, 3\]\|rc=0' c_python
+}
