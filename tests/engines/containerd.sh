@@ -112,6 +112,10 @@ c_kill() {
   C t kill -s KILL "$(nm d)"; echo "kill=$?"
   wait_for 10 sh -c "ctr -a '$T/containerd.sock' -n $NS t ls | grep -q '^$(nm d) .*STOPPED'"; status d
 }
+# What the shim runs when containerd kills every process of a task that already exited.
+c_kill_all_stopped() {
+  "$(rt_path)" --root "$T/runc-root/$NS" kill --all "$(nm d)" KILL; echo "rc=$?"
+}
 c_rm() {
   task_rm "$(nm d)"
   C c rm "$(nm d)"; echo "rm=$?"
@@ -166,6 +170,7 @@ tcase pause-resume 'pause=0\|PAUSED\|resume=0\|RUNNING\|alive' c_pause
 tcase update 'rc=0\|host pids.max 50\|host memory.limit 100663296\|inside memory.limit (100663296|none)' c_update
 tcase stop 'term=0\|RUNNING\|kill=0\|STOPPED' c_stop
 tcase kill 'exit=137\|task-rm=0\|start=0\|RUNNING\|kill=0\|STOPPED' c_kill
+tcase kill-all-stopped 'rc=0' c_kill_all_stopped
 tcase rm 'exit=137\|task-rm=0\|rm=0\|leftovers none' c_rm
 tcase tty-it '/dev/pts/N\|hello-42\|rc=4' c_tty
 tcase memory-oom 'rc=137' c_oom

@@ -90,6 +90,13 @@ c_readonly() {
 }
 c_user() { drun --rm --user 1234:5678 "$BB" id; echo "rc=$?"; }
 c_root() { drun --rm --user 0 "$BB" sh -c 'id; grep -E "^Cap(Prm|Eff|Bnd)" /proc/self/status'; echo "rc=$?"; }
+# create -> start as uid 0, repeated: init's parent-death signal must be disarmed before
+# create returns (uid 0 keeps it armed, unlike a uid change).
+c_root_repeat() {
+  local i ok=0
+  for i in 1 2 3 4 5 6 7 8 9 10; do drun --rm --user 0 "$BB" true && ok=$((ok + 1)); done
+  echo "ok=$ok of 10"
+}
 c_capdrop() {
   drun --rm --user 0 --cap-drop ALL "$BB" sh -c 'grep -E "^(Cap|NoNewPrivs)" /proc/self/status; chown 1 /tmp 2>/dev/null; echo chown=$?'
 }
@@ -137,6 +144,7 @@ dockerlike_cases() {
   tcase read-only 'root=1\|tmp=[01]' c_readonly
   tcase user 'uid=1234[^ ]* gid=5678[^ ]*( groups=5678.*)?\|rc=0' c_user
   tcase user-root 'uid=0\(root\).*\|CapPrm.*\|CapEff.*\|CapBnd.*\|rc=0' c_root
+  tcase user-root-x10 'ok=10 of 10' c_root_repeat
   tcase cap-drop-all 'CapInh:.0+\|CapPrm:.0+\|CapEff:.0+\|CapBnd:.0+\|CapAmb:.0+\|NoNewPrivs:.0\|chown=1' c_capdrop
   tcase init "$INIT_COMM"'\|sh-is-not-pid-1\|rc=0' c_init
   tcase bind-mount 'from-host\|rc=0\|from-container\|from-host\|ro-touch=1' c_bind
