@@ -115,8 +115,20 @@ int an_container_state(const char *state_root, const char *id,
 int an_container_list(const char *state_root, char ***ids, an_error_t *err);
 
 /* Send `sig` to init, or to every process of the container with `all`.
- * Errors: -ESRCH not running, -EINVAL created/stopped rules per runtime.md. */
+ * A stopped container: with `all` whatever is left in its cgroup is
+ * signalled and the call succeeds (runc); without, -ESRCH "container not
+ * running" (runc's wording).  Errors: -ESRCH, -ENOENT no such container,
+ * errno of pidfd_send_signal / the cgroup kill. */
 int an_container_kill(const char *state_root, const char *id, int sig, bool all, an_error_t *err);
+
+/* runc's `update`: write the limits `res` sets (the has_* members, strings
+ * and arrays present; everything else is left as it is) to the cgroup of a
+ * created, running or paused container, and merge them into the config in
+ * its state directory.  Errors: -ESRCH "container not running" (stopped),
+ * -ENOENT no such container, the cgroup's errors (an_cgroup_apply: -EINVAL
+ * a value out of range, -EOPNOTSUPP a controller this host lacks). */
+int an_container_update(const char *state_root, const char *id,
+                        const struct an_spec_resources *res, an_error_t *err);
 
 /* Delete a stopped container (or any, with `force`: SIGKILL first): run
  * poststop hooks, remove cgroup and state.  Errors: -EBUSY still running. */

@@ -262,6 +262,17 @@ int an_spec_new_default(struct an_spec **out, an_error_t *err);
 /* Free a spec and everything it owns; NULL allowed. */
 void an_spec_free(struct an_spec *spec);
 
+/* Parse a LinuxResources JSON document (config-linux.md "Control groups";
+ * what `runc update --resources` reads) into *out (free with
+ * an_spec_resources_free).  Members absent stay unset (has_* false).
+ * Errors: -EINVAL bad JSON or a value out of range or of the wrong type,
+ * naming the member ("resources.memory.limit"); -ENOMEM. */
+int an_spec_resources_parse(const char *json, size_t len, struct an_spec_resources **out,
+                            an_error_t *err);
+
+/* Free a resources section and everything it owns; NULL allowed. */
+void an_spec_resources_free(struct an_spec_resources *res);
+
 /* Free a seccomp section (as returned by an_seccomp_profile_load, or
  * detached from a spec); NULL allowed. */
 void an_spec_seccomp_free(struct an_spec_seccomp *seccomp);

@@ -125,6 +125,10 @@ static int set_proc(uint64_t eff, uint64_t prm, uint64_t inh, int last, an_error
 }
 
 int an_caps_apply(const struct an_spec_capabilities *caps, an_error_t *err) {
+  return an_caps_apply_keeping(caps, 0, err);
+}
+
+int an_caps_apply_keeping(const struct an_spec_capabilities *caps, uint64_t keep, an_error_t *err) {
   int last, r;
   struct cap_masks m;
   if ((r = an_caps_last_cap(&last, err)) < 0) return r;
@@ -158,7 +162,10 @@ int an_caps_apply(const struct an_spec_capabilities *caps, an_error_t *err) {
     return an_error_set(err, e, "drop %s from the bounding set", label);
   }
 
-  if ((r = set_proc(m.effective, m.permitted, m.inheritable, last, err)) < 0) return r;
+  /* `keep` stays usable until execve, which computes the new sets from
+   * bounding, inheritable and ambient only (capabilities(7), "Transformation
+   * of capabilities during execve()"), so the program never gets it. */
+  if ((r = set_proc(m.effective | keep, m.permitted | keep, m.inheritable, last, err)) < 0) return r;
 
   /* Ambient: clear, then raise each (each must be in permitted and
    * inheritable).  One PR_CAP_AMBIENT_CLEAR_ALL: libcap's cap_reset_ambient()

@@ -12,6 +12,7 @@
 #ifndef AN_ENGINE_CAPS_H
 #define AN_ENGINE_CAPS_H
 
+#include <stdint.h>
 #include "agentnest/error.h"
 #include "agentnest/spec.h"
 
@@ -31,6 +32,16 @@
  * within permitted, ambient not within permitted and inheritable), naming the
  * set or capability; errno of reading cap_last_cap. */
 int an_caps_apply(const struct an_spec_capabilities *caps, an_error_t *err);
+
+/* an_caps_apply, but the capabilities in the mask `keep` (bit N =
+ * capability N) stay in the permitted and effective sets of the calling
+ * thread until execve: the exec'd program's sets are computed from the
+ * bounding, inheritable and ambient sets (and file capabilities) alone
+ * (capabilities(7), "Transformation of capabilities during execve()"), so it
+ * never holds them unless `caps` grants them.  Init keeps CAP_SYS_ADMIN so
+ * that a seccomp filter without no_new_privs can be installed as the last
+ * step before execve.  Errors as an_caps_apply. */
+int an_caps_apply_keeping(const struct an_spec_capabilities *caps, uint64_t keep, an_error_t *err);
 
 /* prctl(PR_SET_KEEPCAPS, 1): keep the permitted set across the coming
  * setresuid() away from uid 0 (prctl(2)).  The kernel clears the flag again

@@ -185,8 +185,20 @@ static int validate(struct launch *l, an_error_t *err) {
 
 static int validate_namespaces(struct launch *l, an_error_t *err) {
   const struct an_spec *s = l->spec;
-  if (!(l->ns.clone_flags & CLONE_NEWNS))
-    return an_error_set(err, EINVAL, "linux.namespaces: a new mount namespace is required");
+  if (!(l->ns.clone_flags & CLONE_NEWNS)) {
+    /* A deliberate difference from runc (agentnest-oci(1)): the root and
+     * every mount are made only in a mount namespace of the container's
+     * own, never in the runtime's or another container's. */
+    for (size_t i = 0; i < s->linux.n_namespaces; i++)
+      if (s->linux.namespaces[i].clone_flag == CLONE_NEWNS && s->linux.namespaces[i].path)
+        return an_error_set(err, EINVAL, "linux.namespaces: joining the mount namespace %s is "
+                            "refused: a deliberate difference from runc, every container gets "
+                            "a new mount namespace (see agentnest-oci(1))",
+                            s->linux.namespaces[i].path);
+    return an_error_set(err, EINVAL, "linux.namespaces: a config without a mount namespace is "
+                        "refused: a deliberate difference from runc, every container gets a "
+                        "new mount namespace (see agentnest-oci(1))");
+  }
   if (s->hostname && *s->hostname && !(l->ns.all_flags & CLONE_NEWUTS))
     return an_error_set(err, EINVAL, "hostname: needs a uts namespace");
   if (s->domainname && *s->domainname && !(l->ns.all_flags & CLONE_NEWUTS))

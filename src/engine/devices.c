@@ -61,8 +61,13 @@ static int make_node(int root_fd, const struct an_spec_device *d, an_error_t *er
   if (r < 0) return an_error_prefix(err, "linux.devices: %s", d->path);
   mode_t type = d->type == 'b' ? S_IFBLK : d->type == 'p' ? S_IFIFO : S_IFCHR;
   mode_t mode = type | (d->has_file_mode ? (d->file_mode & 07777) : 0666);
-  if (mknodat(pfd, base, mode, makedev(d->major, d->minor)) < 0 && errno != EEXIST)
-    return an_error_set(err, errno, "linux.devices: mknod %s", d->path);
+  /* exactly fileMode, as runc and crun: the runtime's umask must not apply
+   * (init is single-threaded, so the process-wide umask is ours to swap) */
+  mode_t old_umask = umask(0);
+  int made = mknodat(pfd, base, mode, makedev(d->major, d->minor));
+  int e = errno;
+  umask(old_umask);
+  if (made < 0 && e != EEXIST) return an_error_set(err, e, "linux.devices: mknod %s", d->path);
   if (d->has_uid || d->has_gid) {
     if (fchownat(pfd, base, d->has_uid ? d->uid : (uid_t) -1, d->has_gid ? d->gid : (gid_t) -1,
                  AT_SYMLINK_NOFOLLOW) < 0)

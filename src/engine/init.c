@@ -5,6 +5,7 @@
  * capabilities, no_new_privs, and seccomp last, right before execve. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/close_range.h>
 #include <linux/openat2.h>
 #include <sched.h>
@@ -150,12 +151,6 @@ static int setup_process(const struct an_init_config *c, int *pty_master, an_err
    * without no_new_privs, and before a seccomp filter could deny its calls */
   r = an_landlock_apply(c->spec, err);
   if (r < 0) return r;
-  /* Without no_new_privs, installing the filter needs CAP_SYS_ADMIN: do it
-   * while we still have it (runc does the same). */
-  if (c->seccomp && !p->no_new_privileges) {
-    r = an_seccomp_install(c->seccomp, err);
-    if (r < 0) return an_error_prefix(err, "linux.seccomp");
-  }
   r = an_user_apply(&p->user, err);
   if (r < 0) return r;
   /* A change of credentials clears the parent-death signal (prctl(2)).  An
@@ -166,7 +161,11 @@ static int setup_process(const struct an_init_config *c, int *pty_master, an_err
    * yet.  Init disarms it itself at [5], confirmed by [7].) */
   if (c->exec_only && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
     return an_error_set(err, errno, "set the parent-death signal (prctl PR_SET_PDEATHSIG)");
-  r = an_caps_apply(p->capabilities, err);
+  /* Without no_new_privs, installing the seccomp filter needs CAP_SYS_ADMIN:
+   * init keeps it (not the program: caps.h) so that the filter is still the
+   * last thing before execve, with only execve after it. */
+  uint64_t keep = c->seccomp && !p->no_new_privileges ? UINT64_C(1) << CAP_SYS_ADMIN : 0;
+  r = an_caps_apply_keeping(p->capabilities, keep, err);
   if (r < 0) return an_error_prefix(err, "process.capabilities");
   if (p->no_new_privileges && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
     return an_error_set(err, errno, "prctl PR_SET_NO_NEW_PRIVS");
@@ -305,7 +304,9 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   r = seal_fds(c, report_fd, err);
   if (r < 0) return r;
   reset_signals();
-  if (c->seccomp && c->process->no_new_privileges) {
+  /* Last, as runc and crun: after the filter only execve of the path
+   * resolved before [4] (a tight allowlist needs nothing else). */
+  if (c->seccomp) {
     r = an_seccomp_install(c->seccomp, err);
     if (r < 0) return an_error_prefix(err, "linux.seccomp");
   }

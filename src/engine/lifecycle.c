@@ -159,8 +159,18 @@ int an_container_kill(const char *state_root, const char *id, int sig, bool all,
   struct an_container_state *st = NULL;
   int r = an_container_load(state_root, id, &dirfd, &st, &pidfd, err);
   if (r < 0) return r;
-  if (st->status == AN_STATUS_STOPPED) {
-    r = an_error_set(err, ESRCH, "container %s is not running", id);
+  if (st->status == AN_STATUS_STOPPED && all) {
+    /* runc: --all signals whatever is left in the cgroup and succeeds when
+     * nothing is (engines kill --all exited containers when they stop them) */
+    struct an_cgroup *cg = NULL;
+    an_error_t e = NULL;
+    if (open_cgroup(st, &cg, &e) == 0) an_cgroup_kill(cg, sig, &e);
+    an_error_free(&e);
+    an_cgroup_free(cg);
+    r = 0;
+  } else if (st->status == AN_STATUS_STOPPED) {
+    /* runc's wording, which containerd matches ("container not running") */
+    r = an_error_set(err, ESRCH, "container not running");
   } else if (all) {
     struct an_cgroup *cg = NULL;
     r = open_cgroup(st, &cg, err);

@@ -116,3 +116,5 @@ void an_spec_free(struct an_spec *spec) {
   free_linux(&spec->linux);
   free(spec);
 }
+
+void an_spec_resources_free(struct an_spec_resources *res) { free_resources(res); }

@@ -261,3 +261,23 @@ int an_spec_parse_resources(yajl_val v, const char *path, struct an_spec_resourc
     return r;
   return 0;
 }
+
+int an_spec_resources_parse(const char *json, size_t len, struct an_spec_resources **out,
+                            an_error_t *err) {
+  yajl_val doc = NULL;
+  int r = an_json_parse(json, len, "resources", &doc, err);
+  if (r < 0) return r;
+  struct an_spec_resources *res = calloc(1, sizeof *res);
+  if (!res) {
+    yajl_tree_free(doc);
+    return an_error_set(err, ENOMEM, "resources");
+  }
+  r = an_spec_parse_resources(doc, "resources", res, err);
+  yajl_tree_free(doc);
+  if (r < 0) {
+    an_spec_resources_free(res);
+    return r;
+  }
+  *out = res;
+  return 0;
+}

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,4 +213,134 @@ Test(embedding, cgroup_mount_shows_only_the_container_s_own_cgroup) {
 
 Test(embedding, cgroup_mount_without_a_cgroup_namespace_shows_only_its_own_cgroup) {
   assert_own_cgroup_view(false);
+}
+
+/* A seccomp allowlist with only what the program needs after execve, plus
+ * execve itself: the filter must be the last thing init does (runc's and
+ * crun's order), also without noNewPrivileges, where init installs it with
+ * CAP_SYS_ADMIN (OCI runtime-tools' validation suite uses such profiles). */
+static void run_with_tight_allowlist(bool no_new_privileges) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "true", NULL);
+  spec->process->no_new_privileges = no_new_privileges;
+  static const char *const allowed[] = {
+    "execve", "arch_prctl", "brk", "mmap", "munmap", "mprotect", "set_tid_address",
+    "set_robust_list", "rseq", "prlimit64", "getrandom", "getuid", "readlink",
+    "exit", "exit_group", NULL};
+  struct an_spec_seccomp *s = calloc(1, sizeof *s);
+  s->default_action = SCMP_ACT_ERRNO(EPERM);
+  s->architectures = calloc(1, sizeof *s->architectures);
+  s->architectures[0] = SCMP_ARCH_X86_64;
+  s->n_architectures = 1;
+  s->syscalls = calloc(1, sizeof *s->syscalls);
+  s->n_syscalls = 1;
+  size_t n = 0;
+  while (allowed[n]) n++;
+  s->syscalls[0].names = calloc(n + 1, sizeof(char *));
+  for (size_t i = 0; i < n; i++) s->syscalls[0].names[i] = strdup(allowed[i]);
+  s->syscalls[0].action = SCMP_ACT_ALLOW;
+  an_spec_seccomp_free(spec->linux.seccomp);
+  spec->linux.seccomp = s;
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, NULL, &err);
+  cr_assert_eq(r, 0, "noNewPrivileges %d: status %d: %s", no_new_privileges, r,
+               err ? err->msg : "");
+  an_spec_free(spec);
+}
+
+Test(embedding, tight_seccomp_allowlist_runs_without_no_new_privileges) {
+  run_with_tight_allowlist(false);
+}
+
+Test(embedding, tight_seccomp_allowlist_runs_with_no_new_privileges) {
+  run_with_tight_allowlist(true);
+}
+
+/* Init keeps CAP_SYS_ADMIN to install the filter last; the program must
+ * not have it (nor any other capability the spec does not grant). */
+Test(embedding, seccomp_without_no_new_privileges_gives_the_program_no_capability) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "sh", "-c",
+      "grep -E '^Cap(Prm|Eff|Bnd|Amb|Inh)' /proc/self/status", NULL);
+  spec->process->no_new_privileges = false;
+  struct an_spec_seccomp *s = calloc(1, sizeof *s);
+  s->default_action = SCMP_ACT_ALLOW;
+  s->architectures = calloc(1, sizeof *s->architectures);
+  s->architectures[0] = SCMP_ARCH_X86_64;
+  s->n_architectures = 1;
+  s->syscalls = calloc(1, sizeof *s->syscalls);
+  s->n_syscalls = 1;
+  s->syscalls[0].names = calloc(2, sizeof(char *));
+  s->syscalls[0].names[0] = strdup("mkdirat");
+  s->syscalls[0].action = SCMP_ACT_ERRNO(EPERM);
+  an_spec_seccomp_free(spec->linux.seccomp);
+  spec->linux.seccomp = s;
+  char *out = NULL;
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, &out, &err);
+  cr_assert_eq(r, 0, "status %d: %s", r, err ? err->msg : "");
+  cr_assert_str_eq(out, "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\n"
+                   "CapEff:\t0000000000000000\nCapBnd:\t0000000000000000\n"
+                   "CapAmb:\t0000000000000000\n");
+  free(out);
+  an_spec_free(spec);
+}
+
+/* linux.devices[].fileMode is the node's mode exactly (runc, crun): the
+ * runtime's umask (022 here) must not turn 0660 into 0640. */
+Test(embedding, device_node_gets_exactly_its_file_mode) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "stat", "-c", "%a %t:%T", "/dev/an-null", NULL);
+  drop_namespace(spec, CLONE_NEWUSER);   /* nodes are made (mknod) only outside a user namespace */
+  free(spec->linux.uid_mappings);
+  free(spec->linux.gid_mappings);
+  spec->linux.uid_mappings = spec->linux.gid_mappings = NULL;
+  spec->linux.n_uid_mappings = spec->linux.n_gid_mappings = 0;
+  struct an_spec_device *d = realloc(spec->linux.devices, (spec->linux.n_devices + 1) * sizeof *d);
+  spec->linux.devices = d;
+  d = &spec->linux.devices[spec->linux.n_devices++];
+  memset(d, 0, sizeof *d);
+  d->type = 'c';
+  d->path = strdup("/dev/an-null");
+  d->major = 1;
+  d->minor = 3;
+  d->has_file_mode = true;
+  d->file_mode = 0660;
+  mode_t old = umask(022);
+  char *out = NULL;
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, &out, &err);
+  umask(old);
+  cr_assert_eq(r, 0, "status %d: %s %s", r, err ? err->msg : "", out ? out : "");
+  cr_assert_str_eq(out, "660 1:3\n");
+  free(out);
+  an_spec_free(spec);
+}
+
+/* create fails with `want_errno` and a message holding `want_msg`, and
+ * leaves no state directory or cgroup. */
+static void assert_refused(struct an_spec *spec, int want_errno, const char *want_msg) {
+  struct an_container_opts o = an_test_bundle_opts(&B);
+  an_error_t err = NULL;
+  int r = an_container_create(spec, &o, &err);
+  cr_assert_eq(r, -want_errno, "create returned %d (%s)", r, err ? err->msg : "no error");
+  cr_assert(err && strstr(err->msg, want_msg), "message \"%s\" lacks \"%s\"",
+            err ? err->msg : "", want_msg);
+  an_error_free(&err);
+  cr_assert(!an_test_state_exists(&B), "state directory left behind");
+  cr_assert(!an_test_cgroup_exists(B.id), "cgroup left behind");
+}
+
+/* runc runs a config without a mount namespace (in its own) or joins one by
+ * path; AgentNest refuses both, and says it is deliberate. */
+Test(embedding, config_without_or_joining_a_mount_namespace_is_refused_as_deliberate) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "true", NULL);
+  drop_namespace(spec, CLONE_NEWNS);
+  assert_refused(spec, EINVAL, "without a mount namespace is refused: a deliberate difference");
+  an_spec_free(spec);
+
+  spec = an_test_bundle_spec(&B, "true", NULL);
+  for (size_t i = 0; i < spec->linux.n_namespaces; i++)
+    if (spec->linux.namespaces[i].clone_flag == CLONE_NEWNS)
+      spec->linux.namespaces[i].path = strdup("/proc/self/ns/mnt");
+  assert_refused(spec, EINVAL, "joining the mount namespace /proc/self/ns/mnt is refused: a "
+                 "deliberate difference");
+  an_spec_free(spec);
 }

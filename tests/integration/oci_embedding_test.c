@@ -56,3 +56,100 @@ Test(oci_embedding, create_start_delete_as_uid_0_runs_every_time, .fini = fini_b
   }
   cr_assert_eq(failed, 0, "%d of 200 create/start rounds failed; first: %s", failed, first);
 }
+
+static const char *const SLEEPER[] = {"sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.05; done", NULL};
+
+/* The status `state` reports for the container id (already expanded). */
+static bool is_stopped(const char *id) {
+  if (oci_cmd(&B, "state %s", id) != 0) return false;
+  char *o = oci_slurp(B.out);
+  bool stopped = strstr(o, "\"status\": \"stopped\"") != NULL;
+  free(o);
+  return stopped;
+}
+
+/* runc 1.1: `kill --all` of a stopped container exits 0; `kill` exits 1
+ * with "container not running", which containerd's shim matches to treat
+ * the process as finished; a missing container "does not exist". */
+Test(oci_embedding, kill_of_a_stopped_container_answers_as_runc, .fini = fini_bundle) {
+  static const char *const args[] = {"true", NULL};
+  oci_bundle_make(&B, "kill", args);
+  cr_assert_eq(oci_cmd(&B, "create --bundle %s @k", B.dir), 0, "%s", err_text());
+  cr_assert_eq(oci_cmd(&B, "start @k"), 0, "%s", err_text());
+  char *id = oci_expand_ids("@k");
+  for (int i = 0; i < 500 && !is_stopped(id); i++) usleep(10000);
+  cr_assert(is_stopped(id), "container did not stop");
+  free(id);
+  cr_assert_eq(oci_cmd(&B, "kill --all @k KILL"), 0, "kill --all of a stopped container: %s",
+               err_text());
+  cr_assert_eq(oci_cmd(&B, "kill @k KILL"), 1);
+  cr_assert(strstr(err_text(), "container not running"), "%s", err_text());
+  cr_assert_eq(oci_cmd(&B, "kill @nosuch KILL"), 1);
+  cr_assert(strstr(err_text(), "does not exist"), "%s", err_text());
+  cr_assert_eq(oci_cmd(&B, "delete @k"), 0, "%s", err_text());
+}
+
+/* A cgroup file of the container `id` (expanded) on the host: the v1
+ * hierarchy `v1` and file `f1` on a v1/hybrid host, `f2` in the cgroup2
+ * tree on a cgroup2-only host. */
+static char *cg_file(const char *id, const char *v1, const char *f1, const char *f2) {
+  char p[512];
+  struct stat st;
+  snprintf(p, sizeof p, "/sys/fs/cgroup/%s/agentnest/%s", v1, id);
+  if (stat(p, &st) == 0) snprintf(p, sizeof p, "/sys/fs/cgroup/%s/agentnest/%s/%s", v1, id, f1);
+  else snprintf(p, sizeof p, "/sys/fs/cgroup/agentnest/%s/%s", id, f2);
+  char *s = oci_slurp(p);
+  s[strcspn(s, "\n")] = 0;
+  return s;
+}
+
+static void assert_cg(const char *id, const char *v1, const char *f1, const char *f2,
+                      const char *want1, const char *want2) {
+  char *got = cg_file(id, v1, f1, f2);
+  cr_assert(strcmp(got, want1) == 0 || strcmp(got, want2) == 0, "%s/%s: %s, want %s (v1) or %s (v2)",
+            v1, f1, got, want1, want2);
+  free(got);
+}
+
+/* runc's `update` flags and `update --resources -` (docker update, CRI
+ * UpdateContainerResources). */
+Test(oci_embedding, update_with_runc_flags_and_resources_json_changes_the_cgroup,
+     .fini = fini_bundle) {
+  oci_bundle_make(&B, "upd", SLEEPER);
+  cr_assert_eq(oci_cmd(&B, "run -d --bundle %s @u", B.dir), 0, "%s", err_text());
+  char *id = oci_expand_ids("@u");
+  cr_assert_eq(oci_cmd(&B, "update --memory 64m --memory-swap 64m --pids-limit 50 "
+                       "--cpu-quota 50000 --cpu-period 100000 --cpu-share 512 @u"), 0,
+               "update: %s", err_text());
+  assert_cg(id, "memory", "memory.limit_in_bytes", "memory.max", "67108864", "67108864");
+  assert_cg(id, "pids", "pids.max", "pids.max", "50", "50");
+  assert_cg(id, "cpu", "cpu.cfs_quota_us", "cpu.max", "50000", "50000 100000");
+  assert_cg(id, "cpu", "cpu.shares", "cpu.weight", "512", "20");
+
+  char json[PATH_MAX + 16];
+  snprintf(json, sizeof json, "%s/res.json", B.dir);
+  FILE *f = fopen(json, "w");
+  cr_assert(f);
+  fputs("{\"memory\": {\"limit\": 33554432, \"swap\": 33554432}, \"pids\": {\"limit\": 20}}", f);
+  fclose(f);
+  cr_assert_eq(oci_cmd(&B, "update --pids-limit 99 --resources - @u < %s", json), 0,
+               "update -r -: %s", err_text());
+  assert_cg(id, "memory", "memory.limit_in_bytes", "memory.max", "33554432", "33554432");
+  assert_cg(id, "pids", "pids.max", "pids.max", "20", "20");
+  /* the stored config has the new limits */
+  char cfg[PATH_MAX + 64];
+  snprintf(cfg, sizeof cfg, "%s/%s/config.json", B.root, id);
+  char *c = oci_slurp(cfg);
+  cr_assert(strstr(c, "33554432"), "stored config not updated");
+  free(c);
+
+  cr_assert_eq(oci_cmd(&B, "update --memory nonsense @u"), 1, "a bad value was accepted");
+  cr_assert(strstr(err_text(), "--memory"), "%s", err_text());
+  cr_assert_eq(oci_cmd(&B, "update -r %s/missing.json @u", B.dir), 1);
+  cr_assert_eq(oci_cmd(&B, "kill @u KILL"), 0, "%s", err_text());
+  for (int i = 0; i < 500 && !is_stopped(id); i++) usleep(10000);
+  cr_assert_eq(oci_cmd(&B, "update --memory 64m @u"), 1);
+  cr_assert(strstr(err_text(), "container not running"), "%s", err_text());
+  cr_assert_eq(oci_cmd(&B, "delete @u"), 0, "%s", err_text());
+  free(id);
+}

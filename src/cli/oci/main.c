@@ -86,6 +86,28 @@ const struct oci_command oci_extra_commands[] = {
    "(cgroup freezer).\n"},
   {"resume", oci_cmd_resume, "<container-id>", "resumes all processes that have been previously paused",
    "The resume command resumes all processes in the instance of the container.\n"},
+  {"update", oci_cmd_update, "[command options] <container-id>", "update container resource constraints",
+   "The update command changes the resource limits of a created, running or paused\n"
+   "container, in its cgroup and in its stored config.  With --resources the limits\n"
+   "are read as runtime-spec LinuxResources JSON from a file or, with '-', from the\n"
+   "standard input, e.g. {\"memory\": {\"limit\": 104857600}, \"pids\": {\"limit\": 64}};\n"
+   "all other options are then ignored.\n\n"
+   "OPTIONS:\n"
+   "   --resources value, -r value  path to the file containing the resources to update or '-' to read from the standard input\n"
+   "   --blkio-weight value        Specifies per cgroup weight, range is from 10 to 1000 (default: 0)\n"
+   "   --cpu-period value          CPU CFS period to be used for hardcapping (in usecs). 0 to use system default\n"
+   "   --cpu-quota value           CPU CFS hardcap limit (in usecs). Allowed cpu time in a given period\n"
+   "   --cpu-share value           CPU shares (relative weight vs. other containers)\n"
+   "   --cpu-rt-period value       CPU realtime period to be used for hardcapping (in usecs). 0 to use system default\n"
+   "   --cpu-rt-runtime value      CPU realtime hardcap limit (in usecs). Allowed cpu time in a given period\n"
+   "   --cpuset-cpus value         CPU(s) to use\n"
+   "   --cpuset-mems value         Memory node(s) to use\n"
+   "   --memory value              Memory limit (in bytes, or with a unit: 512m)\n"
+   "   --memory-reservation value  Memory reservation or soft_limit (in bytes)\n"
+   "   --memory-swap value         Total memory usage (memory + swap); set '-1' to enable unlimited swap\n"
+   "   --pids-limit value          Maximum number of pids allowed in the container (default: 0)\n"
+   "   --l3-cache-schema value     Intel RDT: refused (not supported)\n"
+   "   --mem-bw-schema value       Intel RDT: refused (not supported)\n"},
   {"spec", oci_cmd_spec, "[command options]", "create a new specification file",
    "The spec command creates the new specification file named \"config.json\" for\n"
    "the bundle, with AgentNest's secure defaults (user namespace, no capabilities,\n"

@@ -114,5 +114,6 @@ int oci_cmd_pause(struct oci_ctx *ctx, int argc, char **argv);
 int oci_cmd_resume(struct oci_ctx *ctx, int argc, char **argv);
 int oci_cmd_spec(struct oci_ctx *ctx, int argc, char **argv);
 int oci_cmd_features(struct oci_ctx *ctx, int argc, char **argv);
+int oci_cmd_update(struct oci_ctx *ctx, int argc, char **argv);
 
 #endif
