@@ -40,7 +40,7 @@ done
 start_httpd
 snapshot_mounts
 
-. "$(dirname "$0")/dockerlike.sh"
+. "$HERE/dockerlike.sh"
 dockerlike_cases
 tcase no-leftovers 'containers=0\|leftovers none' c_final
 timing 'run --rm true' t_true

@@ -14,7 +14,8 @@
 set -uo pipefail
 
 ENGINE=${ENGINE:?}
-SRC=${AN_TEST_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRC=${AN_TEST_SRC:-$(cd "$HERE/../.." && pwd)}
 BUILD=${AN_TEST_BUILD:-$SRC/build}
 AN_OCI=$(readlink -f "$BUILD/agentnest-oci")
 RUNC=$(command -v runc)
@@ -31,6 +32,8 @@ CLEANUPS=()              # commands run (last first) by cleanup_all, even on fai
 # Temp dir of this suite: everything the engine writes lives below it.
 T=$(mktemp -d "/tmp/an-engines-$ENGINE.XXXXXX") || exit 1
 chmod 0711 "$T"
+# The engines' helpers may write into their cwd (conmon leaves an "oom" file there).
+cd "$T" || exit 1
 CG=an-engines-$ENGINE-${T##*.}   # cgroup parent of every container of this run
 
 log() { printf '# %s\n' "$*"; }

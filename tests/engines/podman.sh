@@ -65,7 +65,7 @@ log "podman $(RT=runc d version -f '{{.Client.Version}}') in $T; images: $(RT=ru
 start_httpd
 snapshot_mounts
 
-. "$(dirname "$0")/dockerlike.sh"
+. "$HERE/dockerlike.sh"
 dockerlike_cases
 tcase no-leftovers 'containers=0\|leftovers none' c_final
 timing 'run --rm true' t_true
