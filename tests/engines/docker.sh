@@ -17,6 +17,7 @@ BB=busybox PY=python GW=192.0.2.1 INIT_COMM=docker-init UPDATE_PIDS=1 OOMKILLED=
 
 d() { "$DOCKER" -H "unix://$T/docker.sock" "$@"; }
 run_argv() { RUN_ARGV=("$DOCKER" -H "unix://$T/docker.sock" run --runtime "$RT"); }
+exec_argv() { EXEC_ARGV=("$DOCKER" -H "unix://$T/docker.sock" exec); }
 cid() { d inspect -f '{{.Id}}' "$1"; }
 ncontainers() { d ps -aq | wc -l; }
 

@@ -3,6 +3,7 @@
 # which define:
 #   d ARG...      the engine's client for RT (runc|agentnest) with its global options
 #   run_argv      sets the array RUN_ARGV to `d run` selecting the runtime RT
+#   exec_argv     sets the array EXEC_ARGV to `d exec` for RT
 #   cid NAME      the full container id
 #   GW            the address of the suite's netns on the engine's default network
 #   INIT_COMM     /proc/1/comm of a container run with --init
@@ -42,6 +43,9 @@ c_exec() {
   d exec "$(nm d)" sh -c 'exit 7'; echo "rc=$?"
   d exec --user 0 "$(nm d)" id -u; echo "rc=$?"
 }
+# exec -it: a second process with a pseudo-terminal (console socket) in a running container.
+c_exec_tty() { exec_argv; tty_session "${EXEC_ARGV[@]}" -it "$(nm d)" sh; }
+c_restart() { d restart -t 1 "$(nm d)" >/dev/null; echo "rc=$?"; state d; d exec "$(nm d)" echo alive; }
 c_top() { d top "$(nm d)" | grep -c 'sleep 1000'; }
 c_logs() { d logs "$(nm d)"; }
 c_pause() {
@@ -114,6 +118,14 @@ c_bind_symlink() {
   mkdir -p "$dir" && echo from-host > "$dir/in"
   drun --rm -v "$dir:/bin/an-data:ro" "$BB" cat /usr/bin/an-data/in; echo "rc=$?"
 }
+# Options most engines pass straight into the config: hostname, env, a missing cwd (created,
+# as runc), tmpfs, rlimits, a namespaced sysctl, /dev/shm size.
+c_options() {
+  drun --rm --hostname an-host -e AN_X=42 -w "${NEWDIR:-/an/new/dir}" --tmpfs /scratch:size=1m --ulimit nofile=512:512 \
+    --sysctl net.ipv4.ip_unprivileged_port_start=1000 --shm-size 8m --network none "$BB" sh -c \
+    'hostname; echo "env=$AN_X"; pwd; grep -E " /scratch | /dev/shm " /proc/self/mounts | cut -d" " -f2-4 | sed "s/,relatime//" | sort; ulimit -n; cat /proc/sys/net/ipv4/ip_unprivileged_port_start'
+  echo "rc=$?"
+}
 c_net_none() { drun --rm --network none "$BB" ls /sys/class/net; echo "rc=$?"; }
 c_net_default() {
   drun --rm "$PY" sh -c "ls /sys/class/net; python3 -c 'import urllib.request as u; print(u.urlopen(\"http://$GW:8080/ok\", timeout=5).read().decode().strip())'"
@@ -131,8 +143,10 @@ dockerlike_cases() {
   tcase exit3 'rc=3 stdout=out\|stderr=err' c_exit3
   tcase detach 'rc=0\|running 0' c_detach
   tcase exec 'exec-ok\|65532\|rc=0\|rc=7\|0\|rc=0' c_exec
+  tcase exec-tty '/dev/pts/N\|hello-42\|rc=4' c_exec_tty
   tcase ps-top '1' c_top
   tcase logs 'started' c_logs
+  tcase restart 'rc=0\|running 0\|alive' c_restart
   tcase pause-unpause 'pause=0\|paused 0\|unpause=0\|running 0\|alive' c_pause
   tcase update 'rc=0\|(host pids.max 50\|)?host memory.limit 100663296\|inside memory.limit 100663296' c_update
   tcase stop 'rc=0\|exited 137' c_stop
@@ -149,6 +163,7 @@ dockerlike_cases() {
   tcase init "$INIT_COMM"'\|sh-is-not-pid-1\|rc=0' c_init
   tcase bind-mount 'from-host\|rc=0\|from-container\|from-host\|ro-touch=1' c_bind
   tcase bind-symlink-target 'from-host\|rc=0' c_bind_symlink
+  tcase options "an-host\|env=42\|${NEWDIR:-/an/new/dir}\|/dev/shm tmpfs rw.*\|/scratch tmpfs rw.*\|512\|1000\\|rc=0" c_options
   tcase network-none 'lo\|rc=0' c_net_none
   tcase network-default 'eth0\|lo\|reached-host\|rc=0' c_net_default
   tcase python-image '\[45, 3\]\|rc=0' c_python

@@ -19,6 +19,8 @@ command -v podman >/dev/null && command -v conmon >/dev/null || bail "podman not
 BB=docker.io/library/busybox:latest PY=docker.io/library/python:latest GW=198.51.100.1 INIT_COMM=podman-init
 # podman 4.3 on cgroup v1 reports State.OOMKilled false after an OOM kill, with runc too.
 OOMKILLED=false
+# podman itself refuses a workdir missing in the image (before any runtime runs).
+NEWDIR=/tmp
 mkdir -p "$T/cni" "$T/tmp"
 cat > "$T/containers.conf" <<CONF
 [containers]
@@ -53,6 +55,7 @@ d() { podman "${PG[@]}" --runtime "$(rt_path)" "$@"; }
 cap() { local v; v=$(ulimit -H "$1"); [ "$v" = unlimited ] || [ "$v" -gt 16384 ] && v=16384; echo "$v"; }
 UL=(--ulimit "nofile=$(cap -n):$(cap -n)" --ulimit "nproc=$(cap -u):$(cap -u)")
 run_argv() { RUN_ARGV=(podman "${PG[@]}" --runtime "$(rt_path)" run --pull never --cgroup-parent "/$CG" "${UL[@]}"); }
+exec_argv() { EXEC_ARGV=(podman "${PG[@]}" --runtime "$(rt_path)" exec); }
 cid() { d inspect -f '{{.Id}}' "$1"; }
 ncontainers() { d ps -aq | wc -l; }
 
