@@ -8,10 +8,11 @@
 # temp dir too.  The Kubernetes config of README and agentnest-oci(1) is checked to parse
 # (`containerd config dump`).  ctr has no network of its own: a container gets an empty
 # netns (the `network-none` case) or, with --net-host, the netns that run-engines.sh made
-# for this suite (`network-host`).  Operations ctr 1.6 has no flag for (--user, --init,
-# --pids-limit) are skipped; `update` goes through the runtime's own CLI, which is what
-# containerd's UpdateTask calls.  Images come from the project's OCI layouts (skopeo ->
-# docker-archive -> ctr images import).  Run as root, by run-engines.sh.
+# for this suite (`network-host`).  ctr 1.6 has no --user: image variants with the user set
+# stand in.  Operations ctr has no flag for (--init, --pids-limit) are skipped; `update`
+# goes through the runtime's own CLI, which is what containerd's UpdateTask calls.  Images
+# come from the project's OCI layouts (skopeo -> docker-archive -> ctr images import).
+# Run as root, by run-engines.sh.
 ENGINE=containerd
 . "$(dirname "$0")/lib.sh"
 
@@ -65,8 +66,17 @@ on_exit "kill $CTD; for i in \$(seq 1 100); do kill -0 $CTD || break; sleep 0.1;
 on_exit "for c in \$(ctr -a $T/containerd.sock -n $NS c ls -q); do ctr -a $T/containerd.sock -n $NS t kill -s KILL \$c; sleep 0.3; ctr -a $T/containerd.sock -n $NS t rm -f \$c; ctr -a $T/containerd.sock -n $NS c rm \$c; done"
 wait_for 30 C version || { tail -20 "$T/containerd.log" | sed 's/^/# containerd: /'; bail "containerd did not start"; }
 log "containerd $(C version | awk '/Version:/ { print $2; exit }') in $T"
-for img in busybox python; do
-  a=$(image_archive "$img") && C images import -q "$a" >/dev/null 2>&1 || C images import "$a" >/dev/null || bail "import of $img"
+# ctr 1.6 run has no --user: busybox variants whose image config sets the user (umoci, on a
+# copy of the cached layout in the temp dir) stand in for --user 0 and --user 1234:5678.
+user_variant() {
+  local tag=$1 user=$2
+  [ -d "$T/bb-layout" ] || cp -a "$IMAGES/busybox/layout" "$T/bb-layout" || return 1
+  umoci config --image "$T/bb-layout:busybox" --tag "$tag" --config.user "$user" >/dev/null &&
+    skopeo copy -q "oci:$T/bb-layout:$tag" "docker-archive:$T/busybox-$tag.docker.tar:busybox-$tag:latest"
+}
+user_variant root 0:0 && user_variant u1234 1234:5678 || bail "busybox user variants (umoci)"
+for a in "$(image_archive busybox)" "$(image_archive python)" "$T/busybox-root.docker.tar" "$T/busybox-u1234.docker.tar"; do
+  [ -f "$a" ] && C images import "$a" >/dev/null || bail "import of $a"
 done
 start_httpd
 snapshot_mounts
@@ -128,6 +138,16 @@ c_readonly() {
 }
 # ctr wants each name (no ALL): these are containerd's default set.
 CAPS_DEFAULT="CHOWN DAC_OVERRIDE FSETID FOWNER MKNOD NET_RAW SETGID SETUID SETFCAP SETPCAP NET_BIND_SERVICE SYS_CHROOT KILL AUDIT_WRITE"
+c_user() { crun_ "$(nm u)" --rm docker.io/library/busybox-u1234:latest "$(nm u)" id; echo "rc=$?"; }
+c_root() {
+  crun_ "$(nm r)" --rm docker.io/library/busybox-root:latest "$(nm r)" sh -c 'id; grep -E "^Cap(Prm|Eff|Bnd)" /proc/self/status'
+  echo "rc=$?"
+}
+c_root_repeat() {
+  local i ok=0
+  for i in 1 2 3 4 5 6 7 8 9 10; do crun_ "$(nm r$i)" --rm docker.io/library/busybox-root:latest "$(nm r$i)" true && ok=$((ok + 1)); done
+  echo "ok=$ok of 10"
+}
 c_capdrop() {
   crun_ "$(nm cap)" --rm $(printf -- '--cap-drop CAP_%s ' $CAPS_DEFAULT) "$BB" "$(nm cap)" sh -c 'grep -E "^(Cap|NoNewPrivs)" /proc/self/status'
 }
@@ -176,8 +196,9 @@ tcase tty-it '/dev/pts/N\|hello-42\|rc=4' c_tty
 tcase memory-oom 'rc=137' c_oom
 tskip pids-limit "ctr 1.6 has no --pids-limit (covered by update here)"
 tcase read-only 'root=1\|tmp=1' c_readonly
-tskip user "ctr 1.6 run has no --user (exec --user is in the exec case)"
-tskip user-root "ctr 1.6 run has no --user (the image's user is 65532)"
+tcase user 'uid=1234 gid=5678( groups=5678)?\|rc=0' c_user
+tcase user-root 'uid=0\(root\).*\|CapPrm.*\|CapEff.*\|CapBnd.*\|rc=0' c_root
+tcase user-root-x10 'ok=10 of 10' c_root_repeat
 tcase cap-drop-all 'CapInh:.0+\|CapPrm:.0+\|CapEff:.0+\|CapBnd:.0+\|CapAmb:.0+\|NoNewPrivs:.1' c_capdrop
 tskip init "ctr has no --init"
 tcase bind-mount 'from-host\|rc=0\|from-container\|from-host\|ro-touch=1' c_bind
