@@ -13,7 +13,7 @@ ENGINE=docker
 
 DOCKER=/usr/bin/docker   # Debian's client (a newer one elsewhere in PATH would be another test)
 [ -x /usr/sbin/dockerd ] && [ -x "$DOCKER" ] || bail "dockerd not installed (make deps)"
-BB=busybox PY=python GW=192.0.2.1 INIT_COMM=docker-init UPDATE_PIDS=1 OOMKILLED=true
+BB=busybox PY=python GW=192.0.2.1 INIT_COMM=docker-init UPDATE_PIDS=1 OOMKILLED=true DONOR_OPTS="--ipc shareable"
 
 d() { "$DOCKER" -H "unix://$T/docker.sock" "$@"; }
 run_argv() { RUN_ARGV=("$DOCKER" -H "unix://$T/docker.sock" run --runtime "$RT"); }

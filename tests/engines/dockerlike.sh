@@ -8,6 +8,7 @@
 #   GW            the address of the suite's netns on the engine's default network
 #   INIT_COMM     /proc/1/comm of a container run with --init
 #   UPDATE_PIDS   set where `update` has --pids-limit
+#   DONOR_OPTS    run options that let other containers join the detached one's namespaces
 #   OOMKILLED     what inspect's State.OOMKilled says after an OOM kill under runc
 # BB and PY are the busybox and python image names.
 
@@ -34,7 +35,7 @@ c_exit3() {
 
 c_detach() {
   local n; n=$(nm d)
-  drun -d --name "$n" "$BB" sh -c 'echo started; exec sleep 1000' >/dev/null; echo "rc=$?"
+  drun -d --name "$n" ${DONOR_OPTS:-} "$BB" sh -c 'echo started; exec sleep 1000' >/dev/null; echo "rc=$?"
   mkdir -p "$T/ids" && cid "$n" > "$T/ids/$RT"
   state d
 }
@@ -126,6 +127,21 @@ c_options() {
     'hostname; echo "env=$AN_X"; pwd; grep -E " /scratch | /dev/shm " /proc/self/mounts | cut -d" " -f2-4 | sed "s/,relatime//" | sort; ulimit -n; cat /proc/sys/net/ipv4/ip_unprivileged_port_start'
   echo "rc=$?"
 }
+# CPU limits and process attributes, read inside; the engine's default seccomp filter is on.
+c_cpu_attrs() {
+  drun --rm --cpus 0.5 --cpu-shares 512 --cpuset-cpus 0 --oom-score-adj 500 --security-opt no-new-privileges \
+    --network none "$BB" sh -c 'cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us \
+      /sys/fs/cgroup/cpu/cpu.shares /sys/fs/cgroup/cpuset/cpuset.cpus /proc/self/oom_score_adj
+      grep -E "^(NoNewPrivs|Seccomp):" /proc/self/status'
+  echo "rc=$?"
+}
+# Joining the namespaces of a running container, by path (--network/--pid/--ipc container:).
+c_join() {
+  local n; n=$(nm d)
+  drun --rm --network "container:$n" --pid "container:$n" --ipc "container:$n" "$BB" sh -c \
+    'ls /sys/class/net | tr "\n" " "; echo; ps -o args | grep -c "^sleep 1000"'
+  echo "rc=$?"
+}
 c_net_none() { drun --rm --network none "$BB" ls /sys/class/net; echo "rc=$?"; }
 c_net_default() {
   drun --rm "$PY" sh -c "ls /sys/class/net; python3 -c 'import urllib.request as u; print(u.urlopen(\"http://$GW:8080/ok\", timeout=5).read().decode().strip())'"
@@ -147,6 +163,7 @@ dockerlike_cases() {
   tcase ps-top '1' c_top
   tcase logs 'started' c_logs
   tcase restart 'rc=0\|running 0\|alive' c_restart
+  tcase join-namespaces 'eth0 lo\|1\|rc=0' c_join
   tcase pause-unpause 'pause=0\|paused 0\|unpause=0\|running 0\|alive' c_pause
   tcase update 'rc=0\|(host pids.max 50\|)?host memory.limit 100663296\|inside memory.limit 100663296' c_update
   tcase stop 'rc=0\|exited 137' c_stop
@@ -164,6 +181,7 @@ dockerlike_cases() {
   tcase bind-mount 'from-host\|rc=0\|from-container\|from-host\|ro-touch=1' c_bind
   tcase bind-symlink-target 'from-host\|rc=0' c_bind_symlink
   tcase options "an-host\|env=42\|${NEWDIR:-/an/new/dir}\|/dev/shm tmpfs rw.*\|/scratch tmpfs rw.*\|512\|1000\\|rc=0" c_options
+  tcase cpu-oomscore-nnp-seccomp '50000\|100000\|512\|0\|500\|NoNewPrivs:.1\|Seccomp:.2\|rc=0' c_cpu_attrs
   tcase network-none 'lo\|rc=0' c_net_none
   tcase network-default 'eth0\|lo\|reached-host\|rc=0' c_net_default
   tcase python-image '\[45, 3\]\|rc=0' c_python
