@@ -142,6 +142,26 @@ c_join() {
     'ls /sys/class/net | tr "\n" " "; echo; ps -o args | grep -c "^sleep 1000"'
   echo "rc=$?"
 }
+# A device node the engine adds (node, mode, cgroup rule), supplementary groups.
+c_device_groups() {
+  drun --rm --user 0 --device /dev/zero:/dev/an-zero --group-add 1234 --network none "$BB" sh -c \
+    'stat -c "%F %a %t:%T" /dev/an-zero; head -c 3 /dev/an-zero | od -An -tx1; id -G'
+  echo "rc=$?"
+}
+# A signal other than TERM/KILL reaches the container's pid 1 and its handler.
+c_kill_signal() {
+  local n; n=$(nm sig)
+  drun -d --name "$n" --network none "$BB" sh -c 'trap "echo got-usr1; exit 9" USR1; echo ready; while :; do sleep 0.1; done' >/dev/null
+  local i; for i in $(seq 1 50); do d logs "$n" 2>/dev/null | grep -q ready && break; sleep 0.1; done
+  d kill -s USR1 "$n" >/dev/null; echo "kill=$?"
+  d wait "$n"; d logs "$n"; d rm "$n" >/dev/null
+}
+# Capabilities added by the engine work (in the container's own netns); seccomp=unconfined.
+c_capadd_unconfined() {
+  drun --rm --user 0 --cap-add NET_ADMIN --security-opt seccomp=unconfined "$BB" sh -c \
+    'ip addr add 192.0.2.9/32 dev lo && echo netadmin-ok; grep -E "^Seccomp:" /proc/self/status'
+  echo "rc=$?"
+}
 c_net_none() { drun --rm --network none "$BB" ls /sys/class/net; echo "rc=$?"; }
 c_net_default() {
   drun --rm "$PY" sh -c "ls /sys/class/net; python3 -c 'import urllib.request as u; print(u.urlopen(\"http://$GW:8080/ok\", timeout=5).read().decode().strip())'"
@@ -182,6 +202,9 @@ dockerlike_cases() {
   tcase bind-symlink-target 'from-host\|rc=0' c_bind_symlink
   tcase options "an-host\|env=42\|${NEWDIR:-/an/new/dir}\|/dev/shm tmpfs rw.*\|/scratch tmpfs rw.*\|512\|1000\\|rc=0" c_options
   tcase cpu-oomscore-nnp-seccomp '50000\|100000\|512\|0\|500\|NoNewPrivs:.1\|Seccomp:.2\|rc=0' c_cpu_attrs
+  tcase device-group-add 'character special file 666 1:5\| 00 00 00\|0 [0-9 ]*1234.*\|rc=0' c_device_groups
+  tcase kill-signal 'kill=0\|9\|ready\|got-usr1' c_kill_signal
+  tcase cap-add-seccomp-unconfined 'netadmin-ok\|Seccomp:.0\|rc=0' c_capadd_unconfined
   tcase network-none 'lo\|rc=0' c_net_none
   tcase network-default 'eth0\|lo\|reached-host\|rc=0' c_net_default
   tcase python-image '\[45, 3\]\|rc=0' c_python
