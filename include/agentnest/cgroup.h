@@ -128,8 +128,8 @@ const char *an_cgroup_path(const struct an_cgroup *cg);
 int an_cgroup_kill(struct an_cgroup *cg, int sig, an_error_t *err);
 
 /* Freeze (true) or thaw (false) every process in the cgroup and below
- * (cgroup.freeze of the cgroup2 hierarchy when mounted, even on hybrid
- * hosts; else the v1 freezer controller); waits until cgroup.events says
+ * (the v1 freezer controller where one is mounted, hybrid hosts included,
+ * as runc; else cgroup.freeze of the cgroup2 hierarchy); waits until cgroup.events says
  * "frozen 1"/"frozen 0" or freezer.state reads FROZEN/THAWED (at most
  * 5000 ms).  Errors: -ETIMEDOUT, -EOPNOTSUPP no freezer available, write
  * errors. */

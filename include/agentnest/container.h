@@ -49,6 +49,9 @@ struct an_container_opts {
   bool detach;                  /* run: do not wait */
   bool keep;                    /* run: keep state after exit */
   int stdio[3];                 /* fds for the container's stdin/out/err; -1 = inherit 0/1/2 */
+  const char *seccomp_cache;    /* directory caching compiled seccomp programs by profile hash
+                                   (made 0700 if missing); NULL: none, nothing is written
+                                   outside the container's state directory */
 };
 
 /* The runtime-spec state (runtime.md "State") as kept by the engine. */

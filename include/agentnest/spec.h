@@ -70,8 +70,8 @@ struct an_spec_process {              /* process (config.md "Process") */
   bool no_new_privileges;
   bool has_oom_score_adj;
   int oom_score_adj;
-  char *apparmor_profile;             /* kept for round-trip; not enforced */
-  char *selinux_label;                /* kept for round-trip; not enforced */
+  char *apparmor_profile;             /* not enforced: a non-empty one is refused at create */
+  char *selinux_label;                /* not enforced: a non-empty one is refused at create */
 };
 
 struct an_spec_root {                 /* root */
@@ -134,6 +134,7 @@ struct an_spec_resources {            /* linux.resources (config-linux.md "Contr
   bool has_memory_reservation; int64_t memory_reservation;
   bool has_memory_swap; int64_t memory_swap;        /* memory+swap, as in the spec */
   bool has_memory_kernel; int64_t memory_kernel;
+  bool has_memory_kernel_tcp; int64_t memory_kernel_tcp; /* parsed to be refused: not enforced */
   bool has_memory_swappiness; uint64_t memory_swappiness;
   bool has_disable_oom_killer; bool disable_oom_killer;
   /* cpu */
@@ -157,6 +158,7 @@ struct an_spec_resources {            /* linux.resources (config-linux.md "Contr
   struct an_spec_throttle_device *blkio_throttle_write_iops; size_t n_blkio_throttle_write_iops;
   struct an_spec_hugepage_limit *hugepage_limits; size_t n_hugepage_limits;
   struct an_spec_key_value *unified; size_t n_unified; /* cgroup v2 file -> value */
+  bool has_network;                   /* linux.resources.network present: refused, not enforced */
 };
 
 struct an_spec_seccomp_arg {          /* linux.seccomp.syscalls[].args[] */

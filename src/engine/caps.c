@@ -167,6 +167,11 @@ int an_caps_apply_keeping(const struct an_spec_capabilities *caps, uint64_t keep
    * of capabilities during execve()"), so the program never gets it. */
   if ((r = set_proc(m.effective | keep, m.permitted | keep, m.inheritable, last, err)) < 0) return r;
 
+  /* The kernel raises an ambient capability only if it is permitted and
+   * inheritable; runc skips the others (with a warning) and `runc spec`
+   * writes ambient without inheritable, so do the same: fewer capabilities,
+   * never more. */
+  m.ambient &= m.permitted & m.inheritable;
   /* Ambient: clear, then raise each (each must be in permitted and
    * inheritable).  One PR_CAP_AMBIENT_CLEAR_ALL: libcap's cap_reset_ambient()
    * first asks PR_CAP_AMBIENT_IS_SET of every capability.  EINVAL: a kernel

@@ -23,7 +23,9 @@
  *    (/proc/sys/kernel/cap_last_cap), is dropped from the bounding set
  *    (PR_CAPBSET_DROP; needs CAP_SETPCAP, which is raised from permitted first);
  *  - effective, permitted and inheritable are set exactly (capset via libcap);
- *  - the ambient set is cleared, then each ambient cap raised (PR_CAP_AMBIENT).
+ *  - the ambient set is cleared, then each ambient cap raised (PR_CAP_AMBIENT)
+ *    that is also permitted and inheritable (the others are skipped, as runc
+ *    does: the stock `runc spec` config lists ambient without inheritable).
  * Names must be "CAP_*" names libcap knows; names this kernel lacks (above
  * cap_last_cap) are skipped, as runc does (an_caps_unavailable() lists them so
  * front ends can warn).

@@ -469,11 +469,14 @@ int an_cgroup_pids(struct an_cgroup *cg, pid_t **pids, size_t *n, an_error_t *er
   return 0;
 }
 
+/* The hierarchy that holds the freezer: a v1 freezer controller where one
+ * is mounted (hybrid hosts: what runc uses and what engines read back in
+ * freezer.state), else cgroup2's cgroup.freeze. */
 static int freeze_dir(struct an_cgroup *cg, bool frozen, an_error_t *err) {
+  int i = an_cg_layout_find(&cg->l, AN_CG_FREEZER);
+  if (i >= 0 && cg->l.h[i].version == 1) return an_cg_v1_freezer_set(cg->dir[i], frozen, err);
   if (cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.freeze"))
     return an_cg_v2_freeze_set(cg->dir[cg->l.unified], frozen, err);
-  int i = an_cg_layout_find(&cg->l, AN_CG_FREEZER);
-  if (i >= 0) return an_cg_v1_freezer_set(cg->dir[i], frozen, err);
   return an_error_set(err, EOPNOTSUPP, "freeze cgroup %s: no cgroup.freeze and no freezer controller",
                       cg->path);
 }
@@ -498,13 +501,13 @@ static int signal_all(struct an_cgroup *cg, int sig, size_t *sent, an_error_t *e
 static bool is_frozen(struct an_cgroup *cg) {
   an_error_t e = NULL;
   bool frozen = false;
-  if (cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.freeze")) {
+  int i = an_cg_layout_find(&cg->l, AN_CG_FREEZER);   /* as freeze_dir */
+  if (i >= 0 && cg->l.h[i].version == 1) {
+    cleanup_free char *s = NULL;
+    frozen = an_cg_read(cg->dir[i], "freezer.state", &s, &e) == 0 && strncmp(s, "THAWED", 6);
+  } else if (cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.freeze")) {
     cleanup_free char *s = NULL;
     frozen = an_cg_read(cg->dir[cg->l.unified], "cgroup.freeze", &s, &e) == 0 && s[0] == '1';
-  } else {
-    int i = an_cg_layout_find(&cg->l, AN_CG_FREEZER);
-    cleanup_free char *s = NULL;
-    frozen = i >= 0 && an_cg_read(cg->dir[i], "freezer.state", &s, &e) == 0 && strncmp(s, "THAWED", 6);
   }
   an_error_free(&e);
   return frozen;

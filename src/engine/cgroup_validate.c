@@ -75,6 +75,14 @@ static int check_unified_key(const char *k, size_t i, an_error_t *err) {
 
 int an_cg_validate_resources(const struct an_spec_resources *r, an_error_t *err) {
   if (!r) return 0;
+  /* Asked for and not enforced here: refused rather than ignored (fail
+   * closed; runc fails where the kernel lacks them too). */
+  if (r->has_memory_kernel_tcp)
+    return an_error_set(err, EOPNOTSUPP, F "memory.kernelTCP: kernel TCP memory limits are not "
+                        "supported by this runtime (refused rather than ignored)");
+  if (r->has_network)
+    return an_error_set(err, EOPNOTSUPP, F "network (classID, priorities): net_cls/net_prio "
+                        "are not supported by this runtime (refused rather than ignored)");
   if (r->has_memory_limit && r->memory_limit != -1 && r->memory_limit != 0 &&
       (r->memory_limit < 0 || r->memory_limit < MIN_MEMORY))
     return an_error_set(err, EINVAL, F "memory.limit: %" PRId64 " bytes (minimum 1 MiB, or -1)",

@@ -170,6 +170,17 @@ static int resolve_paths(struct launch *l, an_error_t *err) {
   return 0;
 }
 
+int an_process_lsm_check(const struct an_spec_process *p, an_error_t *err) {
+  if (p->apparmor_profile && *p->apparmor_profile)
+    return an_error_set(err, EOPNOTSUPP, "process.apparmorProfile \"%s\": AppArmor is not "
+                        "supported by this runtime; refused rather than run unconfined",
+                        p->apparmor_profile);
+  if (p->selinux_label && *p->selinux_label)
+    return an_error_set(err, EOPNOTSUPP, "process.selinuxLabel \"%s\": SELinux is not supported "
+                        "by this runtime; refused rather than run unlabelled", p->selinux_label);
+  return 0;
+}
+
 static int validate(struct launch *l, an_error_t *err) {
   const struct an_spec *s = l->spec;
   const struct an_spec_process *p = s->process;
@@ -180,6 +191,14 @@ static int validate(struct launch *l, an_error_t *err) {
                         p->cwd ? p->cwd : "");
   if (p->terminal && !l->opts->console_socket)
     return an_error_set(err, EINVAL, "process.terminal: needs a console socket");
+  /* LSM confinement asked for and not enforceable here is refused, never
+   * silently skipped (fail closed; runc fails the same way on a host
+   * without the LSM, agentnest-oci(1)). */
+  int r = an_process_lsm_check(p, err);
+  if (r < 0) return r;
+  if (s->linux.mount_label && *s->linux.mount_label)
+    return an_error_set(err, EOPNOTSUPP, "linux.mountLabel \"%s\": SELinux is not supported by "
+                        "this runtime; refused rather than mount unlabelled", s->linux.mount_label);
   return an_landlock_check(s, err);
 }
 
@@ -207,6 +226,14 @@ static int validate_namespaces(struct launch *l, an_error_t *err) {
     if (!s->linux.n_uid_mappings || !s->linux.n_gid_mappings)
       return an_error_set(err, EINVAL, "linux.uidMappings/gidMappings: a new user namespace "
                           "needs both");
+  }
+  /* runc: kernel.hostname is namespaced but conflicts with the hostname
+   * field; refused when both would set it */
+  for (size_t i = 0; s->hostname && *s->hostname && i < s->linux.n_sysctl; i++) {
+    const char *k = s->linux.sysctl[i].key;
+    if (k && (strcmp(k, "kernel.hostname") == 0 || strcmp(k, "kernel/hostname") == 0))
+      return an_error_set(err, EINVAL, "linux.sysctl \"kernel.hostname\": conflicts with the "
+                          "hostname field (\"%s\")", s->hostname);
   }
   return an_sysctl_validate(&s->linux, l->ns.all_flags, err);
 }
@@ -282,11 +309,12 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
   if ((r = validate_namespaces(l, err)) < 0) goto fail;
   if (s->process->capabilities && (r = an_caps_check(s->process->capabilities, NULL, err)) < 0)
     goto fail;
-  if (s->linux.seccomp) {
-    char cache[PATH_MAX];
-    snprintf(cache, sizeof cache, "%s/.seccomp-cache", l->state_root);
-    if ((r = an_seccomp_prepare(s->linux.seccomp, cache, &l->seccomp, err)) < 0) goto fail;
-  }
+  /* The compiled program is kept in the container's state (exec reuses
+   * it); a shared cache only where the caller keeps one (the sandbox store),
+   * never a directory left in an engine's state root. */
+  if (s->linux.seccomp &&
+      (r = an_seccomp_prepare(s->linux.seccomp, o->seccomp_cache, &l->seccomp, err)) < 0)
+    goto fail;
   if (s->n_mounts) {
     l->idmap_fds = malloc(s->n_mounts * sizeof *l->idmap_fds);
     if (!l->idmap_fds) { r = an_error_set(err, ENOMEM, "mounts"); goto fail; }

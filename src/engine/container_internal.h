@@ -16,4 +16,10 @@ const char *an_state_root_or_default(const char *root);
 int an_container_load(const char *state_root, const char *id, int *dirfd,
                       struct an_container_state **st, int *pidfd, an_error_t *err);
 
+/* Refuse a process that asks for an LSM confinement this runtime cannot
+ * apply: a non-empty process.apparmorProfile or process.selinuxLabel (fail
+ * closed).  Errors: -EOPNOTSUPP naming the member.  Used by create/run and
+ * exec. */
+int an_process_lsm_check(const struct an_spec_process *p, an_error_t *err);
+
 #endif

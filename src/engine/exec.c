@@ -167,6 +167,7 @@ static int exec_start(struct exec_ctx *x, const char *state_root, const char *id
     return an_error_set(err, EINVAL, "exec: process.args: at least one argument is required");
   if (proc->terminal && !console_socket)
     return an_error_set(err, EINVAL, "exec: process.terminal needs a console socket");
+  if (an_process_lsm_check(proc, err) < 0) return an_error_prefix(err, "exec");
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d/%s", x->dirfd, AN_STATE_CONFIG);
   if ((r = an_spec_load_file(path, &x->spec, err)) < 0) return r;

@@ -39,10 +39,11 @@ static int run_one(const struct an_spec_hook *h, size_t i, const char *stage, co
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   char *default_args[] = {h->path, NULL};
-  char *empty_env[] = {NULL};
   pid_t pid;
+  /* Without env the hook inherits the runtime's environment, as runc's and
+   * crun's hooks do (Go's exec.Cmd with a nil Env); with env, exactly that. */
   int r = posix_spawn(&pid, h->path, &fa, &attr, h->args && h->args[0] ? h->args : default_args,
-                      h->env ? h->env : empty_env);
+                      h->env ? h->env : environ);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (r != 0) return an_error_set(err, r, "hooks.%s[%zu] %s: spawn", stage, i, h->path);

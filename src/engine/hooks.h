@@ -1,7 +1,8 @@
 /* engine/hooks.h — POSIX-platform hooks (config.md "POSIX-platform Hooks",
  * runtime.md "Lifecycle"): each hook's path is executed with its args and
- * env, the container state JSON on stdin, and killed when its timeout (in
- * seconds) passes.  Which stage runs where is container.c's and init.c's
+ * env (without env: the runtime's own environment, as runc and crun), the
+ * container state JSON on stdin, and killed when its timeout (in seconds)
+ * passes.  Which stage runs where is container.c's and init.c's
  * concern. */
 #ifndef AN_ENGINE_HOOKS_H
 #define AN_ENGINE_HOOKS_H

@@ -8,6 +8,7 @@
 #include <linux/capability.h>
 #include <linux/close_range.h>
 #include <linux/openat2.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -82,6 +83,34 @@ static int lookup_executable(const char *arg0, char *const *env, char *out, size
   return an_error_set(err, ENOENT, "exec \"%s\": executable file not found in $PATH", arg0);
 }
 
+/* runc and crun: a process whose env has no HOME gets the home directory of
+ * its uid in the container's /etc/passwd, or "/" when there is none.
+ * Returns a new environment (heap, freed by execve) or NULL to keep `env`. */
+static char **env_with_home(char *const *env, uid_t uid) {
+  if (env_get(env, "HOME")) return NULL;
+  const char *home = "/";
+  char *found = NULL;
+  FILE *f = fopen("/etc/passwd", "re");
+  for (struct passwd *pw; f && (pw = fgetpwent(f));)
+    if (pw->pw_uid == uid && pw->pw_dir && pw->pw_dir[0]) {
+      found = strdup(pw->pw_dir);
+      break;
+    }
+  if (f) fclose(f);
+  if (found) home = found;
+  size_t n = 0;
+  while (env && env[n]) n++;
+  char **out = calloc(n + 2, sizeof *out);
+  if (!out || asprintf(&out[n], "HOME=%s", home) < 0) {
+    free(out);
+    free(found);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) out[i] = env[i];
+  free(found);
+  return out;
+}
+
 /* cwd inside the root: resolved by openat2 confined to the root and without
  * magic links, so /proc/self/fd/N or /proc/1/cwd can never lead outside
  * (BL-02, runc CVE-2024-21626); then verified with getcwd. */
@@ -102,6 +131,25 @@ static int enter_cwd(const char *cwd, an_error_t *err) {
   if (!getcwd(buf, sizeof buf) || buf[0] != '/')
     return an_error_set(err, EXDEV, "process.cwd %s: outside the container root", cwd);
   return 0;
+}
+
+/* A process.cwd that does not exist is made (0755, as the container's
+ * root, before the root is made read-only), as runc and crun do; its
+ * parents are resolved inside the root and the last component is never a
+ * symlink that is followed for the creation (an_mount_resolve).  An existing
+ * cwd is left to enter_cwd. */
+static int make_cwd(const char *cwd, an_error_t *err) {
+  if (!cwd || cwd[0] != '/') return 0;   /* enter_cwd reports it */
+  cleanup_close int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) return an_error_set(err, errno, "open /");
+  struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+  cleanup_close int fd = -1;
+  do fd = (int) syscall(SYS_openat2, root, cwd, &how, sizeof how);
+  while (fd < 0 && errno == EAGAIN);
+  if (fd >= 0 || errno != ENOENT) return 0;
+  int r = an_mount_resolve(root, cwd, true, false, &fd, err);
+  return r < 0 ? an_error_prefix(err, "process.cwd %s", cwd) : 0;
 }
 
 static void reset_signals(void) {
@@ -206,7 +254,7 @@ static int wait_for_start(int start_fd, int *conn, an_error_t *err) {
 }
 
 static int init_run(const struct an_init_config *c, int *report_fd, char *exe, size_t exesz,
-                    an_error_t *err) {
+                    char ***env, an_error_t *err) {
   const struct an_spec *s = c->spec;
   int r;
   cleanup_free char *hook_state = NULL;
@@ -253,6 +301,8 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
     if (r < 0) return r;
     r = an_rootfs_pivot(root_fd, c->no_pivot, err);
     if (r < 0) return r;
+    r = make_cwd(c->process->cwd, err);
+    if (r < 0) return r;
     r = an_sysctl_apply(&s->linux, err);
     if (r < 0) return r;
     if (s->hostname && sethostname(s->hostname, strlen(s->hostname)) < 0)
@@ -266,6 +316,8 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   cleanup_close int pty_master = -1;
   r = setup_process(c, &pty_master, err);
   if (r < 0) return r;
+  char **with_home = env_with_home(c->process->env, c->process->user.uid);
+  if (with_home) *env = with_home;
   r = lookup_executable(c->process->args[0], c->process->env, exe, exesz, err);
   if (r < 0) return r;
 
@@ -326,9 +378,10 @@ _Noreturn void an_init_main(const struct an_init_config *c) {
   if (c->parent_sync_fd >= 0) close(c->parent_sync_fd);
   if (c->state_dirfd >= 0) close(c->state_dirfd);
 
-  r = init_run(c, &report_fd, exe, sizeof exe, &err);
+  char **env = c->process->env;
+  r = init_run(c, &report_fd, exe, sizeof exe, &env, &err);
   if (r == 0) {
-    execve(exe, c->process->args, c->process->env ? c->process->env : (char *[]){NULL});
+    execve(exe, c->process->args, env ? env : (char *[]){NULL});
     r = an_error_set(&err, errno, "exec \"%s\"", exe);
   }
   if (report_fd >= 0) an_sync_send_error(report_fd, err);

@@ -89,6 +89,8 @@ static int parse_memory(yajl_val v, const char *path, struct an_spec_resources *
                    err)) < 0 ||
       (r = opt_i64(v, path, "kernel", -1, INT64_MAX, &res->has_memory_kernel, &res->memory_kernel,
                    err)) < 0 ||
+      (r = opt_i64(v, path, "kernelTCP", -1, INT64_MAX, &res->has_memory_kernel_tcp,
+                   &res->memory_kernel_tcp, err)) < 0 ||
       (r = opt_u64(v, path, "swappiness", 100, &res->has_memory_swappiness,
                    &res->memory_swappiness, err)) < 0)
     return r;
@@ -255,6 +257,9 @@ int an_spec_parse_resources(yajl_val v, const char *path, struct an_spec_resourc
   if ((x = an_json_member(v, "hugepageLimits")) &&
       (r = parse_hugepages(x, an_json_path_key(sub, path, "hugepageLimits"), res, err)) < 0)
     return r;
+  /* network (classID, priorities): parsed only to be refused, see
+   * an_cg_validate_resources */
+  if ((x = an_json_member(v, "network"))) res->has_network = true;
   if ((x = an_json_member(v, "unified")) &&
       (r = an_spec_parse_string_map(x, an_json_path_key(sub, path, "unified"), &res->unified,
                                     &res->n_unified, err)) < 0)

@@ -249,8 +249,11 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
 
   devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull < 0) { r = an_error_set(err, errno, "open /dev/null"); goto fail; }
+  char seccomp_cache[PATH_MAX];
+  snprintf(seccomp_cache, sizeof seccomp_cache, "%s/.seccomp-cache", sb->containers);
   struct an_container_opts co = {
     .state_root = sb->containers, .id = sb->rec.id, .bundle = sb->dir,
+    .seccomp_cache = seccomp_cache,
     .stdio = {stdio ? stdio[0] : devnull, stdio ? stdio[1] : devnull, stdio ? stdio[2] : devnull},
   };
   if ((r = mkdir_mode(sb->containers, 0700, false, err)) < 0) goto fail;

@@ -344,3 +344,108 @@ Test(embedding, config_without_or_joining_a_mount_namespace_is_refused_as_delibe
                  "deliberate difference");
   an_spec_free(spec);
 }
+
+/* Confinement asked for and not enforced here is refused (fail closed), as
+ * runc and crun refuse it on a host without the LSM; the same for the
+ * cgroup controls this runtime does not implement. */
+Test(embedding, unenforceable_lsm_labels_and_cgroup_controls_are_refused) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "true", NULL);
+  spec->process->apparmor_profile = strdup("docker-default");
+  assert_refused(spec, EOPNOTSUPP, "process.apparmorProfile \"docker-default\"");
+  free(spec->process->apparmor_profile);
+  spec->process->apparmor_profile = NULL;
+  spec->process->selinux_label = strdup("system_u:system_r:container_t:s0");
+  assert_refused(spec, EOPNOTSUPP, "process.selinuxLabel");
+  free(spec->process->selinux_label);
+  spec->process->selinux_label = NULL;
+  spec->linux.mount_label = strdup("system_u:object_r:container_file_t:s0");
+  assert_refused(spec, EOPNOTSUPP, "linux.mountLabel");
+  free(spec->linux.mount_label);
+  spec->linux.mount_label = NULL;
+
+  static const char *const docs[] = {"{\"memory\": {\"kernelTCP\": 1048576}}",
+                                     "{\"network\": {\"classID\": 1048577}}", NULL};
+  static const char *const want[] = {"memory.kernelTCP", "linux.resources.network", NULL};
+  for (int i = 0; docs[i]; i++) {
+    struct an_spec_resources *res = NULL;
+    an_error_t err = NULL;
+    cr_assert_eq(an_spec_resources_parse(docs[i], strlen(docs[i]), &res, &err), 0, "%s",
+                 err ? err->msg : "");
+    an_spec_resources_free(spec->linux.resources);
+    spec->linux.resources = res;
+    assert_refused(spec, EOPNOTSUPP, want[i]);
+  }
+  an_spec_free(spec);
+}
+
+/* runc: kernel.hostname conflicts with the hostname field. */
+Test(embedding, kernel_hostname_sysctl_with_a_hostname_is_refused) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "true", NULL);
+  free(spec->hostname);
+  spec->hostname = strdup("box");
+  struct an_spec_key_value *kv = realloc(spec->linux.sysctl, (spec->linux.n_sysctl + 1) * sizeof *kv);
+  spec->linux.sysctl = kv;
+  kv[spec->linux.n_sysctl].key = strdup("kernel.hostname");
+  kv[spec->linux.n_sysctl].value = strdup("other");
+  spec->linux.n_sysctl++;
+  assert_refused(spec, EINVAL, "\"kernel.hostname\": conflicts with the hostname field");
+  an_spec_free(spec);
+}
+
+/* crun's and runc's process defaults: HOME from the user's passwd entry in
+ * the rootfs when env has none ("/" without an entry), kept when set; a
+ * missing cwd is made. */
+Test(embedding, home_defaults_from_passwd_and_a_missing_cwd_is_made) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "sh", "-c", "echo \"$HOME\"; pwd", NULL);
+  for (char **e = spec->process->env; e && *e; e++) free(*e);
+  free(spec->process->env);
+  spec->process->env = calloc(2, sizeof(char *));
+  spec->process->env[0] = strdup("PATH=/bin");
+  free(spec->process->cwd);
+  spec->process->cwd = strdup("/tmp/made/here");
+  char *out = NULL;
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, &out, &err);
+  cr_assert_eq(r, 0, "status %d: %s %s", r, err ? err->msg : "", out ? out : "");
+  cr_assert_str_eq(out, "/root\n/tmp/made/here\n");
+  free(out);
+  /* a uid without a passwd entry: "/" */
+  spec->process->user.uid = 4242;
+  r = an_test_run_capture(spec, &B, &out, &err);
+  cr_assert_eq(r, 0, "status %d: %s", r, err ? err->msg : "");
+  cr_assert_str_eq(out, "/\n/tmp/made/here\n");
+  free(out);
+  /* HOME given: kept */
+  free(spec->process->env[0]);
+  spec->process->env[0] = strdup("HOME=/elsewhere");
+  r = an_test_run_capture(spec, &B, &out, &err);
+  cr_assert_eq(r, 0, "status %d: %s", r, err ? err->msg : "");
+  cr_assert_str_eq(out, "/elsewhere\n/tmp/made/here\n");
+  free(out);
+  an_spec_free(spec);
+}
+
+/* runc's and crun's hooks without env inherit the runtime's environment. */
+Test(embedding, hooks_without_env_inherit_the_runtime_s_environment) {
+  char file[400], script[600];
+  snprintf(file, sizeof file, "%s/hook-env", B.dir);
+  snprintf(script, sizeof script, "echo \"$AN_HOOK_PROBE\" > '%s'", file);
+  struct an_spec *spec = an_test_bundle_spec(&B, "true", NULL);
+  spec->hooks.prestart = calloc(1, sizeof *spec->hooks.prestart);
+  spec->hooks.n_prestart = 1;
+  spec->hooks.prestart[0].path = strdup("/bin/sh");
+  spec->hooks.prestart[0].args = calloc(4, sizeof(char *));
+  spec->hooks.prestart[0].args[0] = strdup("sh");
+  spec->hooks.prestart[0].args[1] = strdup("-c");
+  spec->hooks.prestart[0].args[2] = strdup(script);
+  setenv("AN_HOOK_PROBE", "inherited", 1);
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, NULL, &err);
+  unsetenv("AN_HOOK_PROBE");
+  cr_assert_eq(r, 0, "status %d: %s", r, err ? err->msg : "");
+  char *got = an_test_read_file(file, NULL);
+  cr_assert_not_null(got, "the hook did not run");
+  cr_assert_str_eq(got, "inherited\n");
+  free(got);
+  an_spec_free(spec);
+}

@@ -6,6 +6,7 @@
  * `make check-engines`. */
 #include <criterion/criterion.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <yajl/yajl_tree.h>
 #include "oci_common.h"
@@ -152,4 +153,73 @@ Test(oci_embedding, update_with_runc_flags_and_resources_json_changes_the_cgroup
   cr_assert(strstr(err_text(), "container not running"), "%s", err_text());
   cr_assert_eq(oci_cmd(&B, "delete @u"), 0, "%s", err_text());
   free(id);
+}
+
+static char **strv(const char *const *v) {
+  size_t n = 0;
+  while (v[n]) n++;
+  char **out = calloc(n + 1, sizeof *out);
+  for (size_t i = 0; i < n; i++) out[i] = strdup(v[i]);
+  return out;
+}
+
+/* The stock `runc spec` config lists its three capabilities in every set
+ * but inheritable, ambient included (which the kernel cannot raise without
+ * inheritable): runc runs it, skipping those ambient ones, and so must we. */
+Test(oci_embedding, stock_runc_spec_capabilities_with_ambient_run_as_under_runc,
+     .fini = fini_bundle) {
+  static const char *const args[] = {"sh", "-c", "grep -E '^Cap(Prm|Amb)' /proc/self/status", NULL};
+  oci_bundle_make(&B, "rspec", args);
+  without_userns();
+  struct an_spec *spec = oci_bundle_read_spec(&B);
+  static const char *const three[] = {"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE", NULL};
+  static const char *const none[] = {NULL};
+  struct an_spec_capabilities *c = spec->process->capabilities;
+  char **sets[] = {c->bounding, c->effective, c->inheritable, c->permitted, c->ambient};
+  for (size_t i = 0; i < 5; i++) {
+    for (char **p = sets[i]; p && *p; p++) free(*p);
+    free(sets[i]);
+  }
+  c->bounding = strv(three);
+  c->effective = strv(three);
+  c->permitted = strv(three);
+  c->ambient = strv(three);
+  c->inheritable = strv(none);
+  oci_bundle_write_spec(&B, spec);
+  an_spec_free(spec);
+  cr_assert_eq(oci_cmd(&B, "run @r"), 0, "run: %s", err_text());
+  char *o = oci_slurp(B.out);
+  cr_assert_str_eq(o, "CapPrm:\t0000000020000420\nCapAmb:\t0000000000000000\n");
+  free(o);
+}
+
+/* The seccomp program is kept in the container's own state directory; no
+ * cache directory is left in the engine's state root (dockerd and
+ * containerd own those directories). */
+Test(oci_embedding, seccomp_leaves_no_cache_directory_in_the_state_root, .fini = fini_bundle) {
+  static const char *const args[] = {"true", NULL};
+  oci_bundle_make(&B, "scache", args);
+  struct an_spec *spec = oci_bundle_read_spec(&B);
+  struct an_spec_seccomp *s = calloc(1, sizeof *s);
+  s->default_action = SCMP_ACT_ALLOW;
+  s->architectures = calloc(1, sizeof *s->architectures);
+  s->architectures[0] = SCMP_ARCH_X86_64;
+  s->n_architectures = 1;
+  s->syscalls = calloc(1, sizeof *s->syscalls);
+  s->n_syscalls = 1;
+  s->syscalls[0].names = calloc(2, sizeof(char *));
+  s->syscalls[0].names[0] = strdup("mkdirat");
+  s->syscalls[0].action = SCMP_ACT_ERRNO(EPERM);
+  an_spec_seccomp_free(spec->linux.seccomp);
+  spec->linux.seccomp = s;
+  oci_bundle_write_spec(&B, spec);
+  an_spec_free(spec);
+  mkdir(B.root, 0700);   /* an engine's state root exists before the first container */
+  cr_assert_eq(oci_cmd(&B, "run @s"), 0, "run: %s", err_text());
+  DIR *d = opendir(B.root);
+  cr_assert_not_null(d, "no state root");
+  for (struct dirent *de; (de = readdir(d));)
+    cr_assert(strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0,
+              "left in the state root: %s", de->d_name);
+  closedir(d);
 }
