@@ -96,6 +96,7 @@ c_exec() {
   C t exec --exec-id e2 "$(nm d)" sh -c 'exit 7'; echo "rc=$?"
   C t exec --exec-id e3 --user 0 "$(nm d)" id -u; echo "rc=$?"
 }
+c_exec_tty() { tty_session ctr -a "$T/containerd.sock" -n "$NS" t exec -t --exec-id et "$(nm d)" sh; }
 c_ps() { C t ps "$(nm d)" | tail -n +2 | wc -l; }
 c_logs() { cat "$T/log-$RT"; }
 c_pause() {
@@ -184,6 +185,7 @@ tcase exit0 'rc=0' c_exit0
 tcase exit3 'rc=3 stdout=out\|stderr=err' c_exit3
 tcase detach 'rc=0\|RUNNING' c_detach
 tcase exec 'exec-ok\|65532\|rc=0\|rc=7\|0\|rc=0' c_exec
+tcase exec-tty '/dev/pts/N\|hello-42\|rc=4' c_exec_tty
 tcase ps '1' c_ps
 tcase logs 'started' c_logs
 tcase pause-resume 'pause=0\|PAUSED\|resume=0\|RUNNING\|alive' c_pause
