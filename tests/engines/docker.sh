@@ -29,7 +29,7 @@ ip link set lo up || bail "no loopback in the suite's netns"
   --pidfile "$T/docker.pid" -H "unix://$T/docker.sock" --iptables=false --ip6tables=false \
   --ip-forward=false --ip-masq=false --bip 192.0.2.1/24 --userland-proxy=false \
   --cgroup-parent "/$CG" --exec-opt native.cgroupdriver=cgroupfs --storage-driver overlay2 \
-  --log-level warn > "$T/dockerd.log" 2>&1 &
+  --shutdown-timeout 1 --log-level warn > "$T/dockerd.log" 2>&1 &
 DOCKERD=$!
 on_exit "kill $DOCKERD; for i in \$(seq 1 100); do kill -0 $DOCKERD || break; sleep 0.1; done"
 wait_for 30 d version || { tail -20 "$T/dockerd.log" | sed 's/^/# dockerd: /'; bail "dockerd did not start"; }
