@@ -32,5 +32,12 @@ if [ -z "$missing" ]; then
 fi
 [ "$(id -u)" = 0 ] || { echo "install-deps: run as root to install: $missing" >&2; exit 1; }
 echo "install-deps: installing:" $missing
+# docker.io and containerd would start their system daemons on a systemd host (dockerd
+# then writes the host's iptables); the engine tests start daemons of their own, so no
+# service is started during this install (policy-rc.d, invoke-rc.d(8)).
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 0755 /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 apt-get -o DPkg::Lock::Timeout=900 update -q
 apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends "${PACKAGES[@]}"
