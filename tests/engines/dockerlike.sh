@@ -9,6 +9,7 @@
 #   INIT_COMM     /proc/1/comm of a container run with --init
 #   UPDATE_PIDS   set where `update` has --pids-limit
 #   DONOR_OPTS    run options that let other containers join the detached one's namespaces
+#   HAS_UIDMAP    set where `run --uidmap` exists (podman)
 #   OOMKILLED     what inspect's State.OOMKilled says after an OOM kill under runc
 # BB and PY are the busybox and python image names.
 
@@ -162,6 +163,13 @@ c_capadd_unconfined() {
     'ip addr add 192.0.2.9/32 dev lo && echo netadmin-ok; grep -E "^Seccomp:" /proc/self/status'
   echo "rc=$?"
 }
+# A user namespace the engine asks for (podman --uidmap): ids inside, the map, a root-owned
+# file of the image seen as root's.
+c_userns() {
+  drun --rm --uidmap 0:200000:65536 --gidmap 0:200000:65536 --user 0 --network none "$BB" sh -c \
+    'id -u; cat /proc/self/uid_map | tr -s " " | sed "s/^ //"; stat -c "%u:%g" /etc/passwd; touch /tmp/x && stat -c "%u" /tmp/x'
+  echo "rc=$?"
+}
 c_net_none() { drun --rm --network none "$BB" ls /sys/class/net; echo "rc=$?"; }
 c_net_default() {
   drun --rm "$PY" sh -c "ls /sys/class/net; python3 -c 'import urllib.request as u; print(u.urlopen(\"http://$GW:8080/ok\", timeout=5).read().decode().strip())'"
@@ -205,6 +213,7 @@ dockerlike_cases() {
   tcase device-group-add 'character special file 666 1:5\| 00 00 00\|0 [0-9 ]*1234.*\|rc=0' c_device_groups
   tcase kill-signal 'kill=0\|9\|ready\|got-usr1' c_kill_signal
   tcase cap-add-seccomp-unconfined 'netadmin-ok\|Seccomp:.0\|rc=0' c_capadd_unconfined
+  [ -n "${HAS_UIDMAP:-}" ] && tcase userns-uidmap '0\|0 200000 65536\|0:0\|0\|rc=0' c_userns
   tcase network-none 'lo\|rc=0' c_net_none
   tcase network-default 'eth0\|lo\|reached-host\|rc=0' c_net_default
   tcase python-image '\[45, 3\]\|rc=0' c_python

@@ -21,6 +21,7 @@ BB=docker.io/library/busybox:latest PY=docker.io/library/python:latest GW=198.51
 OOMKILLED=false
 # podman itself refuses a workdir missing in the image (before any runtime runs).
 NEWDIR=/tmp
+HAS_UIDMAP=1
 mkdir -p "$T/cni" "$T/tmp"
 cat > "$T/containers.conf" <<CONF
 [containers]
