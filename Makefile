@@ -119,7 +119,7 @@ check-asan:
 check-cgroupv2: test-bins images
 	BUILD=$(BUILD) ./tests/run-cgroupv2.sh
 
-# Everything CI runs: tests, the same under ASan+UBSan, cgroup v2 VM tests, a
+# Everything CI runs: tests, the same under ASan+UBSan, cgroup v2 VM tests, the engines, a
 # short fuzz run and the benchmark's smoke mode.
 check-all: check check-asan check-cgroupv2 check-engines fuzz bench-quick
 

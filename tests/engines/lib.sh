@@ -43,7 +43,7 @@ rt_path() { if [ "$RT" = agentnest ]; then echo "$AN_OCI"; else echo "$RUNC"; fi
 
 on_exit() { CLEANUPS+=("$*"); }
 
-# Kill (by pid) every process whose command line, cwd or root names our temp dir and that
+# Kill (by pid) every process whose command line names our temp dir and that
 # is not this shell or one of its ancestors: daemons, shims, conmon, left containers.
 kill_ours() {
   local p pids=() sig=${1:-TERM}
