@@ -170,6 +170,28 @@ c_userns() {
     'id -u; cat /proc/self/uid_map | tr -s " " | sed "s/^ //"; stat -c "%u:%g" /etc/passwd; touch /tmp/x && stat -c "%u" /tmp/x'
   echo "rc=$?"
 }
+# Bind propagation: a mount made on the host below the source after start reaches the
+# container through an rslave bind, not through the default (rprivate) one.  The sources
+# sit on a shared mount of the suite's own (the engines refuse rslave from a private one).
+c_bind_propagation() {
+  local dir=$T/prop-$RT n; n=$(nm prop)
+  rm -rf "$dir"; mkdir -p "$dir" && mount --bind "$dir" "$dir" && mount --make-rshared "$dir" || return
+  mkdir -p "$dir/a" "$dir/b"
+  drun -d --name "$n" --user 0 --network none -v "$dir/a:/slave:rslave" -v "$dir/b:/private" "$BB" sleep 1000 >/dev/null
+  echo "run=$?"
+  mkdir -p "$dir/a/sub" "$dir/b/sub"
+  mount -t tmpfs an-prop "$dir/a/sub" && mount -t tmpfs an-prop "$dir/b/sub" && touch "$dir/a/sub/seen" "$dir/b/sub/seen"
+  d exec "$n" sh -c 'ls /slave/sub; echo private=$(ls /private/sub | wc -l)'
+  d rm -f "$n" >/dev/null
+  umount "$dir/a/sub" "$dir/b/sub"; umount "$dir"
+}
+# exec with its own user, cwd and env.
+c_exec_opts() {
+  local n; n=$(nm d)
+  d exec -u 1234:5678 -w /tmp -e AN_E=7 "$n" sh -c 'id -u; id -g; pwd; echo "e=$AN_E"'; echo "rc=$?"
+}
+# A private cgroup namespace (--cgroupns private): the container's cgroups are its roots.
+c_cgroupns() { drun --rm --cgroupns private --network none "$BB" sh -c 'grep -E "^[0-9]+:(memory|pids):" /proc/self/cgroup'; echo "rc=$?"; }
 c_net_none() { drun --rm --network none "$BB" ls /sys/class/net; echo "rc=$?"; }
 c_net_default() {
   drun --rm "$PY" sh -c "ls /sys/class/net; python3 -c 'import urllib.request as u; print(u.urlopen(\"http://$GW:8080/ok\", timeout=5).read().decode().strip())'"
@@ -191,6 +213,7 @@ dockerlike_cases() {
   tcase ps-top '1' c_top
   tcase logs 'started' c_logs
   tcase restart 'rc=0\|running 0\|alive' c_restart
+  tcase exec-options '1234\|5678\|/tmp\|e=7\|rc=0' c_exec_opts
   tcase join-namespaces 'eth0 lo\|1\|rc=0' c_join
   tcase pause-unpause 'pause=0\|paused 0\|unpause=0\|running 0\|alive' c_pause
   tcase update 'rc=0\|(host pids.max 50\|)?host memory.limit 100663296\|inside memory.limit 100663296' c_update
@@ -207,9 +230,11 @@ dockerlike_cases() {
   tcase cap-drop-all 'CapInh:.0+\|CapPrm:.0+\|CapEff:.0+\|CapBnd:.0+\|CapAmb:.0+\|NoNewPrivs:.0\|chown=1' c_capdrop
   tcase init "$INIT_COMM"'\|sh-is-not-pid-1\|rc=0' c_init
   tcase bind-mount 'from-host\|rc=0\|from-container\|from-host\|ro-touch=1' c_bind
+  tcase bind-propagation 'run=0\|seen\|private=0' c_bind_propagation
   tcase bind-symlink-target 'from-host\|rc=0' c_bind_symlink
   tcase options "an-host\|env=42\|${NEWDIR:-/an/new/dir}\|/dev/shm tmpfs rw.*\|/scratch tmpfs rw.*\|512\|1000\\|rc=0" c_options
   tcase cpu-oomscore-nnp-seccomp '50000\|100000\|512\|0\|500\|NoNewPrivs:.1\|Seccomp:.2\|rc=0' c_cpu_attrs
+  tcase cgroupns-private '[0-9]+:pids:/\|[0-9]+:memory:/\|rc=0' c_cgroupns
   tcase device-group-add 'character special file 666 1:5\| 00 00 00\|0 [0-9 ]*1234.*\|rc=0' c_device_groups
   tcase kill-signal 'kill=0\|9\|ready\|got-usr1' c_kill_signal
   tcase cap-add-seccomp-unconfined 'netadmin-ok\|Seccomp:.0\|rc=0' c_capadd_unconfined
