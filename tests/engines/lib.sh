@@ -233,9 +233,11 @@ start_httpd() {
 
 # The mounts below $T once the engine runs and holds its images (no container yet).
 mounts_now() { awk -v t="$T" 'index($5, t) == 1 { print $5 }' /proc/self/mountinfo | sort; }
-snapshot_mounts() { mounts_now > "$T/mounts.base"; }
+netns_now() { ls /run/netns 2>/dev/null | sort; }
+snapshot_mounts() { mounts_now > "$T/mounts.base"; netns_now > "$T/netns.base"; }
 
-# What all containers left once every one was removed: mounts beyond the baseline,
+# What all containers left once every one was removed: mounts and /run/netns entries
+# (podman's CNI namespaces) beyond the baseline,
 # cgroups below our parent (but podman's own, for its conmons), processes in them, shims
 # and conmons still running.
 # Needs `ncontainers` from the suite.
@@ -244,6 +246,7 @@ c_final() {
   echo "containers=$(ncontainers)"
   out=$( {
     mounts_now | comm -13 "$T/mounts.base" - | sed 's/^/mount /'
+    netns_now | comm -13 "$T/netns.base" - | sed 's|^|netns /run/netns/|'
     find /sys/fs/cgroup/*/"$CG" /sys/fs/cgroup/"$CG" -mindepth 1 -type d ! -path "*/$CG/conmon" 2>/dev/null |
       sed 's/^/cgroup /'
     for p in /proc/[0-9]*; do
