@@ -178,6 +178,11 @@ int an_container_kill(const char *state_root, const char *id, int sig, bool all,
     an_cgroup_free(cg);
   } else {
     r = an_process_signal(pidfd, sig, err);
+    if (r == -ESRCH) {
+      /* init exited after the state was read: runc's wording again */
+      an_error_free(err);
+      r = an_error_set(err, ESRCH, "container not running");
+    }
   }
   an_container_state_free(st);
   return r < 0 ? an_error_prefix(err, "kill container %s", id) : 0;

@@ -121,6 +121,18 @@ Test(embedding, rootfs_on_a_shared_mount_runs_and_leaks_no_mount_to_the_host) {
                err ? err->msg : "");
   close(nullfd);
   cr_assert_eq(mounts_below(B.dir, first, sizeof first), 0, "mount left on the host: %s", first);
+
+  /* whatever linux.rootfsPropagation asks for, nothing reaches the host
+   * (shared: the container's mounts form a peer group of their own) */
+  static const char *const props[] = {"shared", "rshared", "slave", "private", "rprivate", NULL};
+  for (int i = 0; props[i]; i++) {
+    free(spec->linux.rootfs_propagation);
+    spec->linux.rootfs_propagation = strdup(props[i]);
+    r = an_test_run_capture(spec, &B, NULL, &err);
+    cr_assert_eq(r, 0, "rootfsPropagation %s: status %d: %s", props[i], r, err ? err->msg : "");
+    cr_assert_eq(mounts_below(B.dir, first, sizeof first), 0,
+                 "rootfsPropagation %s: mount left on the host: %s", props[i], first);
+  }
   an_spec_free(spec);
 }
 
@@ -447,5 +459,25 @@ Test(embedding, hooks_without_env_inherit_the_runtime_s_environment) {
   cr_assert_not_null(got, "the hook did not run");
   cr_assert_str_eq(got, "inherited\n");
   free(got);
+  an_spec_free(spec);
+}
+
+/* The HOME lookup reads the image's /etc/passwd only if it is a regular
+ * file: a FIFO planted there must not hang create. */
+Test(embedding, home_lookup_ignores_a_passwd_that_is_not_a_regular_file) {
+  char p[400];
+  snprintf(p, sizeof p, "%s/etc/passwd", B.rootfs);
+  cr_assert(unlink(p) == 0 && mkfifo(p, 0644) == 0);
+  struct an_spec *spec = an_test_bundle_spec(&B, "sh", "-c", "echo \"$HOME\"", NULL);
+  for (char **e = spec->process->env; e && *e; e++) free(*e);
+  free(spec->process->env);
+  spec->process->env = calloc(2, sizeof(char *));
+  spec->process->env[0] = strdup("PATH=/bin");
+  char *out = NULL;
+  an_error_t err = NULL;
+  int r = an_test_run_capture(spec, &B, &out, &err);
+  cr_assert_eq(r, 0, "status %d: %s", r, err ? err->msg : "");
+  cr_assert_str_eq(out, "/\n");
+  free(out);
   an_spec_free(spec);
 }

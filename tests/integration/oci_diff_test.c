@@ -35,7 +35,10 @@ static struct oci_bundle B;
 static char cgroup_path[64];
 
 /* Run `<runtime> --root <bundle>/<runtime>-state <args>` in the bundle dir,
- * stdin from /dev/null, stdout/stderr captured.  Returns the exit status. */
+ * stdin from an empty file in the bundle, stdout/stderr captured.  Returns
+ * the exit status.  Not /dev/null: crun 1.8 fchowns its stdio to the
+ * container's root (here host uid 100000), and that was the host's own
+ * /dev/null, which every later container binds. */
 static int rt_cmd(enum runtime rt, const char *fmt, ...) {
   char *args = NULL, *cmd = NULL;
   va_list ap;
@@ -57,7 +60,8 @@ static int rt_cmd(enum runtime rt, const char *fmt, ...) {
   }
   cr_assert_geq(n, 0);
   char *full = NULL;
-  cr_assert_geq(asprintf(&full, "%s </dev/null >%s 2>%s", cmd, B.out, B.err), 0);
+  cr_assert_geq(asprintf(&full, ": >%s/stdin && %s <%s/stdin >%s 2>%s", B.dir, cmd, B.dir, B.out,
+                         B.err), 0);
   int st = system(full);
   free(args);
   free(cmd);
@@ -177,6 +181,10 @@ Test(oci_diff, container_sees_the_same_isolation_under_all_three_runtimes, .fini
     int st = rt_cmd((enum runtime) rt, "run %s", id);
     out[rt] = oci_slurp(B.out);
     cr_assert_eq(st, 0, "%s run failed (%d): %s", rt_names[rt], st, oci_last_err(&B));
+    struct stat dn;
+    cr_assert(stat("/dev/null", &dn) == 0 && dn.st_uid == 0,
+              "the host's /dev/null changed owner (uid %u) under %s", (unsigned) dn.st_uid,
+              rt_names[rt]);
   }
   const char *sections[] = {"status", "uid_map", "gid_map", "id", "hostname",
                             "seccomp_denies_mkdir", "readonly_root", NULL};
