@@ -40,7 +40,7 @@ FLAGS_STAMP := $(BUILD)/flags.stamp
 FLAGS_NOW := $(CC) $(OPT) $(SANFLAGS) $(VERSION) $(PREFIX) $(BINDIR) $(LIBDIR) $(INCDIR) $(DATADIR)
 $(shell mkdir -p $(BUILD) && { [ "$$(cat $(FLAGS_STAMP) 2>/dev/null)" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP); })
 
-.PHONY: all deps install check check-all check-asan check-cgroupv2 test-bins images demo bench bench-quick clean help fuzz
+.PHONY: all deps install check check-all check-asan check-cgroupv2 check-engines test-bins images demo bench bench-quick clean help fuzz
 all: $(BUILD)/libagentnest.a $(BUILD)/libagentnest.so $(BUILD)/agentnest $(BUILD)/agentnest-oci $(BUILD)/agentnest-init $(BUILD)/agentnest.pc
 
 help:
@@ -49,9 +49,10 @@ help:
 	@echo "make images        build (or reuse cached) busybox, python and debian OCI images"
 	@echo "make demo          deps + build + default image + import + main job"
 	@echo "make check         run all tests (as root)"
-	@echo "make check-all     check + check-asan + check-cgroupv2 + fuzz + bench-quick (what CI runs)"
+	@echo "make check-all     check + check-asan + check-cgroupv2 + check-engines + fuzz + bench-quick (what CI runs)"
 	@echo "make check-asan    run all tests under AddressSanitizer + UBSan"
 	@echo "make check-cgroupv2 run the cgroup tests inside a pure cgroup v2 VM"
+	@echo "make check-engines podman, Docker and containerd with agentnest-oci vs runc (tests/engines/)"
 	@echo "make bench         benchmark against crun and runc"
 	@echo "make bench-quick   the benchmark's CI smoke mode (~2 min, asserts numbers exist, not speed)"
 	@echo "make install PREFIX=/usr/local"
@@ -118,9 +119,14 @@ check-asan:
 check-cgroupv2: test-bins images
 	BUILD=$(BUILD) ./tests/run-cgroupv2.sh
 
-# Everything CI runs: tests, the same under ASan+UBSan, cgroup v2 VM tests, a
+# Everything CI runs: tests, the same under ASan+UBSan, cgroup v2 VM tests, the engines, a
 # short fuzz run and the benchmark's smoke mode.
-check-all: check check-asan check-cgroupv2 fuzz bench-quick
+check-all: check check-asan check-cgroupv2 check-engines fuzz bench-quick
+
+# podman, Docker (a dockerd of its own) and containerd (ctr) run the same operations with
+# runc and with agentnest-oci; each suite in a netns of its own (tests/engines/run-engines.sh).
+check-engines: all images
+	BUILD=$(BUILD) ./tests/engines/run-engines.sh
 
 fuzz:
 	./tests/fuzz/run-fuzz.sh

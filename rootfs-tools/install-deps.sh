@@ -16,6 +16,9 @@ PACKAGES=(
   # tests, sanitizers, benchmarks
   libcriterion-dev clang libclang-rt-14-dev strace hyperfine runc crun
   nftables iproute2 qemu-system-x86 linux-image-amd64 kmod cpio   # + busybox-static: tests/vm/
+  # container engines for `make check-engines` (tests/engines/): podman, Docker, containerd
+  podman conmon uidmap slirp4netns containernetworking-plugins catatonit
+  docker.io containerd tini
   # image tools (rootfs-tools/)
   skopeo umoci jq zstd debootstrap busybox-static wget openssl util-linux
   coreutils findutils tar gzip
@@ -31,5 +34,12 @@ if [ -z "$missing" ]; then
 fi
 [ "$(id -u)" = 0 ] || { echo "install-deps: run as root to install: $missing" >&2; exit 1; }
 echo "install-deps: installing:" $missing
+# docker.io and containerd would start their system daemons on a systemd host (dockerd
+# then writes the host's iptables); the engine tests start daemons of their own, so no
+# service is started during this install (policy-rc.d, invoke-rc.d(8)).
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 0755 /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 apt-get -o DPkg::Lock::Timeout=900 update -q
 apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends "${PACKAGES[@]}"

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "agentnest/spec.h"
 #include "engine/spec_internal.h"
 #include "engine/spec_names.h"
@@ -106,11 +107,19 @@ static int parse_device(yajl_val v, const char *path, struct an_spec_device *d,
     if ((r = an_json_get_i64(x, sub, 0, UINT32_MAX, nums[i].field, err)) < 0) return r;
   }
   uint64_t n;
+  /* fileMode: permission bits; podman writes st_mode whole (S_IFCHR|0666 =
+   * 8630), which runc and crun accept: file-type bits are allowed when they
+   * are the device type's, and dropped */
   if ((x = an_json_member(v, "fileMode"))) {
-    if ((r = an_json_get_u64(x, an_json_path_key(sub, path, "fileMode"), 07777, &n, err)) < 0)
-      return r;
+    an_json_path_key(sub, path, "fileMode");
+    if ((r = an_json_get_u64(x, sub, S_IFMT | 07777, &n, err)) < 0) return r;
+    mode_t want = d->type == 'b' ? S_IFBLK : d->type == 'p' ? S_IFIFO : S_IFCHR;
+    if ((n & S_IFMT) && (n & S_IFMT) != want)
+      return an_json_error(err, sub, "%llu has file-type bits 0%llo, not those of type \"%c\" (0%o)",
+                           (unsigned long long) n, (unsigned long long) (n & S_IFMT), d->type,
+                           (unsigned) want);
     d->has_file_mode = true;
-    d->file_mode = (mode_t) n;
+    d->file_mode = (mode_t) (n & 07777);
   }
   if ((x = an_json_member(v, "uid"))) {
     if ((r = an_json_get_u64(x, an_json_path_key(sub, path, "uid"), UINT32_MAX, &n, err)) < 0)
