@@ -86,9 +86,11 @@ typedef int (*an_output_stream_sink_fn)(void *data, enum an_stream stream, const
 
 /* As an_redactor_feed for a redactor shared by both streams: `len` bytes of
  * `stream` as read, in read order across the two streams; a secret split
- * between the streams is found too (see the top of this file).  Bytes that
- * may still become part of a match are held back (at most the longest
- * form's length + 4096 bytes).  Returns 0 or the sink's negative value. */
+ * between the streams is found too (see the top of this file), also when
+ * one stream's later output was read before the other stream's part.
+ * Bytes that may still become part of a match are held back (at most the
+ * longest form's length + 4096 bytes; after a prefix of 4 or more bytes of
+ * a form, until the other stream's next bytes, at most 64 KiB more).  Returns 0 or the sink's negative value. */
 int an_redactor_feed_stream(an_redactor_t *r, enum an_stream stream, const char *buf, size_t len,
                             an_output_stream_sink_fn sink, void *data);
 
