@@ -279,7 +279,8 @@ Test(redact, split_secret_read_after_the_other_streams_later_output) {
       cr_assert_null(strstr(out.stdout_buf, piece), "cut %zu: stdout holds \"%s\": %.40s", cut, piece, out.stdout_buf);
       cr_assert_null(strstr(out.stderr_buf, piece), "cut %zu: stderr holds \"%s\": %s", cut, piece, out.stderr_buf);
     }
-    cr_assert(strstr(out.stdout_buf, "[REDACTED:TOK]") || strstr(out.stderr_buf, "[REDACTED:TOK]"), "cut %zu: no marker", cut);
+    cr_assert(strstr(out.stdout_buf, "[REDACTED:TOK]") || strstr(out.stderr_buf, "[REDACTED:TOK]"),
+              "cut %zu: no marker", cut);
     cr_assert_eq(strspn(strchr(out.stdout_buf, '.'), "."), 5000, "cut %zu: the dots stay", cut);
     free(out.stdout_buf);
     free(out.stderr_buf);
