@@ -51,6 +51,7 @@ void an_redactor_free(an_redactor_t *r) {
   free(r->dead);
   free(r->mark);
   free(r->used);
+  free(r->next);
   free(r);
 }
 
@@ -89,7 +90,8 @@ int an_redactor_new(const struct an_secret *secrets, size_t n, an_redactor_t **o
   r->dead = calloc(r->cap, sizeof *r->dead);
   r->mark = calloc(r->cap, sizeof *r->mark);
   r->used = malloc((r->max_span + 1) * sizeof *r->used);
-  if (!r->win || !r->tag || !r->dead || !r->mark || !r->used)
+  r->next = malloc(r->cap * sizeof *r->next);
+  if (!r->win || !r->tag || !r->dead || !r->mark || !r->used || !r->next)
     return an_error_set(err, ENOMEM, "redactor window");
   *out = an_steal(&r);
   return 0;
@@ -174,6 +176,8 @@ static int try_at(an_redactor_t *r, size_t i, size_t wl, bool final) {
  * win[0..held) what may still grow into one (nothing when final). */
 static int scan(an_redactor_t *r, size_t wl, bool final, an_output_stream_sink_fn sink, void *data) {
   size_t hold = wl;
+  for (size_t i = wl; i-- > 0;)
+    r->next[i] = i + 1 == wl ? (uint32_t) wl : r->tag[i + 1] != r->tag[i] ? (uint32_t) (i + 1) : r->next[i + 1];
   for (size_t i = 0; i < wl; i++) {
     if (r->dead[i] || !r->first_byte[(unsigned char) r->win[i]]) continue;
     if (try_at(r, i, wl, final) == FORM_PARTIAL) {

@@ -145,6 +145,10 @@ static int it_get(struct redact_it *it, unsigned char *c) {
       it->switched = true;
       it->tag = !it->tag;
       it->esc = 0;
+      if (r->tag[p] != it->tag) { /* jump over the first stream's later bytes */
+        it->pos = r->next[p];
+        continue;
+      }
     }
     if (it->tag >= 0 && r->tag[p] != it->tag) continue;
     if (it->skip_invisible && it->got > 0 && invisible(it, (unsigned char) r->win[p])) continue;

@@ -64,6 +64,7 @@ struct an_redactor {
   bool *dead;                    /* per byte: part of a redacted match */
   uint16_t *mark;                /* per byte: 1 + secret index whose marker goes here */
   uint32_t *used;                /* scratch: window positions of one match */
+  uint32_t *next;                /* per byte: next position of the other stream (or the end) */
   size_t held;                   /* bytes of win held back from earlier feeds */
 };
 
