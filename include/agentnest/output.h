@@ -25,6 +25,14 @@
  *   other stream's output, or split between stdout and stderr in the order
  *   they were read, as long as its pieces lie within the form's length plus
  *   4096 bytes of the combined output; that much is held back between reads.
+ *   A value whose first part (4+ bytes) in one stream is continued by the
+ *   other stream's next bytes is found however much the first stream wrote
+ *   in between (up to 64 KiB, held back meanwhile), and a value of 9+ bytes
+ *   also without its first 1..3 bytes: the CLI may read a busy stream's
+ *   later output before the other stream's part.  Not covered: the second
+ *   part read before the first (stderr's first part, stdout's rest, both
+ *   pending at one poll round), more than 64 KiB in between, three or more
+ *   pieces across the streams.
  *   When secrets overlap, the longest value wins.  Not covered (cannot be in
  *   general): any other transformation (compression, encryption, other
  *   encodings, reversal, arithmetic, a value spread over many writes far
@@ -72,7 +80,8 @@ int an_redactor_new(const struct an_secret *secrets, size_t n, an_redactor_t **o
 
 /* Scan `len` bytes of one stream, calling `sink` with redacted output.
  * Bytes that may be the start of a secret continued by the next feed are
- * held back (at most the longest form's length + 4096 bytes).  Returns 0 or
+ * held back (at most the longest form's length + 4096 bytes, + 64 KiB
+ * after a prefix of 4+ bytes; see an_redactor_feed_stream).  Returns 0 or
  * the sink's negative value. */
 int an_redactor_feed(an_redactor_t *r, const char *buf, size_t len, an_output_sink_fn sink, void *data);
 
@@ -86,9 +95,11 @@ typedef int (*an_output_stream_sink_fn)(void *data, enum an_stream stream, const
 
 /* As an_redactor_feed for a redactor shared by both streams: `len` bytes of
  * `stream` as read, in read order across the two streams; a secret split
- * between the streams is found too (see the top of this file).  Bytes that
- * may still become part of a match are held back (at most the longest
- * form's length + 4096 bytes).  Returns 0 or the sink's negative value. */
+ * between the streams is found too (see the top of this file), also when
+ * one stream's later output was read before the other stream's part.
+ * Bytes that may still become part of a match are held back (at most the
+ * longest form's length + 4096 bytes; after a prefix of 4 or more bytes of
+ * a form, until the other stream's next bytes, at most 64 KiB more).  Returns 0 or the sink's negative value. */
 int an_redactor_feed_stream(an_redactor_t *r, enum an_stream stream, const char *buf, size_t len,
                             an_output_stream_sink_fn sink, void *data);
 

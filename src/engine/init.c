@@ -35,6 +35,7 @@
 #include "engine/terminal.h"
 #include "engine/user.h"
 #include "util/cleanup.h"
+#include "util/quote.h"
 
 #define AN_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -61,7 +62,7 @@ static int lookup_executable(const char *arg0, char *const *env, char *out, size
   if (!arg0 || !*arg0) return an_error_set(err, EINVAL, "process.args[0] is empty");
   if (strchr(arg0, '/')) {
     if (!is_exec_file(arg0, &why))
-      return an_error_set(err, why, "exec \"%s\"", arg0);
+      return an_error_set(err, why, "exec \"%s\"", AN_QUOTED(arg0));
     snprintf(out, outsz, "%s", arg0);
     return 0;
   }
@@ -80,8 +81,8 @@ static int lookup_executable(const char *arg0, char *const *env, char *out, size
     if (!colon) break;
     p = colon + 1;
   }
-  if (saw == EACCES) return an_error_set(err, EACCES, "exec \"%s\": permission denied", arg0);
-  return an_error_set(err, ENOENT, "exec \"%s\": executable file not found in $PATH", arg0);
+  if (saw == EACCES) return an_error_set(err, EACCES, "exec \"%s\": permission denied", AN_QUOTED(arg0));
+  return an_error_set(err, ENOENT, "exec \"%s\": executable file not found in $PATH", AN_QUOTED(arg0));
 }
 
 /* runc and crun: a process whose env has no HOME gets the home directory of
@@ -394,7 +395,7 @@ _Noreturn void an_init_main(const struct an_init_config *c) {
   r = init_run(c, &report_fd, exe, sizeof exe, &env, &err);
   if (r == 0) {
     execve(exe, c->process->args, env ? env : (char *[]){NULL});
-    r = an_error_set(&err, errno, "exec \"%s\"", exe);
+    r = an_error_set(&err, errno, "exec \"%s\"", AN_QUOTED(exe));
   }
   if (report_fd >= 0) an_sync_send_error(report_fd, err);
   _exit(r == -ENOENT ? 127 : r == -EACCES ? 126 : 1);

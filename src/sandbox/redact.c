@@ -5,10 +5,15 @@
  * (sandbox/redact_forms.c) in two modes: along the bytes of that position's
  * stream only (a secret in one stream, however the other stream's output is
  * interleaved and however the reads were cut), and along the combined order
- * (a secret split between stdout and stderr).  A match removes its bytes and
+ * (a secret split between stdout and stderr), and continued from the
+ * position's stream into the OTHER stream's next bytes after each prefix of
+ * the form, not counting the first stream's later bytes (the CLI may read
+ * them in the same chunk as the prefix, before the other stream's part:
+ * the order of reads then does not matter), and without its first 1..3
+ * bytes (a prefix too short to hold back).  A match removes its bytes and
  * puts "[REDACTED:<NAME>]" into each stream it took bytes from.  What may
- * still grow into a match is held back (at most the longest form's span)
- * until the next feed or the end.  Capping and pipes: sandbox/output.c. */
+ * still grow into a match is held back (at most the longest form's span
+ * plus REDACT_CROSS_HOLD) until the next feed or the end.  Capping and pipes: sandbox/output.c. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -46,6 +51,7 @@ void an_redactor_free(an_redactor_t *r) {
   free(r->dead);
   free(r->mark);
   free(r->used);
+  free(r->next);
   free(r);
 }
 
@@ -77,13 +83,15 @@ int an_redactor_new(const struct an_secret *secrets, size_t n, an_redactor_t **o
     an_redact_forms_first_bytes(s, r->first_byte);
   }
   qsort(r->secrets, r->n, sizeof *r->secrets, by_len_desc);
-  r->cap = r->max_span + REDACT_CHUNK;
+  r->max_hold = r->max_span + REDACT_CROSS_HOLD;
+  r->cap = r->max_hold + REDACT_CHUNK;
   r->win = malloc(r->cap);
   r->tag = malloc(r->cap);
   r->dead = calloc(r->cap, sizeof *r->dead);
   r->mark = calloc(r->cap, sizeof *r->mark);
   r->used = malloc((r->max_span + 1) * sizeof *r->used);
-  if (!r->win || !r->tag || !r->dead || !r->mark || !r->used)
+  r->next = malloc(r->cap * sizeof *r->next);
+  if (!r->win || !r->tag || !r->dead || !r->mark || !r->used || !r->next)
     return an_error_set(err, ENOMEM, "redactor window");
   *out = an_steal(&r);
   return 0;
@@ -114,31 +122,51 @@ static int emit(an_redactor_t *r, size_t upto, an_output_stream_sink_fn sink, vo
   return out_bytes(r, run, upto, sink, data);
 }
 
-/* Try every secret's forms at position i, both modes.  FORM_MATCH (the
- * match is marked in the window), FORM_PARTIAL or FORM_NONE. */
+/* One attempt of form f of secret k at position i (see struct redact_it);
+ * a match is marked in the window. */
+static int try_one(an_redactor_t *r, size_t k, const struct redact_form *f, size_t i, size_t wl, bool final,
+                   struct redact_it it, size_t *got) {
+  it.r = r;
+  it.start = it.pos = i;
+  it.wl = wl;
+  it.used = r->used;
+  it.cap_used = r->max_span + 1;
+  if (!it.span) it.span = f->span;
+  int m = an_redact_form_match(&it, f, final);
+  if (got) *got = it.got;
+  if (m != FORM_MATCH) return m;
+  bool other = false;
+  for (size_t u = 0; u < it.nused; u++) {
+    size_t p = it.used[u];
+    r->dead[p] = true;
+    if (r->tag[p] != r->tag[i] && !other) {
+      other = true;
+      r->mark[p] = (uint16_t) (k + 1);
+    }
+  }
+  r->mark[i] = (uint16_t) (k + 1);
+  return FORM_MATCH;
+}
+
+/* Try every secret's forms at position i: along i's stream, along the
+ * combined order, then continued from i's stream into the OTHER stream's
+ * next bytes after each prefix (REDACT_CROSS_HOLD), then without the first
+ * 1..REDACT_CROSS_MIN-1 bytes along i's stream.  FORM_MATCH (the match is
+ * marked in the window), FORM_PARTIAL or FORM_NONE. */
 static int try_at(an_redactor_t *r, size_t i, size_t wl, bool final) {
   for (size_t k = 0; k < r->n; k++) {
     const struct redact_secret *s = &r->secrets[k];
-    for (size_t f = 0; f < s->nforms; f++) {
-      for (int mode = 0; mode < 2; mode++) {
-        struct redact_it it = {.r = r, .start = i, .pos = i, .wl = wl, .span = s->forms[f].span,
-                               .tag = mode == 0 ? r->tag[i] : -1, .used = r->used,
-                               .cap_used = r->max_span + 1};
-        int m = an_redact_form_match(&it, &s->forms[f], final);
-        if (m == FORM_PARTIAL) return FORM_PARTIAL; /* may complete: decide later */
-        if (m != FORM_MATCH) continue;
-        bool other = false;
-        for (size_t u = 0; u < it.nused; u++) {
-          size_t p = it.used[u];
-          r->dead[p] = true;
-          if (r->tag[p] != r->tag[i] && !other) {
-            other = true;
-            r->mark[p] = (uint16_t) (k + 1);
-          }
-        }
-        r->mark[i] = (uint16_t) (k + 1);
-        return FORM_MATCH;
-      }
+    for (size_t fi = 0; fi < s->nforms; fi++) {
+      const struct redact_form *f = &s->forms[fi];
+      size_t g0 = 0;
+      int m = try_one(r, k, f, i, wl, final, (struct redact_it){.tag = r->tag[i]}, &g0);
+      if (m == FORM_NONE) m = try_one(r, k, f, i, wl, final, (struct redact_it){.tag = -1}, NULL);
+      for (size_t sw = 1; m == FORM_NONE && sw < g0; sw++)
+        m = try_one(r, k, f, i, wl, final,
+                    (struct redact_it){.tag = r->tag[i], .sw_got = sw, .span = f->span + REDACT_CROSS_HOLD}, NULL);
+      for (size_t from = 1; m == FORM_NONE && from < REDACT_CROSS_MIN && f->len - from >= REDACT_CUT_MIN; from++)
+        m = try_one(r, k, f, i, wl, final, (struct redact_it){.tag = r->tag[i], .from = from}, NULL);
+      if (m != FORM_NONE) return m; /* FORM_PARTIAL: may complete, decide later */
     }
   }
   return FORM_NONE;
@@ -148,6 +176,8 @@ static int try_at(an_redactor_t *r, size_t i, size_t wl, bool final) {
  * win[0..held) what may still grow into one (nothing when final). */
 static int scan(an_redactor_t *r, size_t wl, bool final, an_output_stream_sink_fn sink, void *data) {
   size_t hold = wl;
+  for (size_t i = wl; i-- > 0;)
+    r->next[i] = i + 1 == wl ? (uint32_t) wl : r->tag[i + 1] != r->tag[i] ? (uint32_t) (i + 1) : r->next[i + 1];
   for (size_t i = 0; i < wl; i++) {
     if (r->dead[i] || !r->first_byte[(unsigned char) r->win[i]]) continue;
     if (try_at(r, i, wl, final) == FORM_PARTIAL) {

@@ -96,17 +96,18 @@ int an_redact_forms_build(struct redact_secret *s) {
 }
 
 void an_redact_forms_first_bytes(const struct redact_secret *s, bool first[256]) {
-  for (size_t i = 0; i < s->nforms; i++) {
-    const struct redact_form *f = &s->forms[i];
-    unsigned char c = (unsigned char) f->pat[0];
-    first[c] = true;
-    if (f->kind == FORM_CHARS) {
-      first['%'] = first['\\'] = true;
-      if (c == ' ') first['+'] = true;
-    } else if (f->kind == FORM_HEX && c >= 'a' && c <= 'f') {
-      first[c - 'a' + 'A'] = true;
+  for (size_t i = 0; i < s->nforms; i++)
+    for (size_t k = 0; k < REDACT_CROSS_MIN && k < s->forms[i].len; k++) { /* k > 0: a cut-off start */
+      const struct redact_form *f = &s->forms[i];
+      unsigned char c = (unsigned char) f->pat[k];
+      first[c] = true;
+      if (f->kind == FORM_CHARS) {
+        first['%'] = first['\\'] = true;
+        if (c == ' ') first['+'] = true;
+      } else if (f->kind == FORM_HEX && c >= 'a' && c <= 'f') {
+        first[c - 'a' + 'A'] = true;
+      }
     }
-  }
 }
 
 /* ---- matching ------------------------------------------------------------- */
@@ -140,6 +141,15 @@ static int it_get(struct redact_it *it, unsigned char *c) {
     if (it->pos >= it->wl) return IT_END;
     size_t p = it->pos++;
     if (r->dead[p]) continue;
+    if (it->sw_got && !it->switched && it->got == it->sw_got) { /* continue in the other stream */
+      it->switched = true;
+      it->tag = !it->tag;
+      it->esc = 0;
+      if (r->tag[p] != it->tag) { /* jump over the first stream's later bytes */
+        it->pos = r->next[p];
+        continue;
+      }
+    }
     if (it->tag >= 0 && r->tag[p] != it->tag) continue;
     if (it->skip_invisible && it->got > 0 && invisible(it, (unsigned char) r->win[p])) continue;
     if (it->skip_nl && it->got > 0 && (r->win[p] == '\n' || r->win[p] == '\r')) {
@@ -239,9 +249,10 @@ int an_redact_form_match(struct redact_it *it, const struct redact_form *f, bool
   it->skip_nl = f->kind == FORM_B64;
   it->skip_invisible = f->kind == FORM_CHARS;
   it->max_skip = f->len;
-  for (size_t k = 0; k < f->len;) {
+  for (size_t k = it->from; k < f->len;) {
     unsigned char c;
     int g = it_get(it, &c);
+    if (g == IT_END && it->sw_got && it->got == it->sw_got && it->sw_got < REDACT_CROSS_MIN) return FORM_NONE;
     if (g == IT_END) return final ? FORM_NONE : FORM_PARTIAL;
     if (g == IT_FAR) return FORM_NONE;
     if (f->kind == FORM_HEX) {

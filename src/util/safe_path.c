@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "util/cleanup.h"
+#include "util/quote.h"
 #include "util/safe_path.h"
 
 int an_openat2(int dirfd, const char *path, int flags, mode_t mode, uint64_t resolve) {
@@ -47,13 +48,13 @@ static bool is_dotdot(const char *s, size_t n) { return n == 2 && s[0] == '.' &&
 int an_path_check_relative(const char *relpath, an_error_t *err) {
   if (!relpath || !*relpath) return an_error_set(err, EINVAL, "empty path");
   size_t len = strlen(relpath);
-  if (len >= PATH_MAX) return an_error_set(err, ENAMETOOLONG, "path %.64s...", relpath);
+  if (len >= PATH_MAX) return an_error_set(err, ENAMETOOLONG, "path %.64s...", AN_QUOTED(relpath));
   if (relpath[0] == '/')
-    return an_error_set(err, EXDEV, "%s: path escapes workspace (absolute path)", relpath);
+    return an_error_set(err, EXDEV, "%s: path escapes workspace (absolute path)", AN_QUOTED(relpath));
   for (const char *p = relpath; *p;) {
     size_t n = strcspn(p, "/");
     if (is_dotdot(p, n))
-      return an_error_set(err, EXDEV, "%s: path escapes workspace ('..' component)", relpath);
+      return an_error_set(err, EXDEV, "%s: path escapes workspace ('..' component)", AN_QUOTED(relpath));
     p += n;
     while (*p == '/') p++;
   }
@@ -65,10 +66,10 @@ int an_path_check_relative(const char *relpath, an_error_t *err) {
 static int beneath_error(an_error_t *err, int e, const char *path) {
   if (e == ELOOP || e == EXDEV)
     return an_error_set(err, EXDEV, "%s: path escapes workspace (symlink or escape at a component)",
-                        path);
+                        AN_QUOTED(path));
   if (e == ENOSYS)
-    return an_error_set(err, ENOSYS, "%s: openat2 unavailable, refusing unsafe resolution", path);
-  return an_error_set(err, e, "open %s", path);
+    return an_error_set(err, ENOSYS, "%s: openat2 unavailable, refusing unsafe resolution", AN_QUOTED(path));
+  return an_error_set(err, e, "open %s", AN_QUOTED(path));
 }
 
 /* Is `path` beneath dirfd a symlink, or does it cross one?  Only used to
@@ -97,7 +98,7 @@ static int open_beneath_checked(int dirfd, const char *path, int flags, mode_t m
     if (fstat(fd, &st) < 0) {
       int e = errno;
       close(fd);
-      return an_error_set(err, e, "stat %s", display);
+      return an_error_set(err, e, "stat %s", AN_QUOTED(display));
     }
     if (S_ISLNK(st.st_mode)) {
       close(fd);
@@ -118,7 +119,7 @@ int an_mkdir_p_beneath_owned(int dirfd, const char *relpath, mode_t mode, uid_t 
   int r = an_path_check_relative(relpath, err);
   if (r < 0) return r;
   cleanup_free char *copy = strdup(relpath);
-  if (!copy) return an_error_set(err, ENOMEM, "mkdir %s", relpath);
+  if (!copy) return an_error_set(err, ENOMEM, "mkdir %s", AN_QUOTED(relpath));
   cleanup_close int cur = open_beneath_checked(dirfd, ".", O_RDONLY | O_DIRECTORY, 0, ".", err);
   if (cur < 0) return cur;
   char *save = NULL;
@@ -130,22 +131,23 @@ int an_mkdir_p_beneath_owned(int dirfd, const char *relpath, mode_t mode, uid_t 
       if (mkdirat(cur, comp, mode) == 0)
         created = true;
       else if (errno != EEXIST)
-        return an_error_set(err, errno, "mkdir %s (component %s)", relpath, comp);
+        return an_error_set(err, errno, "mkdir %s (component %s)", AN_QUOTED(relpath), AN_QUOTED(comp));
       next = sys_openat2(cur, comp, O_RDONLY | O_DIRECTORY, 0);
     }
     if (next < 0) {
       int e = errno;
       if (e == ENOTDIR && crosses_symlink(cur, comp)) e = ELOOP;
-      if (e == ENOTDIR) return an_error_set(err, ENOTDIR, "mkdir %s: %s is not a directory", relpath, comp);
+      if (e == ENOTDIR) return an_error_set(err, ENOTDIR, "mkdir %s: %s is not a directory",
+          AN_QUOTED(relpath), AN_QUOTED(comp));
       return beneath_error(err, e, relpath);
     }
     close(cur);
     cur = next;
     /* Exact mode regardless of umask; owner only for what we created. */
     if (created && fchmod(cur, mode & 0777) < 0)
-      return an_error_set(err, errno, "chmod %s (component %s)", relpath, comp);
+      return an_error_set(err, errno, "chmod %s (component %s)", AN_QUOTED(relpath), AN_QUOTED(comp));
     if (created && (uid != (uid_t) -1 || gid != (gid_t) -1) && fchown(cur, uid, gid) < 0)
-      return an_error_set(err, errno, "chown %s (component %s)", relpath, comp);
+      return an_error_set(err, errno, "chown %s (component %s)", AN_QUOTED(relpath), AN_QUOTED(comp));
   }
   return an_steal_fd(&cur);
 }
@@ -159,15 +161,15 @@ int an_open_parent_beneath(int dirfd, const char *relpath, bool mkdir_parents, m
   int r = an_path_check_relative(relpath, err);
   if (r < 0) return r;
   cleanup_free char *copy = strdup(relpath);
-  if (!copy) return an_error_set(err, ENOMEM, "open %s", relpath);
+  if (!copy) return an_error_set(err, ENOMEM, "open %s", AN_QUOTED(relpath));
   size_t len = strlen(copy);
   while (len > 1 && copy[len - 1] == '/') copy[--len] = '\0';
   char *slash = strrchr(copy, '/');
   const char *base = slash ? slash + 1 : copy;
   if (!*base || strcmp(base, ".") == 0)
-    return an_error_set(err, EINVAL, "%s: names the workspace itself, not an entry in it", relpath);
+    return an_error_set(err, EINVAL, "%s: names the workspace itself, not an entry in it", AN_QUOTED(relpath));
   cleanup_free char *name = strdup(base);
-  if (!name) return an_error_set(err, ENOMEM, "open %s", relpath);
+  if (!name) return an_error_set(err, ENOMEM, "open %s", AN_QUOTED(relpath));
   const char *parent = ".";
   if (slash) {
     *slash = '\0';
@@ -185,9 +187,9 @@ int an_open_regular_beneath(int dirfd, const char *relpath, struct stat *st, an_
   cleanup_close int pfd = an_openat_beneath(dirfd, relpath, O_PATH, 0, err);
   if (pfd < 0) return pfd;
   struct stat sb;
-  if (fstat(pfd, &sb) < 0) return an_error_set(err, errno, "stat %s", relpath);
+  if (fstat(pfd, &sb) < 0) return an_error_set(err, errno, "stat %s", AN_QUOTED(relpath));
   if (!S_ISREG(sb.st_mode))
-    return an_error_set(err, EINVAL, "%s: not a regular file (%s)", relpath,
+    return an_error_set(err, EINVAL, "%s: not a regular file (%s)", AN_QUOTED(relpath),
                         S_ISDIR(sb.st_mode)    ? "directory"
                         : S_ISFIFO(sb.st_mode) ? "FIFO"
                         : S_ISSOCK(sb.st_mode) ? "socket"
@@ -198,15 +200,15 @@ int an_open_regular_beneath(int dirfd, const char *relpath, struct stat *st, an_
   char proc[64];
   snprintf(proc, sizeof proc, "/proc/self/fd/%d", pfd);
   int fd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return an_error_set(err, errno, "reopen %s for reading", relpath);
+  if (fd < 0) return an_error_set(err, errno, "reopen %s for reading", AN_QUOTED(relpath));
   cleanup_close int fdc = fd;
   struct stat sb2;
-  if (fstat(fd, &sb2) < 0) return an_error_set(err, errno, "stat %s", relpath);
+  if (fstat(fd, &sb2) < 0) return an_error_set(err, errno, "stat %s", AN_QUOTED(relpath));
   if (sb2.st_dev != sb.st_dev || sb2.st_ino != sb.st_ino || !S_ISREG(sb2.st_mode))
-    return an_error_set(err, EXDEV, "%s: path escapes workspace (inode changed on reopen)", relpath);
+    return an_error_set(err, EXDEV, "%s: path escapes workspace (inode changed on reopen)", AN_QUOTED(relpath));
   int fl = fcntl(fd, F_GETFL);
   if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
-    return an_error_set(err, errno, "fcntl %s", relpath);
+    return an_error_set(err, errno, "fcntl %s", AN_QUOTED(relpath));
   if (st) *st = sb2;
   return an_steal_fd(&fdc);
 }
@@ -236,20 +238,21 @@ static int empty_dir(int top, int fd, const char *name, int depth, bool *moved, 
 
 static int remove_rec(int top, int parent, const char *name, int depth, bool *moved, an_error_t *err) {
   if (unlinkat(parent, name, 0) == 0 || errno == ENOENT) return 0;
-  if (errno != EISDIR && errno != EPERM) return an_error_set(err, errno, "remove %s", name);
+  if (errno != EISDIR && errno != EPERM) return an_error_set(err, errno, "remove %s", AN_QUOTED(name));
   if (depth >= REMOVE_FD_DEPTH && top >= 0) {
     cleanup_free char *tmp = an_random_name(".an-rm");
-    if (!tmp) return an_error_set(err, ENOMEM, "remove %s", name);
-    if (renameat(parent, name, top, tmp) < 0) return an_error_set(err, errno, "move %s up for removal", name);
+    if (!tmp) return an_error_set(err, ENOMEM, "remove %s", AN_QUOTED(name));
+    if (renameat(parent, name, top, tmp) < 0) return an_error_set(err, errno, "move %s up for removal",
+        AN_QUOTED(name));
     *moved = true;
     return 0;
   }
   int fd = open_for_removal(parent, name);
-  if (fd < 0) return errno == ENOENT ? 0 : an_error_set(err, errno, "open %s for removal", name);
+  if (fd < 0) return errno == ENOENT ? 0 : an_error_set(err, errno, "open %s for removal", AN_QUOTED(name));
   int r = empty_dir(top, fd, name, depth, moved, err);
   if (r < 0) return r;
   if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-    return an_error_set(err, errno, "rmdir %s", name);
+    return an_error_set(err, errno, "rmdir %s", AN_QUOTED(name));
   return 0;
 }
 
@@ -258,7 +261,7 @@ static int empty_dir(int top, int fd, const char *name, int depth, bool *moved, 
   cleanup_closedir DIR *d = fdopendir(fd);
   if (!d) {
     close(fd);
-    return an_error_set(err, errno, "opendir %s", name);
+    return an_error_set(err, errno, "opendir %s", AN_QUOTED(name));
   }
   struct dirent *de;
   while ((errno = 0, de = readdir(d))) {
@@ -266,15 +269,15 @@ static int empty_dir(int top, int fd, const char *name, int depth, bool *moved, 
     int r = remove_rec(top, dirfd(d), de->d_name, depth + 1, moved, err);
     if (r < 0) return an_error_prefix(err, "remove %s", name);
   }
-  if (errno) return an_error_set(err, errno, "readdir %s", name);
+  if (errno) return an_error_set(err, errno, "readdir %s", AN_QUOTED(name));
   return 0;
 }
 
 int an_remove_tree_beneath(int dirfd, const char *name, an_error_t *err) {
   if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT) return 0;
-  if (errno != EISDIR && errno != EPERM) return an_error_set(err, errno, "remove %s", name);
+  if (errno != EISDIR && errno != EPERM) return an_error_set(err, errno, "remove %s", AN_QUOTED(name));
   cleanup_close int top = open_for_removal(dirfd, name);
-  if (top < 0) return errno == ENOENT ? 0 : an_error_set(err, errno, "open %s for removal", name);
+  if (top < 0) return errno == ENOENT ? 0 : an_error_set(err, errno, "open %s for removal", AN_QUOTED(name));
   /* Each pass removes up to REMOVE_FD_DEPTH levels everywhere and moves
    * deeper subtrees into `top`; repeat until nothing was moved. */
   for (;;) {
@@ -282,13 +285,13 @@ int an_remove_tree_beneath(int dirfd, const char *name, an_error_t *err) {
     /* a fresh open file description: a dup would share the end offset of
      * the previous pass's readdir */
     int pass_fd = open_for_removal(top, ".");
-    if (pass_fd < 0) return an_error_set(err, errno, "open %s for removal", name);
+    if (pass_fd < 0) return an_error_set(err, errno, "open %s for removal", AN_QUOTED(name));
     int r = empty_dir(top, pass_fd, name, 0, &moved, err);
     if (r < 0) return r;
     if (!moved) break;
   }
   if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-    return an_error_set(err, errno, "rmdir %s", name);
+    return an_error_set(err, errno, "rmdir %s", AN_QUOTED(name));
   return 0;
 }
 
@@ -317,10 +320,10 @@ int an_empty_dir_beneath(int dirfd, bool (*keep)(const char *name, void *data), 
 int an_mkdir_p_in_root(int rootfd, const char *path, an_error_t *err) {
   int fd = an_openat2(rootfd, *path ? path : ".", O_PATH | O_DIRECTORY, 0, IN_ROOT);
   if (fd >= 0) return fd;
-  if (fd != -ENOENT) return an_error_set(err, -fd, "open directory \"%s\"", path);
+  if (fd != -ENOENT) return an_error_set(err, -fd, "open directory \"%s\"", AN_QUOTED(path));
   const char *slash = strrchr(path, '/');
   cleanup_free char *parent = slash ? strndup(path, (size_t) (slash - path)) : strdup("");
-  if (!parent) return an_error_set(err, ENOMEM, "mkdir \"%s\"", path);
+  if (!parent) return an_error_set(err, ENOMEM, "mkdir \"%s\"", AN_QUOTED(path));
   const char *last = slash ? slash + 1 : path;
   cleanup_close int pfd = an_mkdir_p_in_root(rootfd, parent, err);
   if (pfd < 0) return pfd;
@@ -328,22 +331,22 @@ int an_mkdir_p_in_root(int rootfd, const char *path, an_error_t *err) {
    * follows a symlink at `last` (it fails EEXIST), and the re-open below
    * resolves in root again */
   if (mkdirat(pfd, last, 0755) < 0 && errno != EEXIST)
-    return an_error_set(err, errno, "mkdir \"%s\"", path);
+    return an_error_set(err, errno, "mkdir \"%s\"", AN_QUOTED(path));
   fd = an_openat2(rootfd, path, O_PATH | O_DIRECTORY, 0, IN_ROOT);
-  if (fd < 0) return an_error_set(err, -fd, "open directory \"%s\"", path);
+  if (fd < 0) return an_error_set(err, -fd, "open directory \"%s\"", AN_QUOTED(path));
   return fd;
 }
 
 int an_mkdir_p_host(const char *path, mode_t mode, an_error_t *err) {
   cleanup_free char *p = strdup(path);
-  if (!p) return an_error_set(err, ENOMEM, "mkdir %s", path);
+  if (!p) return an_error_set(err, ENOMEM, "mkdir %s", AN_QUOTED(path));
   for (char *s = p + 1; *s; s++) {
     if (*s != '/') continue;
     *s = '\0';
-    if (mkdir(p, 0755) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", p);
+    if (mkdir(p, 0755) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", AN_QUOTED(p));
     *s = '/';
   }
-  if (mkdir(p, mode) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", p);
+  if (mkdir(p, mode) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", AN_QUOTED(p));
   return 0;
 }
 

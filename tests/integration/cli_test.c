@@ -434,6 +434,22 @@ Test(cli, cp_both_ways_and_refusals) {
   free(id);
 }
 
+/* A caller-given command name and workspace path are echoed in the error
+ * with control bytes escaped: `exec ID -- $'\e[31mcmd'` and
+ * `cp ID:$'out/\e[1mnope' dir` printed the raw ESC before. */
+Test(cli, names_in_errors_reach_stderr_without_raw_escapes) {
+  char *id = create_sandbox("");
+  cr_expect_eq(an("exec %s -- \"$(printf '\\033[31mcmd')\"", id), 127);
+  cr_expect(strstr(err_text, "cmd") != NULL, "%s", err_text);
+  cr_expect(strchr(err_text, 0x1b) == NULL, "raw ESC in: %s", err_text);
+  cr_expect(strstr(err_text, "\\x1b[31mcmd") != NULL, "%s", err_text);
+  cr_expect_eq(an("cp \"%s:$(printf 'out/\\033[1mnope')\" .", id), 125);
+  cr_expect(strstr(err_text, "nope") != NULL, "%s", err_text);
+  cr_expect(strchr(err_text, 0x1b) == NULL, "raw ESC in: %s", err_text);
+  an("destroy %s", id);
+  free(id);
+}
+
 /* Issue 10 item 7: a tree deeper than 256 levels made cp, snapshot and
  * artifacts fail outright.  Now each copies the rest and names what it
  * skipped on stderr. */

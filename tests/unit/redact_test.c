@@ -246,3 +246,43 @@ Test(redact, secret_interleaved_with_terminal_invisible_bytes) {
       }
     }
 }
+
+/* Red-team case: a secret split between stdout and stderr while stdout is
+ * busy.  Written in the order stdout "split: " + head, stderr tail + "\n",
+ * stdout 5000 dots, the CLI reads stdout's head and the dots in one chunk,
+ * then stderr's tail, more than the 4096-byte interleave slack later.  It
+ * leaked both halves in clear before the cross-stream continuation.  Every
+ * split point is tried; no piece of 4 or more bytes of the value may
+ * survive in either stream. */
+Test(redact, split_secret_read_after_the_other_streams_later_output) {
+  static const char tok[] = "hunter2-S3cr3t-Value-XYZ";
+  static const struct an_secret sec[] = {{"TOK", tok}};
+  size_t tl = strlen(tok);
+  for (size_t cut = 1; cut < tl; cut++) {
+    char a[8192], b[64];
+    int na = snprintf(a, sizeof a, "split: %.*s", (int) cut, tok);
+    memset(a + na, '.', 5000);
+    a[na + 5000] = '\0';
+    snprintf(b, sizeof b, "%s\n", tok + cut);
+    an_output_capture_t *c = NULL;
+    an_error_t err = NULL;
+    struct an_output_opts o = {.secrets = sec, .nsecrets = 1};
+    cr_assert_eq(an_output_capture_new(&o, &c, &err), 0);
+    cr_assert_eq(an_output_capture_feed(c, AN_STREAM_STDOUT, a, strlen(a), &err), 0);
+    cr_assert_eq(an_output_capture_feed(c, AN_STREAM_STDERR, b, strlen(b), &err), 0);
+    struct an_output out;
+    cr_assert_eq(an_output_capture_finish(c, &out, &err), 0);
+    an_output_capture_free(c);
+    for (size_t i = 0; i + 4 <= tl; i++) {
+      char piece[32];
+      snprintf(piece, sizeof piece, "%.4s", tok + i);
+      cr_assert_null(strstr(out.stdout_buf, piece), "cut %zu: stdout holds \"%s\": %.40s", cut, piece, out.stdout_buf);
+      cr_assert_null(strstr(out.stderr_buf, piece), "cut %zu: stderr holds \"%s\": %s", cut, piece, out.stderr_buf);
+    }
+    cr_assert(strstr(out.stdout_buf, "[REDACTED:TOK]") || strstr(out.stderr_buf, "[REDACTED:TOK]"),
+              "cut %zu: no marker", cut);
+    cr_assert_eq(strspn(strchr(out.stdout_buf, '.'), "."), 5000, "cut %zu: the dots stay", cut);
+    free(out.stdout_buf);
+    free(out.stderr_buf);
+  }
+}

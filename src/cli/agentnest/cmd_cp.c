@@ -9,6 +9,7 @@
 #include "agentnest/sandbox.h"
 #include "cli.h"
 #include "util/cleanup.h"
+#include "util/quote.h"
 
 static const char cp_usage[] =
     "Usage: agentnest cp LOCAL ID:PATH\n"
@@ -61,7 +62,7 @@ int cmd_cp(struct an_global_opts *g, int argc, char **argv) {
       dest = joined;
     }
     r = an_sandbox_put(sb, a, dest, &err);
-    if (r < 0) an_error_prefix(&err, "cp %s to %s", a, b);
+    if (r < 0) an_error_prefix(&err, "cp %s to %s", AN_QUOTED(a), AN_QUOTED(b));
   } else {
     const char *src = *pa ? pa : ".";
     cleanup_free char *joined = NULL;
@@ -72,7 +73,7 @@ int cmd_cp(struct an_global_opts *g, int argc, char **argv) {
       dest = joined ? joined : b;
     }
     r = an_sandbox_get_warn(sb, src, dest, warn_stderr, (void *) cmd, &err);
-    if (r < 0) an_error_prefix(&err, "cp %s to %s", a, b);
+    if (r < 0) an_error_prefix(&err, "cp %s to %s", AN_QUOTED(a), AN_QUOTED(b));
   }
   an_sandbox_close(sb);
   return r < 0 ? cli_fail(cmd, &err) : 0;
