@@ -52,9 +52,14 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
   if (r < 0) goto out;
   if (id_out && !(*id_out = strdup(sb->rec.id))) { r = an_error_set(err, ENOMEM, "run"); goto out; }
   if ((r = an_sb_ensure_init_pidfd(sb, err)) < 0 || (r = an_sb_ensure_cgroup(sb, err)) < 0) goto out;
-  uint64_t oom0 = 0, oom1 = 0;
+  /* The baseline is 0: the cgroup is the sandbox's own, made for this
+   * command, which already runs as its pid 1.  Reading it here instead lost
+   * an OOM kill that happened before this point (a quick allocation under
+   * load): the kill was in both readings.  The read only checks that the
+   * counter can be read at all. */
+  uint64_t oom0 = 0, oom1 = 0, oom_now = 0;
   an_error_t e = NULL;
-  bool oom_ok = an_cgroup_oom_kills(sb->cg, &oom0, &e) == 0;
+  bool oom_ok = an_cgroup_oom_kills(sb->cg, &oom_now, &e) == 0;
   an_error_free(&e);
   uint64_t timeout = eo->timeout_ms ? eo->timeout_ms : an_sandbox_opts_exec_timeout(sb->opts);
   if (!timeout || timeout > an_sandbox_opts_lifetime(sb->opts)) timeout = an_sandbox_opts_lifetime(sb->opts);
