@@ -230,7 +230,8 @@ yajl_gen_status an_artifact_json(yajl_gen g, const struct an_artifact *a, bool w
  * non-zero exit, a timeout, an OOM kill are successes with res fields set.
  * Event "exec" is recorded (pid, status, timed_out, oom_killed, duration_ms).
  * Errors: -EINVAL empty argv or bad eo field (named); -ETIME the sandbox
- * expired; -ESRCH it is not running; the errno of the failing setup step. */
+ * expired; -ESRCH it is not running; -ESTALE its image was removed from
+ * the store (image rm --force); the errno of the failing setup step. */
 int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_exec_opts *eo,
                     struct an_exec_result *res, an_error_t *err);
 
@@ -323,6 +324,17 @@ struct an_sandbox_info {
 int an_sandbox_list(const char *store_root, struct an_sandbox_info **list, size_t *n,
                     an_error_t *err);
 void an_sandbox_info_list_free(struct an_sandbox_info *list, size_t n);
+
+/* Ids of the sandboxes under store_root whose root filesystem is rootfs
+ * (an absolute path: an_image_info.rootfs), read from each sandbox's engine
+ * spec (root.path).  *ids: NULL-terminated heap array (NULL when none), free
+ * with an_sandbox_image_users_free().  Returns the count (>= 0) or a
+ * negative errno: the sandboxes directory unreadable (named), -ENOMEM.  A
+ * sandbox whose spec cannot be read (a create in progress) is not counted.
+ * Thread-safe (reads only); a sandbox created concurrently may be missed. */
+int an_sandbox_image_users(const char *store_root, const char *rootfs, char ***ids,
+                           an_error_t *err);
+void an_sandbox_image_users_free(char **ids);
 
 /* JSON array of the list (objects with the fields above; times RFC 3339).
  * *json heap, caller frees. */

@@ -575,3 +575,26 @@ Test(cli, loopback_is_up_and_everything_else_unreachable) {
                0, "%s", err_text);
   cr_expect_str_eq(out_text, "lo ok\nerrno 101\n");  /* ENETUNREACH: nothing is sent */
 }
+
+/* image rm of an image a sandbox uses is refused, naming the sandbox; with
+ * --force it goes, and exec then fails with 125 naming the image (it used
+ * to delete it and exec failed inside: "process.cwd /workspace: ENOENT",
+ * status 127).  Uses a store of its own: the shared one's images stay. */
+Test(cli, image_rm_refuses_an_image_in_use) {
+  char saved[sizeof root];
+  snprintf(saved, sizeof saved, "%s", root);
+  snprintf(root, sizeof root, "/tmp/an-cli-rm-%d", (int) getpid());
+  cr_assert(mkdir(root, 0711) == 0 || errno == EEXIST);
+  import_image("busybox");
+  char *id = create_sandbox("");
+  cr_expect_eq(an("image rm busybox"), 125, "in-use image removed: %s", err_text);
+  cr_expect(strstr(err_text, id) && strstr(err_text, "in use"), "%s", err_text);
+  cr_expect_eq(an("exec %s -- true", id), 0, "%s", err_text);
+  cr_expect_eq(an("image rm --force busybox"), 0, "%s", err_text);
+  cr_expect_eq(an("exec %s -- true", id), 125, "%s", err_text);
+  cr_expect(strstr(err_text, "image busybox") && strstr(err_text, "removed"), "%s", err_text);
+  cr_expect_eq(an("destroy %s", id), 0, "%s", err_text);
+  free(id);
+  an_test_rm_tree(root);
+  snprintf(root, sizeof root, "%s", saved);
+}
