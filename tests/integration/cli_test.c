@@ -598,3 +598,22 @@ Test(cli, image_rm_refuses_an_image_in_use) {
   an_test_rm_tree(root);
   snprintf(root, sizeof root, "%s", saved);
 }
+
+/* As non-root, create, run and image commands say that host root is needed
+ * (as doctor does) instead of a wrong cause ("image python: not found in the
+ * image store": the 0700 store reads as empty to other users). */
+Test(cli, non_root_is_told_it_needs_root) {
+  const char *cmds[] = {"run -- true", "create --image busybox", "image ls", "image rm busybox"};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    char *cmd = NULL;
+    cr_assert_geq(asprintf(&cmd, "cd / && setpriv --reuid 65534 --regid 65534 --clear-groups '%s' --root '%s' %s"
+                                 " >/dev/null 2>'%s'", an_bin, root, cmds[i], err_path), 0);
+    int st = system(cmd);
+    free(cmd);
+    free(err_text);
+    err_text = slurp(err_path);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 125, "%s: status %#x", cmds[i], st);
+    cr_expect(strstr(err_text, "run agentnest as root") && !strstr(err_text, "not found"), "%s: %s",
+              cmds[i], err_text);
+  }
+}

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "agentnest/doctor.h"
 #include "agentnest/image.h"
 #include "agentnest/sandbox.h"
 #include "cli.h"
@@ -54,6 +55,12 @@ static const char *rm_usage =
     "prefix) deletes the image and all its tags.  Deleting an image that a sandbox still\n"
     "uses is refused, naming the sandboxes (destroy them first).\n"
     "  -f, --force   delete it anyway (those sandboxes' exec then fails: image removed)\n";
+
+static bool wants_help_quiet(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return true;
+  return false;
+}
 
 static int wants_help(int argc, char **argv, const char *usage) {
   for (int i = 1; i < argc; i++)
@@ -252,6 +259,9 @@ int cmd_image(struct an_global_opts *g, int argc, char **argv) {
   if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) { fputs(image_usage, stdout); return 0; }
   argc--;
   argv++;
+  /* as non-root the 0700 store reads as empty or missing: say the real cause */
+  an_error_t perr = NULL;
+  if (!wants_help_quiet(argc, argv) && an_doctor_check_privilege(&perr) < 0) return fail(&perr);
   if (!strcmp(sub, "import")) return image_import(g, argc, argv);
   if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
     if (wants_help(argc, argv, ls_usage)) return 0;
