@@ -409,7 +409,22 @@ Test(cli_policy, inspect_policy_prints_every_control_from_the_applied_spec) {
   free(id);
 }
 
+/* A profile whose image is not in the store is not runnable here, and says
+ * so (explain once said "runnable, image debian" and run then failed with
+ * "image debian: not found"). */
+Test(cli_policy, policy_explain_reports_a_missing_image) {
+  char store[300];
+  snprintf(store, sizeof store, "%s/no-images", root);
+  cr_assert(mkdir(store, 0711) == 0 || errno == EEXIST);
+  cr_assert_eq(an_as(AS_ROOT, store, "policy explain --profile git"), 0, "%s", err_text);
+  cr_expect(strstr(out_text, "profile git: NOT runnable") && strstr(out_text, "image debian: not found"),
+            "%s", out_text);
+}
+
 Test(cli_policy, policy_explain_lists_profiles_and_what_is_not_enforced_here) {
+  struct stat pst;
+  if (stat(CACHE "/python/layout", &pst) != 0) cr_skip_test("no python image in " CACHE);
+  an("image import '" CACHE "/python/layout' --name python");   /* the default profile's image */
   cr_assert_eq(an("policy explain --json"), 0, "%s", err_text);
   yajl_val v = parse_json(out_text);
   yajl_val ps = jpath(v, yajl_t_array, "profiles", NULL, NULL);
