@@ -459,3 +459,23 @@ Test(cli_policy, policy_explain_lists_profiles_and_what_is_not_enforced_here) {
   cr_expect_eq(an("inspect --help"), 0);
   cr_expect(strstr(out_text, "--policy"), "%s", out_text);
 }
+
+/* policy --help points at a section agentnest(1) has (it named "POLICY",
+ * which does not exist). */
+Test(cli_policy, policy_help_names_an_existing_man_section) {
+  cr_assert_eq(an("policy explain --help"), 0, "%s", err_text);
+  const char *at = strstr(out_text, "agentnest(1), ");
+  cr_assert_not_null(at, "%s", out_text);
+  at += strlen("agentnest(1), ");
+  size_t n = strcspn(at, ")\n:");
+  const char *src = getenv("AN_TEST_SRC");
+  char man[4096];
+  snprintf(man, sizeof man, "%s/man/agentnest.1", src && *src ? src : ".");
+  size_t len = 0;
+  char *text = an_test_read_file(man, &len);
+  cr_assert_not_null(text, "%s", man);
+  char want[128];
+  snprintf(want, sizeof want, "\n.SH %.*s\n", (int) n, at);
+  cr_expect(strstr(text, want), "agentnest(1) has no section %.*s", (int) n, at);
+  free(text);
+}

@@ -21,7 +21,7 @@ static const char policy_usage[] =
     "with the reason.  The description is made from the same OCI spec the engine would\n"
     "apply (for a placeholder image).  For a live sandbox see 'agentnest inspect --policy ID'.\n"
     "  --profile NAME|FILE  explain this profile only\n"
-    "  --json               one JSON document (see agentnest(1), POLICY)\n"
+    "  --json               one JSON document (see agentnest(1), OTHER COMMANDS)\n"
     "  -h, --help           this help\n"
     "Exit status: 0; 125 a named profile cannot be read or another error.\n";
 
