@@ -372,7 +372,7 @@ int an_sandbox_events(const char *store_root, const char *id_or_name, bool follo
  * monitor lives.
  * *report (heap JSON, caller frees):
  *   {"removed":[{"id":..,"reason":R,"container":bool,"cgroup":bool,
- *                "mount":bool,"workspace":bool,"state":bool,"idrange":N}],
+ *                "workspace":bool,"state":bool,"idrange":N}],
  *    "containers":[ids],"orphan_cgroups":[paths],"idranges":[bases],
  *    "tombstones":[ids],"errors":[messages]}
  *   R: "expired", "monitor dead", "creator dead" (a create or one-shot whose

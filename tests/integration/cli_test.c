@@ -617,3 +617,42 @@ Test(cli, non_root_is_told_it_needs_root) {
               cmds[i], err_text);
   }
 }
+
+/* Every key of the prune report (top level and of a removed entry) is the
+ * one prune --help and agentnest(1) name (they said "cgroups" and left out
+ * "containers"/"tombstones").  A store of its own: prune --all there. */
+Test(cli, prune_json_keys_are_the_documented_ones) {
+  char saved[sizeof root];
+  snprintf(saved, sizeof saved, "%s", root);
+  snprintf(root, sizeof root, "/tmp/an-cli-prune-%d", (int) getpid());
+  cr_assert(mkdir(root, 0711) == 0 || errno == EEXIST);
+  import_image("busybox");
+  free(create_sandbox(""));
+  cr_assert_eq(an("prune --all"), 0, "%s", err_text);
+  yajl_val v = parse_json(out_text);
+  cr_assert_eq(an("prune --help"), 0);
+  char *help = strdup(out_text);
+  const char *src = getenv("AN_TEST_SRC");
+  char man[4096];
+  snprintf(man, sizeof man, "%s/man/agentnest.1", src && *src ? src : ".");
+  char *mantext = an_test_read_file(man, NULL);
+  cr_assert_not_null(mantext);
+  const char *prune_at = strstr(mantext, ".B prune");
+  cr_assert_not_null(prune_at);
+  yajl_val removed = jget(v, "removed", yajl_t_array);
+  cr_assert(removed && removed->u.array.len == 1, "%s", out_text);
+  yajl_val objs[2] = {v, removed->u.array.values[0]};
+  for (int o = 0; o < 2; o++)
+    for (size_t i = 0; i < objs[o]->u.object.len; i++) {
+      char q[64];
+      snprintf(q, sizeof q, "\"%s\"", objs[o]->u.object.keys[i]);
+      cr_expect(strstr(help, q), "prune --help does not name %s: %s", q, help);
+      cr_expect(strstr(prune_at, q), "agentnest(1) prune does not name %s", q);
+    }
+  cr_expect(!strstr(help, "\"cgroups\""), "%s", help);
+  yajl_tree_free(v);
+  free(help);
+  free(mantext);
+  an_test_rm_tree(root);
+  snprintf(root, sizeof root, "%s", saved);
+}
