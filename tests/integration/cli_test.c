@@ -656,3 +656,24 @@ Test(cli, prune_json_keys_are_the_documented_ones) {
   an_test_rm_tree(root);
   snprintf(root, sizeof root, "%s", saved);
 }
+
+/* inspect takes its option after the ID as other commands do (it said
+ * "expected one sandbox ID"); --root without DIR says it needs one (it said
+ * "unknown global option '--root'"). */
+Test(cli, inspect_option_after_id_and_root_without_dir) {
+  char *id = create_sandbox("");
+  cr_expect_eq(an("inspect %s --policy", id), 0, "%s", err_text);
+  yajl_val v = parse_json(out_text);
+  cr_expect_not_null(jget(v, "seccomp", yajl_t_object), "not the policy: %s", out_text);
+  yajl_tree_free(v);
+  cr_expect_eq(an("destroy %s", id), 0, "%s", err_text);
+  free(id);
+  char *cmd = NULL;
+  cr_assert_geq(asprintf(&cmd, "'%s' --root >/dev/null 2>'%s'", an_bin, err_path), 0);
+  int st = system(cmd);
+  free(cmd);
+  free(err_text);
+  err_text = slurp(err_path);
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 125, "status %#x", st);
+  cr_expect(strstr(err_text, "'--root' needs an argument") && !strstr(err_text, "unknown"), "%s", err_text);
+}
