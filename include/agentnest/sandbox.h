@@ -325,6 +325,14 @@ int an_sandbox_list(const char *store_root, struct an_sandbox_info **list, size_
                     an_error_t *err);
 void an_sandbox_info_list_free(struct an_sandbox_info *list, size_t n);
 
+/* 0 when every directory above store_root (NULL: the default) lets others
+ * search it (x for others), as sandboxes reach their workspace as their own
+ * host ids; create refuses a store without it, and `image import` checks
+ * it first.  Errors: -EACCES naming the directory, its mode and the mode it
+ * needs; the errno of resolving or stat-ing a parent (named); -ENOMEM.
+ * Thread-safe. */
+int an_sandbox_check_store_root(const char *store_root, an_error_t *err);
+
 /* Ids of the sandboxes under store_root whose root filesystem is rootfs
  * (an absolute path: an_image_info.rootfs), read from each sandbox's engine
  * spec (root.path).  *ids: NULL-terminated heap array (NULL when none), free

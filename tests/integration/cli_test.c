@@ -677,3 +677,24 @@ Test(cli, inspect_option_after_id_and_root_without_dir) {
   cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 125, "status %#x", st);
   cr_expect(strstr(err_text, "'--root' needs an argument") && !strstr(err_text, "unknown"), "%s", err_text);
 }
+
+/* image import into a store under a directory others cannot search is
+ * refused with create's message (it imported, and every create then
+ * failed). */
+Test(cli, image_import_refuses_a_store_sandboxes_cannot_reach) {
+  char dir[200], lay[300];
+  snprintf(lay, sizeof lay, CACHE "/busybox/layout");
+  struct stat st;
+  if (stat(lay, &st) != 0) cr_skip_test("no busybox image in " CACHE);
+  snprintf(dir, sizeof dir, "/tmp/an-cli-0700-%d", (int) getpid());
+  cr_assert(mkdir(dir, 0700) == 0, "%s", strerror(errno));
+  chmod(dir, 0700);
+  char saved[sizeof root];
+  snprintf(saved, sizeof saved, "%s", root);
+  snprintf(root, sizeof root, "%s/store", dir);
+  int rc = an("image import '%s' --name busybox", lay);
+  snprintf(root, sizeof root, "%s", saved);
+  cr_expect_eq(rc, 125, "imported into an unreachable store: %s", err_text);
+  cr_expect(strstr(err_text, "must be able to search it") && strstr(err_text, dir), "%s", err_text);
+  an_test_rm_tree(dir);
+}

@@ -138,6 +138,8 @@ static int image_import(struct an_global_opts *g, int argc, char **argv) {
   struct an_image_import_opts opts = {.progress = on_progress, .userdata = &st};
   struct an_image_info *info = NULL;
   an_error_t err = NULL;
+  /* a store sandboxes cannot reach is refused now, as create would refuse it */
+  if (an_sandbox_check_store_root(g->root, &err) < 0) return fail(&err);
   if (an_image_import(g->root, argv[optind], name, &opts, &info, &err) < 0) {
     if (st.shown && st.tty) fputc('\n', stderr);
     return fail(&err);
