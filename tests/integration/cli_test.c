@@ -698,3 +698,23 @@ Test(cli, image_import_refuses_a_store_sandboxes_cannot_reach) {
   cr_expect(strstr(err_text, "must be able to search it") && strstr(err_text, dir), "%s", err_text);
   an_test_rm_tree(dir);
 }
+
+/* ls and its docs agree on expiry: an expired sandbox is removed by its
+ * monitor and no longer listed (ls --help once implied it stays listed as
+ * "expired"), while exec on its id says "expired". */
+Test(cli, expired_sandbox_leaves_ls_as_documented) {
+  char *id = create_sandbox("--timeout 1s");
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; i++) {
+    cr_assert_eq(an("ls"), 0, "%s", err_text);
+    gone = strstr(out_text, id) == NULL;
+    if (!gone) usleep(100 * 1000);
+  }
+  cr_expect(gone, "expired sandbox still listed: %s", out_text);
+  cr_expect_eq(an("exec %s -- true", id), 125);
+  cr_expect(strstr(err_text, "expired"), "%s", err_text);
+  cr_assert_eq(an("ls --help"), 0);
+  cr_expect(strstr(out_text, "no longer listed"), "ls --help does not say expired sandboxes leave the list: %s",
+            out_text);
+  free(id);
+}
