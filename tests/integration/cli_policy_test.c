@@ -306,11 +306,16 @@ Test(cli_policy, store_below_a_0700_directory_is_refused_naming_it) {
   snprintf(parent, sizeof parent, "%s/private", work);
   snprintf(store, sizeof store, "%s/store", parent);
   cr_assert_eq(mkdir(parent, 0700), 0);
-  cr_assert_eq(an_as(AS_ROOT, store, "image import '" CACHE "/busybox/layout' --name busybox"), 0,
-               "%s", err_text);
-  cr_assert_eq(an_as(AS_ROOT, store, "run --image busybox -- true"), 125);
+  /* image import is refused with the same message as create */
   char want[600];
   snprintf(want, sizeof want, "directory %s is mode 0700", parent);
+  cr_expect_eq(an_as(AS_ROOT, store, "image import '" CACHE "/busybox/layout' --name busybox"), 125);
+  cr_expect(strstr(err_text, want) && strstr(err_text, "chmod o+x"), "%s", err_text);
+  cr_assert_eq(chmod(parent, 0701), 0);
+  cr_assert_eq(an_as(AS_ROOT, store, "image import '" CACHE "/busybox/layout' --name busybox"), 0,
+               "%s", err_text);
+  cr_assert_eq(chmod(parent, 0700), 0);
+  cr_assert_eq(an_as(AS_ROOT, store, "run --image busybox -- true"), 125);
   cr_expect(strstr(err_text, want) && strstr(err_text, "chmod o+x"), "%s", err_text);
   cr_expect(strstr(err_text, "open_tree") == NULL, "the engine's error, not the refusal: %s", err_text);
   /* doctor says so too */
