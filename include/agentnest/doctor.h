@@ -52,6 +52,13 @@ extern "C" {
  * Errors: -EINVAL root NULL or empty; -ENOMEM. */
 int an_doctor_probe(const char *root, char **json, bool *ok, an_error_t *err);
 
+/* 0 when the caller can make sandboxes and use the image store: host root
+ * (euid 0 with CAP_SYS_ADMIN effective in the initial user namespace), as
+ * doctor's "privilege" check.  Else -EPERM with doctor's message ("running
+ * as uid N...: sandboxes are made by host root ...; run agentnest as root").
+ * Thread-safe. */
+int an_doctor_check_privilege(an_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -61,6 +61,13 @@ int an_sandbox_policy(struct an_sandbox *sb, char **json, an_error_t *err);
 int an_policy_explain(const char *profile, const char *profiles_dir, char **json,
                       an_error_t *err);
 
+/* As an_policy_explain, and with store_root (non-NULL) a profile whose
+ * image is not in that image store is also runnable false, the reason
+ * an_image_resolve's ("image NAME: not found in the image store ROOT;
+ * import it first: ..."). */
+int an_policy_explain_store(const char *store_root, const char *profile, const char *profiles_dir,
+                            char **json, an_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -230,7 +230,8 @@ yajl_gen_status an_artifact_json(yajl_gen g, const struct an_artifact *a, bool w
  * non-zero exit, a timeout, an OOM kill are successes with res fields set.
  * Event "exec" is recorded (pid, status, timed_out, oom_killed, duration_ms).
  * Errors: -EINVAL empty argv or bad eo field (named); -ETIME the sandbox
- * expired; -ESRCH it is not running; the errno of the failing setup step. */
+ * expired; -ESRCH it is not running; -ESTALE its image was removed from
+ * the store (image rm --force); the errno of the failing setup step. */
 int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_exec_opts *eo,
                     struct an_exec_result *res, an_error_t *err);
 
@@ -324,6 +325,25 @@ int an_sandbox_list(const char *store_root, struct an_sandbox_info **list, size_
                     an_error_t *err);
 void an_sandbox_info_list_free(struct an_sandbox_info *list, size_t n);
 
+/* 0 when every directory above store_root (NULL: the default) lets others
+ * search it (x for others), as sandboxes reach their workspace as their own
+ * host ids; create refuses a store without it, and `image import` checks
+ * it first.  Errors: -EACCES naming the directory, its mode and the mode it
+ * needs; the errno of resolving or stat-ing a parent (named); -ENOMEM.
+ * Thread-safe. */
+int an_sandbox_check_store_root(const char *store_root, an_error_t *err);
+
+/* Ids of the sandboxes under store_root whose root filesystem is rootfs
+ * (an absolute path: an_image_info.rootfs), read from each sandbox's engine
+ * spec (root.path).  *ids: NULL-terminated heap array (NULL when none), free
+ * with an_sandbox_image_users_free().  Returns the count (>= 0) or a
+ * negative errno: the sandboxes directory unreadable (named), -ENOMEM.  A
+ * sandbox whose spec cannot be read (a create in progress) is not counted.
+ * Thread-safe (reads only); a sandbox created concurrently may be missed. */
+int an_sandbox_image_users(const char *store_root, const char *rootfs, char ***ids,
+                           an_error_t *err);
+void an_sandbox_image_users_free(char **ids);
+
 /* JSON array of the list (objects with the fields above; times RFC 3339).
  * *json heap, caller frees. */
 int an_sandbox_list_json(const char *store_root, char **json, an_error_t *err);
@@ -360,7 +380,7 @@ int an_sandbox_events(const char *store_root, const char *id_or_name, bool follo
  * monitor lives.
  * *report (heap JSON, caller frees):
  *   {"removed":[{"id":..,"reason":R,"container":bool,"cgroup":bool,
- *                "mount":bool,"workspace":bool,"state":bool,"idrange":N}],
+ *                "workspace":bool,"state":bool,"idrange":N}],
  *    "containers":[ids],"orphan_cgroups":[paths],"idranges":[bases],
  *    "tombstones":[ids],"errors":[messages]}
  *   R: "expired", "monitor dead", "creator dead" (a create or one-shot whose

@@ -183,14 +183,33 @@ static bool initial_userns(void) {
          c == 4294967295ul;
 }
 
-static void probe_privilege(struct an_jgen *g, struct missing *m) {
+/* Whether the caller is host root; *msg (size n) says why not. */
+static bool privileged(bool *sys_admin_out, bool *init_ns_out, char *msg, size_t n) {
   bool sys_admin = false;
   cap_t caps = cap_get_proc();
   cap_flag_value_t v = CAP_CLEAR;
   if (caps && cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &v) == 0) sys_admin = v == CAP_SET;
   if (caps) cap_free(caps);
   bool init_ns = initial_userns();
-  bool ok = geteuid() == 0 && sys_admin && init_ns;
+  if (sys_admin_out) *sys_admin_out = sys_admin;
+  if (init_ns_out) *init_ns_out = init_ns;
+  snprintf(msg, n, "running as uid %u%s%s: sandboxes are made by host root "
+           "(euid 0 with CAP_SYS_ADMIN in the initial user namespace); run agentnest as root",
+           (unsigned) geteuid(), sys_admin ? "" : " without CAP_SYS_ADMIN",
+           init_ns ? "" : " inside a user namespace");
+  return geteuid() == 0 && sys_admin && init_ns;
+}
+
+int an_doctor_check_privilege(an_error_t *err) {
+  char msg[256];
+  if (privileged(NULL, NULL, msg, sizeof msg)) return 0;
+  return an_error_set(err, EPERM, "%s", msg);
+}
+
+static void probe_privilege(struct an_jgen *g, struct missing *m) {
+  bool sys_admin = false, init_ns = false;
+  char msg[256];
+  bool ok = privileged(&sys_admin, &init_ns, msg, sizeof msg);
   an_jgen_key(g, "privilege");
   an_jgen_map_open(g);
   an_jgen_kv_i64(g, "euid", (int64_t) geteuid());
@@ -198,11 +217,6 @@ static void probe_privilege(struct an_jgen *g, struct missing *m) {
   an_jgen_kv_bool(g, "initial_user_namespace", init_ns);
   an_jgen_kv_bool(g, "ok", ok);
   if (!ok) {
-    char msg[256];
-    snprintf(msg, sizeof msg, "running as uid %u%s%s: sandboxes are made by host root "
-             "(euid 0 with CAP_SYS_ADMIN in the initial user namespace); run agentnest as root",
-             (unsigned) geteuid(), sys_admin ? "" : " without CAP_SYS_ADMIN",
-             init_ns ? "" : " inside a user namespace");
     an_jgen_kv_str(g, "error", msg);
     miss(m, "privilege: host root (euid 0, CAP_SYS_ADMIN, initial user namespace)");
   }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "engine/exec_spawn.h"
 #include "engine/seccomp.h"
 #include "engine/state.h"
@@ -46,6 +47,12 @@ static int load_exec_cache(struct an_sandbox *sb, an_error_t *err) {
     if ((r = an_spec_load_file(path, &sb->spec, err)) < 0) return r;
     if ((r = put_secret_values(sb, err)) < 0) return r;
   }
+  /* `image rm --force` may have deleted the image under the sandbox: say so
+   * rather than fail inside it (process.cwd: ENOENT, status 127). */
+  struct stat st;
+  if (sb->spec->root.path && stat(sb->spec->root.path, &st) < 0 && errno == ENOENT)
+    return an_error_set(err, ESTALE, "sandbox %s: image %s was removed from the store (%s); destroy the sandbox",
+                        sb->rec.id, sb->rec.image ? sb->rec.image : "?", sb->spec->root.path);
   if (!sb->seccomp && sb->spec->linux.seccomp) {
     char cache[PATH_MAX];
     snprintf(cache, sizeof cache, "%s/.seccomp-cache", sb->containers);

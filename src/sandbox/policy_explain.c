@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "agentnest/image.h"
 #include "agentnest/policy.h"
 #include "engine/cgroup_internal.h"
 #include "engine/landlock.h"
@@ -26,7 +27,7 @@ static void spec_release(struct an_spec **s) { an_spec_free(*s); }
  * only for ENOMEM and for a profile the caller named that cannot be read
  * (`strict`); other failures are the reason it cannot run. */
 static int explain_one(struct an_jgen *j, const char *name, const char *dir, bool strict,
-                       const struct an_sb_host_facts *h, an_error_t *err) {
+                       const struct an_sb_host_facts *h, const char *store_root, an_error_t *err) {
   __attribute__((cleanup(opts_release))) struct an_sandbox_opts *o = NULL;
   __attribute__((cleanup(spec_release))) struct an_spec *spec = NULL;
   cleanup_error an_error_t why = NULL;
@@ -44,6 +45,10 @@ static int explain_one(struct an_jgen *j, const char *name, const char *dir, boo
     struct an_sandbox_ids ids = {.host_uid_base = AN_IDRANGE_BASE, .size = AN_IDRANGE_SIZE};
     r = an_sandbox_build_spec(o, &img, &ids, NULL, PLACEHOLDER_WORKSPACE, (char **) argv, &spec, &why);
     if (r == 0) r = an_landlock_check(spec, &why);
+    /* the image must be in the store, or run fails with "not found" */
+    struct an_image_info *info = NULL;
+    if (r == 0 && store_root && (r = an_image_resolve(store_root, o->image ? o->image : "python", &info, &why)) == 0)
+      an_image_info_free(info);
   }
   an_jgen_map_open(j);
   an_jgen_kv_str(j, "name", name);
@@ -116,6 +121,11 @@ static void gen_host(struct an_jgen *j, const struct an_sb_host_facts *h) {
 
 int an_policy_explain(const char *profile, const char *profiles_dir, char **json,
                       an_error_t *err) {
+  return an_policy_explain_store(NULL, profile, profiles_dir, json, err);
+}
+
+int an_policy_explain_store(const char *store_root, const char *profile, const char *profiles_dir,
+                            char **json, an_error_t *err) {
   const char *dir = profiles_dir ? profiles_dir : an_sandbox_profiles_dir();
   struct an_sb_host_facts h;
   an_sb_host_facts(&h);
@@ -134,8 +144,8 @@ int an_policy_explain(const char *profile, const char *profiles_dir, char **json
   an_jgen_kv_str(&j, "profiles_dir", dir);
   an_jgen_key(&j, "profiles");
   an_jgen_array_open(&j);
-  if (profile) r = explain_one(&j, profile, dir, true, &h, err);
-  for (size_t i = 0; r == 0 && i < n; i++) r = explain_one(&j, names[i], dir, false, &h, err);
+  if (profile) r = explain_one(&j, profile, dir, true, &h, store_root, err);
+  for (size_t i = 0; r == 0 && i < n; i++) r = explain_one(&j, names[i], dir, false, &h, store_root, err);
   an_jgen_array_close(&j);
   an_jgen_map_close(&j);
   names_free(names, n);

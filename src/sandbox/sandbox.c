@@ -15,6 +15,7 @@
 #include "agentnest/container.h"
 #include "agentnest/image.h"
 #include "engine/process.h"
+#include "agentnest/doctor.h"
 #include "sandbox/sandbox_internal.h"
 #include "sandbox/seccomp_check.h"
 #include "util/cleanup.h"
@@ -176,7 +177,10 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   if (!opts) return an_error_set(err, EINVAL, "sandbox: no options");
   const char *image = an_sandbox_opts_image(opts);
   if (!image) return an_error_set(err, EINVAL, "sandbox: no image given (--image or a profile)");
-  int r = an_sb_check_store_parents(root, err);
+  /* as non-root the 0700 store reads as empty: say the real cause */
+  int r = an_doctor_check_privilege(err);
+  if (r < 0) return r;
+  r = an_sb_check_store_parents(root, err);
   if (r < 0) return r;
   struct an_image_info *img = NULL;
   if ((r = an_image_resolve(root, image, &img, err)) < 0) return r;

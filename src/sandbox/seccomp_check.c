@@ -371,18 +371,27 @@ int an_sb_seccomp_check(const struct an_sandbox_opts *opts, const struct an_spec
     an_sb_labels_free(labels);
     return 0;
   }
-  char more[512] = "";
-  size_t used = 0;
-  for (size_t i = 1; i < n && used < sizeof more - 1; i++) {
-    int w = snprintf(more + used, sizeof more - used, "%s%s", i > 1 ? ", " : "", labels[i]);
-    if (w < 0) break;
-    used += (size_t) w;
+  /* the first few calls by name, then a count: never cut mid-name */
+  enum { SHOWN = 5 };
+  char *more = NULL;
+  size_t shown = n - 1 < SHOWN ? n - 1 : SHOWN;
+  size_t mlen = 0;
+  FILE *mf = open_memstream(&more, &mlen);
+  if (!mf) {
+    an_sb_labels_free(labels);
+    return an_error_set(err, ENOMEM, "seccomp check");
   }
-  if (used >= sizeof more) used = sizeof more - 1;
+  for (size_t i = 1; i <= shown; i++) fprintf(mf, "%s%s", i > 1 ? ", " : "", labels[i]);
+  if (n - 1 > shown) fprintf(mf, " and %zu more", n - 1 - shown);
+  if (fclose(mf) != 0 || !more) {
+    free(more);
+    an_sb_labels_free(labels);
+    return an_error_set(err, ENOMEM, "seccomp check");
+  }
   r = an_error_set(err, EPERM, "seccomp profile %s allows %s, which the default profile denies"
-                   "%s%.*s%s; set seccomp_unsafe (--seccomp-unsafe) to accept it",
-                   opts->seccomp_profile, labels[0], n > 1 ? " (also " : "",
-                   (int) used, more, n > 1 ? ")" : "");
+                   "%s%s%s; set seccomp_unsafe (--seccomp-unsafe) to accept it",
+                   opts->seccomp_profile, labels[0], n > 1 ? " (also " : "", more, n > 1 ? ")" : "");
+  free(more);
   an_sb_labels_free(labels);
   return r;
 }

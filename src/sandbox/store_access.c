@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "agentnest/sandbox.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
@@ -55,4 +56,8 @@ int an_sb_check_store_parents(const char *root, an_error_t *err) {
                           (unsigned) ((st.st_mode & 07777) | S_IXOTH));
   }
   return 0;
+}
+
+int an_sandbox_check_store_root(const char *store_root, an_error_t *err) {
+  return an_sb_check_store_parents(an_sb_root_or_default(store_root), err);
 }

@@ -306,11 +306,16 @@ Test(cli_policy, store_below_a_0700_directory_is_refused_naming_it) {
   snprintf(parent, sizeof parent, "%s/private", work);
   snprintf(store, sizeof store, "%s/store", parent);
   cr_assert_eq(mkdir(parent, 0700), 0);
-  cr_assert_eq(an_as(AS_ROOT, store, "image import '" CACHE "/busybox/layout' --name busybox"), 0,
-               "%s", err_text);
-  cr_assert_eq(an_as(AS_ROOT, store, "run --image busybox -- true"), 125);
+  /* image import is refused with the same message as create */
   char want[600];
   snprintf(want, sizeof want, "directory %s is mode 0700", parent);
+  cr_expect_eq(an_as(AS_ROOT, store, "image import '" CACHE "/busybox/layout' --name busybox"), 125);
+  cr_expect(strstr(err_text, want) && strstr(err_text, "chmod o+x"), "%s", err_text);
+  cr_assert_eq(chmod(parent, 0701), 0);
+  cr_assert_eq(an_as(AS_ROOT, store, "image import '" CACHE "/busybox/layout' --name busybox"), 0,
+               "%s", err_text);
+  cr_assert_eq(chmod(parent, 0700), 0);
+  cr_assert_eq(an_as(AS_ROOT, store, "run --image busybox -- true"), 125);
   cr_expect(strstr(err_text, want) && strstr(err_text, "chmod o+x"), "%s", err_text);
   cr_expect(strstr(err_text, "open_tree") == NULL, "the engine's error, not the refusal: %s", err_text);
   /* doctor says so too */
@@ -409,7 +414,22 @@ Test(cli_policy, inspect_policy_prints_every_control_from_the_applied_spec) {
   free(id);
 }
 
+/* A profile whose image is not in the store is not runnable here, and says
+ * so (explain once said "runnable, image debian" and run then failed with
+ * "image debian: not found"). */
+Test(cli_policy, policy_explain_reports_a_missing_image) {
+  char store[300];
+  snprintf(store, sizeof store, "%s/no-images", root);
+  cr_assert(mkdir(store, 0711) == 0 || errno == EEXIST);
+  cr_assert_eq(an_as(AS_ROOT, store, "policy explain --profile git"), 0, "%s", err_text);
+  cr_expect(strstr(out_text, "profile git: NOT runnable") && strstr(out_text, "image debian: not found"),
+            "%s", out_text);
+}
+
 Test(cli_policy, policy_explain_lists_profiles_and_what_is_not_enforced_here) {
+  struct stat pst;
+  if (stat(CACHE "/python/layout", &pst) != 0) cr_skip_test("no python image in " CACHE);
+  an("image import '" CACHE "/python/layout' --name python");   /* the default profile's image */
   cr_assert_eq(an("policy explain --json"), 0, "%s", err_text);
   yajl_val v = parse_json(out_text);
   yajl_val ps = jpath(v, yajl_t_array, "profiles", NULL, NULL);
@@ -443,4 +463,24 @@ Test(cli_policy, policy_explain_lists_profiles_and_what_is_not_enforced_here) {
   cr_expect(strstr(out_text, "--profile NAME|FILE"), "%s", out_text);
   cr_expect_eq(an("inspect --help"), 0);
   cr_expect(strstr(out_text, "--policy"), "%s", out_text);
+}
+
+/* policy --help points at a section agentnest(1) has (it named "POLICY",
+ * which does not exist). */
+Test(cli_policy, policy_help_names_an_existing_man_section) {
+  cr_assert_eq(an("policy explain --help"), 0, "%s", err_text);
+  const char *at = strstr(out_text, "agentnest(1), ");
+  cr_assert_not_null(at, "%s", out_text);
+  at += strlen("agentnest(1), ");
+  size_t n = strcspn(at, ")\n:");
+  const char *src = getenv("AN_TEST_SRC");
+  char man[4096];
+  snprintf(man, sizeof man, "%s/man/agentnest.1", src && *src ? src : ".");
+  size_t len = 0;
+  char *text = an_test_read_file(man, &len);
+  cr_assert_not_null(text, "%s", man);
+  char want[128];
+  snprintf(want, sizeof want, "\n.SH %.*s\n", (int) n, at);
+  cr_expect(strstr(text, want), "agentnest(1) has no section %.*s", (int) n, at);
+  free(text);
 }

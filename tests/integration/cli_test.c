@@ -591,3 +591,146 @@ Test(cli, loopback_is_up_and_everything_else_unreachable) {
                0, "%s", err_text);
   cr_expect_str_eq(out_text, "lo ok\nerrno 101\n");  /* ENETUNREACH: nothing is sent */
 }
+
+/* image rm of an image a sandbox uses is refused, naming the sandbox; with
+ * --force it goes, and exec then fails with 125 naming the image (it used
+ * to delete it and exec failed inside: "process.cwd /workspace: ENOENT",
+ * status 127).  Uses a store of its own: the shared one's images stay. */
+Test(cli, image_rm_refuses_an_image_in_use) {
+  char saved[sizeof root];
+  snprintf(saved, sizeof saved, "%s", root);
+  snprintf(root, sizeof root, "/tmp/an-cli-rm-%d", (int) getpid());
+  cr_assert(mkdir(root, 0711) == 0 || errno == EEXIST);
+  import_image("busybox");
+  char *id = create_sandbox("");
+  cr_expect_eq(an("image rm busybox"), 125, "in-use image removed: %s", err_text);
+  cr_expect(strstr(err_text, id) && strstr(err_text, "in use"), "%s", err_text);
+  cr_expect_eq(an("exec %s -- true", id), 0, "%s", err_text);
+  cr_expect_eq(an("image rm --force busybox"), 0, "%s", err_text);
+  cr_expect_eq(an("exec %s -- true", id), 125, "%s", err_text);
+  cr_expect(strstr(err_text, "image busybox") && strstr(err_text, "removed"), "%s", err_text);
+  cr_expect_eq(an("destroy %s", id), 0, "%s", err_text);
+  free(id);
+  an_test_rm_tree(root);
+  snprintf(root, sizeof root, "%s", saved);
+}
+
+/* As non-root, create, run and image commands say that host root is needed
+ * (as doctor does) instead of a wrong cause ("image python: not found in the
+ * image store": the 0700 store reads as empty to other users). */
+Test(cli, non_root_is_told_it_needs_root) {
+  const char *cmds[] = {"run -- true", "create --image busybox", "image ls", "image rm busybox"};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    char *cmd = NULL;
+    cr_assert_geq(asprintf(&cmd, "cd / && setpriv --reuid 65534 --regid 65534 --clear-groups '%s' --root '%s' %s"
+                                 " >/dev/null 2>'%s'", an_bin, root, cmds[i], err_path), 0);
+    int st = system(cmd);
+    free(cmd);
+    free(err_text);
+    err_text = slurp(err_path);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 125, "%s: status %#x", cmds[i], st);
+    cr_expect(strstr(err_text, "run agentnest as root") && !strstr(err_text, "not found"), "%s: %s",
+              cmds[i], err_text);
+  }
+}
+
+/* Every key of the prune report (top level and of a removed entry) is the
+ * one prune --help and agentnest(1) name (they said "cgroups" and left out
+ * "containers"/"tombstones").  A store of its own: prune --all there. */
+Test(cli, prune_json_keys_are_the_documented_ones) {
+  char saved[sizeof root];
+  snprintf(saved, sizeof saved, "%s", root);
+  snprintf(root, sizeof root, "/tmp/an-cli-prune-%d", (int) getpid());
+  cr_assert(mkdir(root, 0711) == 0 || errno == EEXIST);
+  import_image("busybox");
+  free(create_sandbox(""));
+  cr_assert_eq(an("prune --all"), 0, "%s", err_text);
+  yajl_val v = parse_json(out_text);
+  cr_assert_eq(an("prune --help"), 0);
+  char *help = strdup(out_text);
+  const char *src = getenv("AN_TEST_SRC");
+  char man[4096];
+  snprintf(man, sizeof man, "%s/man/agentnest.1", src && *src ? src : ".");
+  char *mantext = an_test_read_file(man, NULL);
+  cr_assert_not_null(mantext);
+  const char *prune_at = strstr(mantext, ".B prune");
+  cr_assert_not_null(prune_at);
+  yajl_val removed = jget(v, "removed", yajl_t_array);
+  cr_assert(removed && removed->u.array.len == 1, "%s", out_text);
+  yajl_val objs[2] = {v, removed->u.array.values[0]};
+  for (int o = 0; o < 2; o++)
+    for (size_t i = 0; i < objs[o]->u.object.len; i++) {
+      char q[64];
+      snprintf(q, sizeof q, "\"%s\"", objs[o]->u.object.keys[i]);
+      cr_expect(strstr(help, q), "prune --help does not name %s: %s", q, help);
+      cr_expect(strstr(prune_at, q), "agentnest(1) prune does not name %s", q);
+    }
+  cr_expect(!strstr(help, "\"cgroups\""), "%s", help);
+  yajl_tree_free(v);
+  free(help);
+  free(mantext);
+  an_test_rm_tree(root);
+  snprintf(root, sizeof root, "%s", saved);
+}
+
+/* inspect takes its option after the ID as other commands do (it said
+ * "expected one sandbox ID"); --root without DIR says it needs one (it said
+ * "unknown global option '--root'"). */
+Test(cli, inspect_option_after_id_and_root_without_dir) {
+  char *id = create_sandbox("");
+  cr_expect_eq(an("inspect %s --policy", id), 0, "%s", err_text);
+  yajl_val v = parse_json(out_text);
+  cr_expect_not_null(jget(v, "seccomp", yajl_t_object), "not the policy: %s", out_text);
+  yajl_tree_free(v);
+  cr_expect_eq(an("destroy %s", id), 0, "%s", err_text);
+  free(id);
+  char *cmd = NULL;
+  cr_assert_geq(asprintf(&cmd, "'%s' --root >/dev/null 2>'%s'", an_bin, err_path), 0);
+  int st = system(cmd);
+  free(cmd);
+  free(err_text);
+  err_text = slurp(err_path);
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 125, "status %#x", st);
+  cr_expect(strstr(err_text, "'--root' needs an argument") && !strstr(err_text, "unknown"), "%s", err_text);
+}
+
+/* image import into a store under a directory others cannot search is
+ * refused with create's message (it imported, and every create then
+ * failed). */
+Test(cli, image_import_refuses_a_store_sandboxes_cannot_reach) {
+  char dir[200], lay[300];
+  snprintf(lay, sizeof lay, CACHE "/busybox/layout");
+  struct stat st;
+  if (stat(lay, &st) != 0) cr_skip_test("no busybox image in " CACHE);
+  snprintf(dir, sizeof dir, "/tmp/an-cli-0700-%d", (int) getpid());
+  cr_assert(mkdir(dir, 0700) == 0, "%s", strerror(errno));
+  chmod(dir, 0700);
+  char saved[sizeof root];
+  snprintf(saved, sizeof saved, "%s", root);
+  snprintf(root, sizeof root, "%s/store", dir);
+  int rc = an("image import '%s' --name busybox", lay);
+  snprintf(root, sizeof root, "%s", saved);
+  cr_expect_eq(rc, 125, "imported into an unreachable store: %s", err_text);
+  cr_expect(strstr(err_text, "must be able to search it") && strstr(err_text, dir), "%s", err_text);
+  an_test_rm_tree(dir);
+}
+
+/* ls and its docs agree on expiry: an expired sandbox is removed by its
+ * monitor and no longer listed (ls --help once implied it stays listed as
+ * "expired"), while exec on its id says "expired". */
+Test(cli, expired_sandbox_leaves_ls_as_documented) {
+  char *id = create_sandbox("--timeout 1s");
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; i++) {
+    cr_assert_eq(an("ls"), 0, "%s", err_text);
+    gone = strstr(out_text, id) == NULL;
+    if (!gone) usleep(100 * 1000);
+  }
+  cr_expect(gone, "expired sandbox still listed: %s", out_text);
+  cr_expect_eq(an("exec %s -- true", id), 125);
+  cr_expect(strstr(err_text, "expired"), "%s", err_text);
+  cr_assert_eq(an("ls --help"), 0);
+  cr_expect(strstr(out_text, "no longer listed"), "ls --help does not say expired sandboxes leave the list: %s",
+            out_text);
+  free(id);
+}

@@ -287,6 +287,64 @@ Test(sandbox, bl_44a_stop_with_grace_ends_every_process) {
   an_sandbox_opts_free(o);
 }
 
+/* True once <workspace>/name exists (waits up to about 30 s). */
+static bool ws_wait(struct an_sandbox *sb, const char *name) {
+  char p[PATH_MAX + 64];
+  snprintf(p, sizeof p, "%s/%s", an_sandbox_workspace_path(sb), name);
+  for (int i = 0; i < 3000; i++) {
+    if (access(p, F_OK) == 0) return true;
+    msleep(10);
+  }
+  return false;
+}
+
+static void ws_touch(struct an_sandbox *sb, const char *name) {
+  char p[PATH_MAX + 64];
+  snprintf(p, sizeof p, "%s/%s", an_sandbox_workspace_path(sb), name);
+  int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  cr_assert(fd >= 0, "create %s: %s", p, strerror(errno));
+  close(fd);
+}
+
+/* destroy --grace: a process started by exec (a child of the runtime, not
+ * of pid 1) that handles SIGTERM and keeps running is given the grace
+ * period; it used to be SIGKILLed at once because pid 1 exited when it had
+ * no child left, which kills the whole pid namespace.  The handler proves
+ * it outlived SIGTERM by answering a file the test writes after seeing
+ * SIGTERM arrive. */
+Test(sandbox, destroy_grace_waits_for_sigterm_handler) {
+  struct an_sandbox_opts *o = opts_for("busybox");
+  struct an_sandbox *sb = make_sb(o);
+  char id[AN_SANDBOX_ID_LEN + 1];
+  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
+  pid_t child = bg_exec(id,
+                        "trap 'touch /workspace/term; until [ -e /workspace/go ]; do sleep 0.05; done;"
+                        " touch /workspace/survived; until [ -e /workspace/go2 ]; do sleep 0.05; done;"
+                        " exit 0' TERM; touch /workspace/ready; while :; do sleep 0.05; done",
+                        120000, -1);
+  cr_assert(ws_wait(sb, "ready"), "the exec never started");
+  pid_t d = fork();
+  cr_assert(d >= 0);
+  if (d == 0) {
+    struct an_sandbox *s2 = NULL;
+    an_error_t e = NULL;
+    if (an_sandbox_open(g_root, id, &s2, &e) < 0) _exit(2);
+    _exit(an_sandbox_destroy(s2, 60000, &e) < 0 ? 1 : 0);
+  }
+  cr_expect(ws_wait(sb, "term"), "SIGTERM never reached the process");
+  ws_touch(sb, "go");
+  bool survived = ws_wait(sb, "survived");
+  cr_expect(survived, "the process was killed right after SIGTERM (grace not given)");
+  if (survived) ws_touch(sb, "go2");
+  int st = 0;
+  waitpid(d, &st, 0);
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "destroy failed: %d", st);
+  waitpid(child, &st, 0);
+  an_sandbox_close(sb);
+  assert_gone(id);
+  an_sandbox_opts_free(o);
+}
+
 Test(sandbox, bl_44b_orphans_are_reaped_by_pid_1) {
   struct an_sandbox_opts *o = opts_for("busybox");
   struct an_sandbox *sb = make_sb(o);

@@ -173,6 +173,44 @@ Test(policy, build_spec_refuses_a_widening_profile_unless_seccomp_unsafe) {
   an_sandbox_opts_free(o);
 }
 
+/* A profile widening many calls is refused with the first few named in
+ * full and a count of the rest (a fixed buffer once cut the message
+ * mid-name: "... finit_m); set seccomp_unsafe ..."). */
+Test(policy, widening_refusal_lists_a_few_calls_and_counts_the_rest) {
+  static char *image_env[] = {NULL};
+  const struct an_sandbox_image image = {"/var/lib/agentnest/images/x/rootfs", image_env, "/"};
+  const struct an_sandbox_ids ids = {0x10020000u, 65536};
+  char *argv[] = {"true", NULL};
+  struct an_sandbox_opts *o = NULL;
+  an_error_t err = NULL;
+  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  const char *wide = widened_profile(
+      "many", "{\"names\":[\"mount\",\"umount2\",\"pivot_root\",\"chroot\",\"fsopen\",\"fsconfig\","
+              "\"fsmount\",\"fspick\",\"move_mount\",\"open_tree\",\"mount_setattr\",\"bpf\","
+              "\"perf_event_open\",\"userfaultfd\",\"keyctl\",\"add_key\",\"request_key\",\"ptrace\","
+              "\"process_vm_readv\",\"process_vm_writev\",\"pidfd_getfd\",\"kcmp\",\"kexec_load\","
+              "\"kexec_file_load\",\"init_module\",\"finit_module\",\"delete_module\"],"
+              "\"action\":\"SCMP_ACT_ALLOW\"}");
+  cr_assert_eq(an_sandbox_opts_set_seccomp_profile(o, wide, &err), 0);
+  struct an_spec *spec = NULL;
+  int r = an_sandbox_build_spec(o, &image, &ids, "abc", "/srv/ws", argv, &spec, &err);
+  cr_assert_eq(r, -EPERM, "got %d %s", r, err ? err->msg : "");
+  const char *m = err->msg;
+  cr_expect(strstr(m, " more); set seccomp_unsafe (--seccomp-unsafe) to accept it"), "%s", m);
+  const char *and = strstr(m, " and ");
+  cr_assert_not_null(and, "%s", m);
+  size_t more = 0;
+  cr_expect(sscanf(and, " and %zu more", &more) == 1 && more > 0, "%s", m);
+  /* shown = 1 + the names between "(also " and " and N more" */
+  const char *also = strstr(m, "(also ");
+  cr_assert_not_null(also);
+  size_t shown = 2;
+  for (const char *c = also; c < and; c++) shown += *c == ',';
+  cr_expect_geq(shown + more, 27, "%zu shown + %zu more: %s", shown, more, m);
+  an_error_free(&err);
+  an_sandbox_opts_free(o);
+}
+
 static const char *annotation(const char *mode) {
   static char value[32];
   static char *image_env[] = {NULL};

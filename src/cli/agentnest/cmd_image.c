@@ -8,7 +8,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "agentnest/doctor.h"
 #include "agentnest/image.h"
+#include "agentnest/sandbox.h"
 #include "cli.h"
 #include "commands.h"
 
@@ -47,10 +49,18 @@ static const char *inspect_usage =
     "(Env, Entrypoint, Cmd, WorkingDir, User), Layers.\n";
 
 static const char *rm_usage =
-    "Usage: agentnest image rm NAME\n"
+    "Usage: agentnest image rm [--force] NAME\n"
     "\n"
     "Untag NAME[:TAG]; the image is deleted when no tag is left.  A digest (sha256:HEX or a\n"
-    "prefix) deletes the image and all its tags.\n";
+    "prefix) deletes the image and all its tags.  Deleting an image that a sandbox still\n"
+    "uses is refused, naming the sandboxes (destroy them first).\n"
+    "  -f, --force   delete it anyway (those sandboxes' exec then fails: image removed)\n";
+
+static bool wants_help_quiet(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return true;
+  return false;
+}
 
 static int wants_help(int argc, char **argv, const char *usage) {
   for (int i = 1; i < argc; i++)
@@ -128,6 +138,8 @@ static int image_import(struct an_global_opts *g, int argc, char **argv) {
   struct an_image_import_opts opts = {.progress = on_progress, .userdata = &st};
   struct an_image_info *info = NULL;
   an_error_t err = NULL;
+  /* a store sandboxes cannot reach is refused now, as create would refuse it */
+  if (an_sandbox_check_store_root(g->root, &err) < 0) return fail(&err);
   if (an_image_import(g->root, argv[optind], name, &opts, &info, &err) < 0) {
     if (st.shown && st.tty) fputc('\n', stderr);
     return fail(&err);
@@ -199,10 +211,47 @@ static int image_inspect(struct an_global_opts *g, int argc, char **argv) {
   return 0;
 }
 
+/* Whether removing NAME (resolved to info) deletes the image: not when NAME
+ * is one of several tags on it. */
+static bool rm_deletes(const struct an_image_info *info, const char *name) {
+  size_t n = 0;
+  bool tag = false;
+  for (; info->names && info->names[n]; n++) {
+    size_t l = strlen(name);
+    if (!strcmp(info->names[n], name) ||
+        (!strncmp(info->names[n], name, l) && !strcmp(info->names[n] + l, ":latest")))
+      tag = true;
+  }
+  return !(tag && n > 1);
+}
+
 static int image_rm(struct an_global_opts *g, int argc, char **argv) {
-  if (argc != 2) return usage_error(rm_usage, "image rm: ", "expected exactly one NAME");
+  bool force = false;
+  const char *name = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--force")) force = true;
+    else if (argv[i][0] == '-') return usage_error(rm_usage, "image rm: unknown option ", argv[i]);
+    else if (name) return usage_error(rm_usage, "image rm: ", "expected exactly one NAME");
+    else name = argv[i];
+  }
+  if (!name) return usage_error(rm_usage, "image rm: ", "expected exactly one NAME");
   an_error_t err = NULL;
-  if (an_image_remove(g->root, argv[1], &err) < 0) return fail(&err);
+  if (!force) {
+    struct an_image_info *info = NULL;
+    if (an_image_resolve(g->root, name, &info, &err) < 0) return fail(&err);
+    char **users = NULL;
+    int n = rm_deletes(info, name) ? an_sandbox_image_users(g->root, info->rootfs, &users, &err) : 0;
+    an_image_info_free(info);
+    if (n < 0) return fail(&err);
+    if (n > 0) {
+      fprintf(stderr, "agentnest: image rm %s: in use by sandbox", name);
+      for (int i = 0; i < n; i++) fprintf(stderr, "%s %s", i ? "," : (n > 1 ? "es" : ""), users[i]);
+      fprintf(stderr, "; destroy %s first, or use --force\n", n > 1 ? "them" : "it");
+      an_sandbox_image_users_free(users);
+      return AN_EXIT_RUNTIME;
+    }
+  }
+  if (an_image_remove(g->root, name, &err) < 0) return fail(&err);
   return 0;
 }
 
@@ -212,6 +261,9 @@ int cmd_image(struct an_global_opts *g, int argc, char **argv) {
   if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) { fputs(image_usage, stdout); return 0; }
   argc--;
   argv++;
+  /* as non-root the 0700 store reads as empty or missing: say the real cause */
+  an_error_t perr = NULL;
+  if (!wants_help_quiet(argc, argv) && an_doctor_check_privilege(&perr) < 0) return fail(&perr);
   if (!strcmp(sub, "import")) return image_import(g, argc, argv);
   if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
     if (wants_help(argc, argv, ls_usage)) return 0;

@@ -9,7 +9,7 @@
 #include "cli.h"
 
 static const char inspect_usage[] =
-    "Usage: agentnest inspect [--policy] ID\n"
+    "Usage: agentnest inspect [--policy] ID   (options may also follow ID)\n"
     "\n"
     "Print sandbox ID (id or name) as a JSON object: id, name, image, status, created,\n"
     "deadline, init_pid, monitor_pid, cgroup, workspace, host_uid_base, options (never\n"
@@ -27,7 +27,7 @@ int cmd_inspect(struct an_global_opts *g, int argc, char **argv) {
       {"policy", no_argument, NULL, CLI_OPT_JSON}, {"help", no_argument, NULL, 'h'}, {0}};
   const char *cmd = argv[0];
   bool policy = false;
-  int r = cli_parse_opts(cmd, argc, argv, "+:h", longopts, inspect_usage, cli_opt_flag, &policy);
+  int r = cli_parse_opts(cmd, argc, argv, ":h", longopts, inspect_usage, cli_opt_flag, &policy);
   if (r >= 0) return r;
   if (argc - optind != 1) return cli_usage_error(cmd, "expected one sandbox ID");
   struct an_sandbox *sb = NULL;

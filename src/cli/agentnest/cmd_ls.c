@@ -11,6 +11,9 @@ static const char ls_usage[] =
     "Usage: agentnest ls [--json]\n"
     "\n"
     "List sandboxes: ID, NAME, IMAGE, STATUS (running, dead, expired), CREATED, EXPIRES IN.\n"
+    "A sandbox whose lifetime ends is removed by its monitor and then no longer listed (its id\n"
+    "says \"expired\" until the next prune); \"expired\" shows one not removed yet (its monitor\n"
+    "gone or still at work).\n"
     "  --json       one JSON array of {id,name,image,status,created,deadline,init_pid,monitor_pid}\n"
     "  -h, --help   this help\n";
 

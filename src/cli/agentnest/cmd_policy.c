@@ -21,7 +21,7 @@ static const char policy_usage[] =
     "with the reason.  The description is made from the same OCI spec the engine would\n"
     "apply (for a placeholder image).  For a live sandbox see 'agentnest inspect --policy ID'.\n"
     "  --profile NAME|FILE  explain this profile only\n"
-    "  --json               one JSON document (see agentnest(1), POLICY)\n"
+    "  --json               one JSON document (see agentnest(1), OTHER COMMANDS)\n"
     "  -h, --help           this help\n"
     "Exit status: 0; 125 a named profile cannot be read or another error.\n";
 
@@ -168,7 +168,7 @@ int cmd_policy(struct an_global_opts *g, int argc, char **argv) {
   if (optind < argc - 1) return cli_usage_error("policy explain", "unexpected argument '%s'", argv[optind + 1]);
   cleanup_free char *doc = NULL;
   an_error_t err = NULL;
-  if (an_policy_explain(a.profile, NULL, &doc, &err) < 0) return cli_fail("policy explain", &err);
+  if (an_policy_explain_store(g->root, a.profile, NULL, &doc, &err) < 0) return cli_fail("policy explain", &err);
   if (a.json) {
     fputs(doc, stdout);
     return 0;

@@ -15,8 +15,11 @@ static const char prune_usage[] =
     "everything they left: processes, cgroups, container state, workspace (its mount, loop\n"
     "device and image), name, id range; also orphan agentnest cgroups and id ranges, and the\n"
     "tombstones of expired sandboxes.  Prints a JSON report:\n"
-    "  {\"removed\":[{\"id\",\"reason\",\"cgroups\",\"workspace\",\"state\",\"idrange\"}],\n"
-    "   \"orphan_cgroups\":[...],\"idranges\":[...],\"tombstones\":[...],\"errors\":[...]}\n"
+    "  {\"removed\":[{\"id\",\"reason\",\"container\",\"cgroup\",\"workspace\",\"state\",\"idrange\"}],\n"
+    "   \"containers\":[...],\"orphan_cgroups\":[...],\"idranges\":[...],\"tombstones\":[...],\"errors\":[...]}\n"
+    "  (container, cgroup, workspace, state: booleans, whether there was one to remove; idrange: the\n"
+    "  freed range's first host uid, 0 none, -1 not freed; containers: engine state dirs with no\n"
+    "  sandbox; tombstones: ids of expired sandboxes whose tombstone was removed)\n"
     "  --all        destroy live sandboxes too\n"
     "  -h, --help   this help\n"
     "Exit status 125 when the state cannot be read or the report lists errors.\n";

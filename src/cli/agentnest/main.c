@@ -83,6 +83,11 @@ int main(int argc, char **argv) {
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (!strcmp(argv[i], "--root") && i + 1 < argc) g.root = argv[++i];
+    else if (!strcmp(argv[i], "--root") || !strcmp(argv[i], "--root=")) {
+      fprintf(stderr, "agentnest: option '--root' needs an argument (--root DIR)\n");
+      usage(stderr);
+      return AN_EXIT_RUNTIME;
+    }
     else if (!strncmp(argv[i], "--root=", 7)) g.root = argv[i] + 7;
     else if (!strcmp(argv[i], "--json")) g.json = 1;
     else if (!strcmp(argv[i], "--version")) { printf("agentnest version %s\n", AN_VERSION); return 0; }

@@ -15,6 +15,13 @@
  *                            itself); after SIGTERM/SIGINT/SIGHUP init exits
  *                            as soon as no child is left (exit 0, or the
  *                            command's status in one-shot mode).
+ *                            No child left is not enough: a process started
+ *                            by `exec` joins the namespace as a child of the
+ *                            runtime, not of init, and init's exit would
+ *                            SIGKILL it at once (pid_namespaces(7)), cutting
+ *                            the runtime's grace period short.  So init exits
+ *                            only when kill(-1, 0) finds no other process,
+ *                            checked every 20 ms while terminating.
  * Only signals from OUTSIDE the sandbox count (issue 10, item 10): a signal
  * sent by a process (kill, sigqueue, tgkill: si_code SI_USER, SI_QUEUE,
  * SI_TKILL) carries the sender's pid as seen in the receiver's pid
@@ -33,7 +40,14 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+/* True when no process but pid 1 is left in the namespace (kill(-1, ...)
+ * from pid 1 reaches every process but itself). */
+static bool alone(void) {
+  return kill(-1, 0) < 0 && errno == ESRCH;
+}
 
 /* True when the signal was sent by a process of our own pid namespace. */
 static bool from_inside(const siginfo_t *si) {
@@ -74,15 +88,19 @@ int main(int argc, char **argv) {
   bool terminating = false;
   for (;;) {
     siginfo_t si;
-    int sig = sigwaitinfo(&all, &si);
-    if (sig < 0) continue;
+    const struct timespec tick = {.tv_nsec = 20 * 1000 * 1000};
+    int sig = terminating ? sigtimedwait(&all, &si, &tick) : sigwaitinfo(&all, &si);
+    if (sig < 0) {
+      if (terminating && errno == EAGAIN && alone()) return cmd_status;
+      continue;
+    }
     if (sig != SIGCHLD && from_inside(&si)) continue;
     if (sig == SIGCHLD) {
       for (;;) {
         int ws;
         pid_t p = waitpid(-1, &ws, WNOHANG);
         if (p <= 0) {
-          if (p < 0 && errno == ECHILD && (terminating || cmd_done)) return cmd_status;
+          if (p < 0 && errno == ECHILD && (cmd_done || (terminating && alone()))) return cmd_status;
           break;
         }
         if (cmd && p == cmd) {
@@ -100,7 +118,7 @@ int main(int argc, char **argv) {
       /* fall through */
     case SIGQUIT: case SIGUSR1: case SIGUSR2: case SIGWINCH:
       kill(-1, sig);
-      if (terminating && waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD) return cmd_status;
+      if (terminating && waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD && alone()) return cmd_status;
       break;
     default:
       break;
