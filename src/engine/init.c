@@ -278,8 +278,8 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   if (c->become_root_early) {
     /* Become root of the new user namespace: from here on file access is
      * checked as the mapped host id, never as host root. */
-    if (setresgid(0, 0, 0) < 0) return an_error_set(err, errno, "setresgid 0 in user namespace");
-    if (setresuid(0, 0, 0) < 0) return an_error_set(err, errno, "setresuid 0 in user namespace");
+    if (syscall(SYS_setresgid, 0, 0, 0) < 0) return an_error_set(err, errno, "setresgid 0 in user namespace");
+    if (syscall(SYS_setresuid, 0, 0, 0) < 0) return an_error_set(err, errno, "setresuid 0 in user namespace");
   }
   r = an_ns_join_others(c->ns, err);
   if (r < 0) return r;
