@@ -37,7 +37,7 @@ static const char run_usage[] =
 static const char shell_usage[] =
     "Usage: agentnest shell [OPTIONS] 'SCRIPT' [ARG...]\n"
     "\n"
-    "Run SCRIPT with `sh -c` in a new sandbox (ARGs become $0, $1, ...), stream its output,\n"
+    "Run SCRIPT with `sh -c` in a new sandbox (ARGs become $1, $2, ...; $0 is sh), stream its output,\n"
     "destroy the sandbox, and exit with the script's status.\n";
 static const char python_usage[] =
     "Usage: agentnest python [OPTIONS] CODE|FILE.py [ARG...]\n"
