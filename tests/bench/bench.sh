@@ -168,8 +168,10 @@ hf() {
 # probe CMD: run once; on failure set PROBE_ERR to its last stderr line.
 probe() {
   local e=$WORK/probe.err
+  : >"$WORK/rt.err"
   if sh -c "$1" </dev/null >/dev/null 2>"$e"; then return 0; fi
-  PROBE_ERR=$(grep -v '^\s*$' "$e" | tail -1 | cut -c1-160); PROBE_ERR=${PROBE_ERR:-exit status non-zero}
+  PROBE_ERR=$(cat "$e" "$WORK/rt.err" 2>/dev/null | grep -v '^\s*$' | tail -1 | cut -c1-160)
+  PROBE_ERR=${PROBE_ERR:-exit status non-zero}
   return 1
 }
 # measure GROUP METRIC CMD [ROWEXTRA] [HYPERFINE OPTS...]: probe, time, add a row.
@@ -208,7 +210,13 @@ fi
 # The crun 1.8 workaround for hybrid hosts, applied to all three runtimes; the
 # wrapper alone is measured too ("wrapper") so its cost can be subtracted.
 PRE=; grep -q ' /sys/fs/cgroup/unified ' /proc/self/mountinfo && PRE='mount -t tmpfs tmpfs /sys/fs/cgroup/unified && '
-wrap() { printf "unshare -m sh -c '%s%s'" "$PRE" "$1"; }
+# Each runtime's stdin, stdout and stderr are files of ours, never the host's
+# /dev/null: crun 1.8 chowns its stdio to the container's root (uid 100000
+# here), and hyperfine connects commands to /dev/null (oci_diff_test asserts
+# the host's stays root's).  probe reads the runtime's errors from rt.err.
+: >"$WORK/stdin"
+wrap() { printf "unshare -m sh -c 'exec <%s >%s 2>>%s; %s%s'" "$WORK/stdin" "$WORK/rt.out" \
+           "$WORK/rt.err" "$PRE" "$1"; }
 declare -A RT_BIN=([agentnest-oci]="$OCI" [crun]=crun [runc]=runc)
 RTS="agentnest-oci crun runc"
 rt_ok() { [ "$1" = agentnest-oci ] && [ "$OCI_OK" = 1 ] && return 0
@@ -241,7 +249,7 @@ for rt in $RTS; do
     REF_CONTAINERS+=("$b $s $id")
     if sh -c "$(wrap "exec $b --root $s run -d --bundle $WORK/bsleep $id")" </dev/null >/dev/null 2>"$WORK/rd.err"; then
       measure $G "$rt exec (true)" "$(wrap "exec $b --root $s exec $id true")" '{}'
-    else na $G "$rt exec (true)" "run -d failed: $(tail -1 "$WORK/rd.err")"; fi
+    else na $G "$rt exec (true)" "run -d failed: $(tail -1 "$WORK/rt.err")"; fi
     $b --root "$s" delete -f "$id" >/dev/null 2>&1
   else na $G "$rt exec (true)" "$(rt_why $rt)"; fi
 done

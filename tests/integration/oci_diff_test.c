@@ -175,6 +175,10 @@ Test(oci_diff, container_sees_the_same_isolation_under_all_three_runtimes, .fini
   const char *args[] = {"sh", "-c", PROBE, NULL};
   make_diff_bundle("diff", args);
   char *out[RT_COUNT];
+  struct stat dn0;
+  cr_assert(stat("/dev/null", &dn0) == 0 && dn0.st_uid == 0,
+            "the host's /dev/null is owned by uid %u before any runtime ran (something earlier "
+            "chowned it: crun chowns its stdio to the container's root)", (unsigned) dn0.st_uid);
   for (int rt = 0; rt < RT_COUNT; rt++) {
     char id[64];
     snprintf(id, sizeof id, "diff-%d", (int) getpid());
