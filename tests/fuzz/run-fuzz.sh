@@ -18,7 +18,7 @@ CFLAGS=(-std=gnu11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
         -Iinclude -Isrc $(pkg-config --cflags yajl libseccomp libcap))
 LIBS=($(pkg-config --libs yajl libseccomp libcap libcrypto))
 PARSER_SRC=(src/util/error.c src/util/json_tree.c src/util/json_gen.c src/util/fdcopy.c src/util/sha256.c
-            src/util/safe_path.c src/engine/spec_*.c)
+            src/util/safe_path.c src/util/quote.c src/engine/spec_*.c)
 
 build() {   # build NAME SOURCES...
   local name=$1; shift
