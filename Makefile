@@ -8,7 +8,7 @@ MANDIR    ?= $(PREFIX)/share/man
 BUILD     ?= build
 VERSION   := 0.1.0
 
-PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 libarchive yajl libnftables libcrypto yaml-0.1
+PKGS      := libseccomp libcap libnl-3.0 libnl-route-3.0 libarchive yajl libnftables libcrypto yaml-0.1 ldns libmicrohttpd
 CC        ?= cc
 WARN      := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2 -Wvla
 HARDEN    := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIC -fno-strict-overflow
@@ -19,7 +19,8 @@ CFLAGS    += -std=gnu11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) $(SANFLAGS) -Iinc
 LDFLAGS   += $(SANFLAGS) -Wl,-z,relro,-z,now
 LIBS      := $(shell pkg-config --libs $(PKGS))
 
-LIB_SRC   := $(sort $(wildcard src/util/*.c src/engine/*.c src/image/*.c src/sandbox/*.c))
+LIB_SRC   := $(sort $(wildcard src/util/*.c src/engine/*.c src/image/*.c src/sandbox/*.c \
+                               src/net/*.c src/api/*.c src/mcp/*.c src/server/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC   := $(sort $(wildcard src/cli/agentnest/*.c src/cli/common/*.c))
 OCI_SRC   := $(sort $(wildcard src/cli/oci/*.c src/cli/common/*.c))

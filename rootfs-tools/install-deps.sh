@@ -10,7 +10,9 @@ PACKAGES=(
   # build
   build-essential pkg-config dpkg-dev git ca-certificates
   libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev libarchive-dev libyajl-dev libyaml-dev
-  libnftables-dev libssl-dev
+  libnftables-dev libssl-dev libldns-dev libmicrohttpd-dev
+  # egress tests' fake internet (DNS server) and the HTTP API's load test
+  dnsmasq-base wrk
   # runtime: mke2fs for workspace images where the store has no project quota
   e2fsprogs
   # tests, sanitizers, benchmarks
