@@ -398,6 +398,33 @@ Test(cli, snapshot_and_restore) {
   free(id);
 }
 
+/* New-user trial: the tar recorded the host's ids (100000+65532), `tar tvf`
+ * showed strangers; restored directories got the restore's time; and
+ * `snapshot ID .` said EBUSY.  Now: the sandbox's own ids, the tar's
+ * directory mtimes, and a clear refusal of a directory target. */
+Test(cli, snapshot_records_sandbox_ids_and_restore_keeps_directory_mtimes) {
+  char *id = create_sandbox("");
+  cr_assert_eq(an("exec %s -- sh -c 'mkdir -p d/e; echo x > d/e/f; touch -d @1000000000 d/e d'", id), 0, "%s",
+               err_text);
+  cr_assert_eq(an("snapshot %s snap.tar", id), 0, "%s", err_text);
+  cr_assert_eq(an_test_sh("cd '%s' && tar --numeric-owner -tvf snap.tar | awk '{print $2}' | sort -u > list",
+                          work), 0);
+  char p[400];
+  snprintf(p, sizeof p, "%s/list", work);
+  char *list = an_test_read_file(p, NULL);
+  cr_assert_not_null(list);
+  cr_expect_str_eq(list, "65532/65532\n");
+  free(list);
+  cr_assert_eq(an("exec %s -- sh -c 'rm -r d'", id), 0);
+  cr_assert_eq(an("restore %s snap.tar", id), 0, "%s", err_text);
+  cr_assert_eq(an("exec %s -- stat -c '%%n %%Y' d d/e", id), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "d 1000000000\nd/e 1000000000\n");
+  cr_expect_eq(an("snapshot %s .", id), 125);
+  cr_expect(strstr(err_text, "is a directory"), "%s", err_text);
+  an("destroy %s", id);
+  free(id);
+}
+
 Test(cli, artifacts_list_size_and_host_sha256) {
   char *id = create_sandbox("");
   cr_assert_eq(an("exec %s -- sh -c 'mkdir -p a/b; printf abc > a/b/x.txt; echo z > y.bin; ln -s /etc/passwd a/l.txt'",
