@@ -561,6 +561,7 @@ jq -s --argjson R "$REFS" --argjson quick "$QUICK" --slurpfile dens <(jq -s . "$
       {target: "agentnest-oci run <= 0.5 x crun median", value: r(med("agentnest-oci run (busybox true)"); med("crun run (busybox true)")),
        value_minus_wrapper: r(med("agentnest-oci run (busybox true)") - $R.wrapper; $R.crun_run - $R.wrapper), bound: 0.5},
       {target: "one-shot agentnest run -- true median < 10 ms", value: med("agentnest run -- true"), bound: 10},
+      {target: "pooled one-shot agentnest run --pool -- true median < 3 ms", value: med("pooled run -- true"), bound: 3},
       {target: "agentnest exec median < 2 ms", value: med("agentnest exec (true)"), bound: 2},
       {target: "agentnest image import \($image) median < 2000 ms", value: med("agentnest image import \($image)"), bound: 2000},
       {target: "stateful Python session call < 1 ms", value: null, bound: 1, reason: "no session API in the CLI yet"},
