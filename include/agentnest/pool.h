@@ -74,7 +74,8 @@ int an_pool_start(const char *store_root, const char *name, unsigned size,
 /* Stop pool `name`: end its keeper (SIGTERM, then SIGKILL after 10 s),
  * destroy its ready sandboxes and remove its directory.  Sandboxes handed
  * out are left alone (they are their takers').  *destroyed (may be NULL):
- * how many ready sandboxes were destroyed here.
+ * how many ready sandboxes were destroyed here, beyond those the keeper
+ * destroyed itself on SIGTERM.
  * Errors: -EINVAL bad name; -ENOENT no such pool; teardown errors (the
  * first, named; the pool directory then stays for `prune`). */
 int an_pool_stop(const char *store_root, const char *name, unsigned *destroyed, an_error_t *err);
