@@ -46,9 +46,16 @@ struct keeper {
   const struct an_sandbox_opts *opts;
   uint64_t created, failures;
   char last_error[1024];
+  uint64_t written_created, written_failures;   /* what status.json holds */
+  bool written;
 };
 
-static void write_status(const struct keeper *k) {
+/* status.json, when its numbers changed since the last write. */
+static void write_status(struct keeper *k) {
+  if (k->written && k->written_created == k->created && k->written_failures == k->failures) return;
+  k->written = true;
+  k->written_created = k->created;
+  k->written_failures = k->failures;
   cleanup_jgen struct an_jgen j;
   if (an_jgen_init(&j, false) < 0) return;
   an_jgen_map_open(&j);
