@@ -8,7 +8,8 @@
  * hand-out, a killed taker takes its pooled sandbox with it, `pool stop`
  * and a SIGKILLed keeper + `prune` leave nothing, options that conflict
  * with the pool's are refused, an empty pool falls back (or fails with
- * --pool-only), and `batch --pool` runs jobs on pooled sandboxes.  No test
+ * --pool-only), `batch --pool` runs jobs on pooled sandboxes, and a ready
+ * sandbox that dies is replaced.  No test
  * asserts a duration. */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -370,5 +371,34 @@ Test(pool, batch_uses_the_pool) {
   cr_expect_eq(bf_an("batch --pool p --memory 1g jobs.jsonl"), 125);
   cr_assert_eq(bf_an("pool stop p"), 0, "%s", bf_err);
   cr_assert(WAIT_FOR(count_sandboxes() == 0), "pooled batch sandboxes were not torn down");
+  bf_assert_nothing_left();
+}
+
+Test(pool, dead_ready_sandbox_is_replaced) {
+  start_pool("p", 2, "");
+  char ready[MAXIDS][16];
+  cr_assert_eq(dir_ids("p/ready", ready, MAXIDS), 2);
+  char victim[16];
+  snprintf(victim, sizeof victim, "%s", ready[0]);
+  bf_remember_store_sandboxes();
+  char rec[700];
+  snprintf(rec, sizeof rec, "%s/sandboxes/%s/sandbox.json", bf_root, victim);
+  pid_t init = (pid_t) file_int(rec, "init_pid");
+  cr_assert_gt(init, 1);
+  cr_assert_eq(kill(init, SIGKILL), 0);   /* a ready sandbox dies from the host side */
+  cr_assert(WAIT_FOR(!sandbox_exists(victim)), "the dead ready sandbox %s was not removed", victim);
+  cr_assert(WAIT_FOR(({
+              size_t n_ = dir_ids("p/ready", ready, MAXIDS);
+              bool has_ = false;
+              for (size_t k_ = 0; k_ < n_; k_++) has_ |= !strcmp(ready[k_], victim);
+              n_ == 2 && !has_;
+            })),
+            "the pool was not refilled without the dead sandbox");
+  char id[16];
+  cr_assert(take("p", "--pool-only", id));
+  cr_expect_str_neq(id, victim);
+  cr_expect_eq(bf_an("exec %s -- true", id), 0, "%s", bf_err);
+  cr_assert_eq(bf_an("destroy %s", id), 0);
+  cr_assert_eq(bf_an("pool stop p"), 0, "%s", bf_err);
   bf_assert_nothing_left();
 }
