@@ -11,4 +11,5 @@
 #include "agentnest/sandbox.h"
 #include "agentnest/doctor.h"
 #include "agentnest/batch.h"
+#include "agentnest/pool.h"
 #endif

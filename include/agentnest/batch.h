@@ -30,7 +30,8 @@
  * RESULTS.  One record per job, one line each, appended with a single
  * write(2) and made durable (fdatasync) as each job ends:
  *   {"id","line","attempt","sandbox","result","reason","started","ended",
- *    then the members of an_exec_result_json_fields (sandbox.h), "error"}
+ *    then the members of an_exec_result_json_fields (sandbox.h), "error",
+ *    and with cfg->pool "pooled": whether the job's sandbox came from it}
  *   result: "passed" | "failed" (non-zero exit or signal) | "timed_out" |
  *   "oom_killed" | "error" (the job could not run: bad line with lenient,
  *   image missing, --put failed, memory limit above max_memory...).
@@ -129,6 +130,11 @@ struct an_batch_config {
   uint64_t progress_ms;            /* TICK period; 0: 1000 */
   an_batch_event_fn on_event;      /* NULL: none; called from the calling process only */
   void *event_arg;
+  const char *pool;                /* NULL: none; else warm pool NAME (agentnest/pool.h): a job
+                                      whose options are the pool's (no options of its own
+                                      beyond them, no secrets) takes a ready sandbox of it,
+                                      owned by its job process, and falls back to a fresh one
+                                      when the pool is empty; its record has "pooled" */
 };
 
 #define AN_BATCH_SLOWEST 5

@@ -370,7 +370,8 @@ static _Noreturn void child_main(struct batch *b, pid_t parent, int wfd) {
     close(b->journal_fd);
   }
   struct an_batch_exec_cfg x = {.store_root = b->root, .output_dir = b->cfg->output_dir,
-                                .record_output_max = b->cfg->record_output_max};
+                                .record_output_max = b->cfg->record_output_max,
+                                .pool = b->cfg->pool};
   int r = an_batch_exec_job(&x, &b->pending, wfd);
   _exit(r < 0 ? 1 : 0);
 }

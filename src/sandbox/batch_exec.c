@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "agentnest/pool.h"
 #include "sandbox/batch_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
@@ -66,6 +67,7 @@ struct record {
   const char *started, *ended;
   const struct an_exec_result *res;
   const struct an_artifact_list *arts;
+  int pooled;   /* -1: no pool named; else 0/1 */
 };
 
 static int record_line(const struct record *r, char **line, size_t *len) {
@@ -87,6 +89,7 @@ static int record_line(const struct record *r, char **line, size_t *len) {
   an_jgen_key(g, "error");
   if (r->error && g->g) an_jgen_check(g, an_json_escape_output(g->g, r->error, strlen(r->error)));
   else an_jgen_null(g);
+  if (r->pooled >= 0) an_jgen_kv_bool(g, "pooled", r->pooled);
   an_jgen_map_close(g);
   char *doc = NULL;
   size_t n = 0;
@@ -120,7 +123,8 @@ int an_batch_error_record(const char *id, uint64_t lineno, unsigned attempt, con
   struct an_exec_result res;
   not_run(&res);
   struct record rec = {.id = id, .line = lineno, .attempt = attempt, .result = AN_BATCH_ERROR,
-                       .reason = reason, .error = reason, .started = now, .ended = now, .res = &res};
+                       .reason = reason, .error = reason, .started = now, .ended = now, .res = &res,
+                       .pooled = -1};
   return record_line(&rec, line, len);
 }
 
@@ -137,11 +141,29 @@ static int split_put(const char *spec, char **first, const char **second) {
   return (*first = strndup(spec, (size_t) (colon - spec))) ? 0 : -ENOMEM;
 }
 
-static int with_files(const struct an_batch_exec_cfg *x, const struct an_batch_job *job,
-                      const struct an_exec_opts *eo, struct an_exec_result *res,
-                      struct an_artifact_list *arts, char **sbid, an_error_t *err) {
+/* A ready sandbox of the batch's pool when the job's options are exactly
+ * the pool's (their JSON documents equal; no secrets), owned by this job
+ * process; NULL otherwise or when the pool is empty. */
+static struct an_sandbox *pooled_sandbox(const struct an_batch_exec_cfg *x, const struct an_batch_job *job) {
+  if (!x->pool || an_sandbox_opts_secret_values(job->opts)[0]) return NULL;
+  struct an_sandbox_opts *po = NULL;
+  cleanup_free char *pj = NULL, *jj = NULL;
+  an_error_t e = NULL;
   struct an_sandbox *sb = NULL;
-  int r = an_sb_create(x->store_root, job->opts, false, NULL, NULL, &sb, err);
+  if (an_pool_options(x->store_root, x->pool, &po, &pj, &e) == 0 &&
+      an_sandbox_opts_to_json(job->opts, &jj, &e) == 0 && !strcmp(pj, jj))
+    an_pool_claim(x->store_root, x->pool, true, &sb, &e);
+  an_error_free(&e);
+  an_sandbox_opts_free(po);
+  return sb;
+}
+
+static int with_files(const struct an_batch_exec_cfg *x, const struct an_batch_job *job,
+                      struct an_sandbox *pooled, const struct an_exec_opts *eo,
+                      struct an_exec_result *res, struct an_artifact_list *arts, char **sbid,
+                      an_error_t *err) {
+  struct an_sandbox *sb = pooled;
+  int r = sb ? 0 : an_sb_create(x->store_root, job->opts, false, NULL, NULL, &sb, err);
   if (r < 0) return r;
   if (!(*sbid = strdup(an_sandbox_id(sb)))) r = an_error_set(err, ENOMEM, "job %s", job->id);
   if (r >= 0 && job->file) {
@@ -168,7 +190,12 @@ static int with_files(const struct an_batch_exec_cfg *x, const struct an_batch_j
     }
   }
   an_error_t e2 = NULL;
-  int d = an_sandbox_destroy(sb, 0, &e2);
+  /* a pooled sandbox is torn down by its monitor, in the background */
+  int d = pooled ? an_sandbox_destroy_background(sb, &e2) : an_sandbox_destroy(sb, 0, &e2);
+  if (d < 0 && pooled) {
+    an_error_free(&e2);
+    d = an_sandbox_destroy(sb, 0, &e2);
+  }
   if (d < 0 && r >= 0) {
     *err = e2;
     e2 = NULL;
@@ -212,17 +239,20 @@ int an_batch_exec_job(const struct an_batch_exec_cfg *x, const struct an_batch_j
   struct an_artifact_list arts = {0};
   cleanup_free char *sbid = NULL, *reason = NULL, *dir = NULL;
   an_error_t err = NULL;
+  struct an_sandbox *pooled = NULL;
   int r;
   if (x->output_dir && (asprintf(&dir, "%s/%s", x->output_dir, job->id) < 0 ||
                         (mkdir(dir, 0755) < 0 && errno != EEXIST)))
     r = an_error_set(&err, errno ? errno : ENOMEM, "output directory %s/%s", x->output_dir, job->id);
+  else if ((pooled = pooled_sandbox(x, job)))
+    r = with_files(x, job, pooled, &eo, &res, &arts, &sbid, &err);
   else if (!job->file && !job->puts && !job->gets)
     r = an_sandbox_run_once(x->store_root, job->opts, job->argv, &eo, &res, &sbid, &err);
-  else r = with_files(x, job, &eo, &res, &arts, &sbid, &err);
+  else r = with_files(x, job, NULL, &eo, &res, &arts, &sbid, &err);
   an_batch_now_rfc3339(ended);
   struct record rec = {.id = job->id, .line = job->line, .attempt = job->attempt,
                        .sandbox = sbid, .started = started, .ended = ended, .res = &res,
-                       .arts = &arts};
+                       .arts = &arts, .pooled = x->pool ? pooled != NULL : -1};
   if (r < 0) {
     not_run(&res);
     rec.result = AN_BATCH_ERROR;

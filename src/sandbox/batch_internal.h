@@ -44,6 +44,7 @@ struct an_batch_exec_cfg {
   const char *store_root;
   const char *output_dir;    /* NULL none */
   size_t record_output_max;
+  const char *pool;          /* NULL none: an_batch_config.pool */
 };
 
 /* In the forked job process: run the job, write its record (one line with

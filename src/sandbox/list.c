@@ -108,7 +108,8 @@ static void gen_info(struct an_jgen *g, const struct an_sandbox_info *s) {
   an_jgen_kv_str(g, "image", s->image);
   an_jgen_kv_str(g, "status", s->status);
   gen_time(g, "created", s->created_ms);
-  gen_time(g, "deadline", s->deadline_ms);
+  if (s->deadline_ms) gen_time(g, "deadline", s->deadline_ms);
+  else an_jgen_kv_str(g, "deadline", NULL);   /* a warm pool's ready sandbox (pool.h) */
   an_jgen_kv_i64(g, "init_pid", s->init_pid);
   an_jgen_kv_i64(g, "monitor_pid", s->monitor_pid);
 }

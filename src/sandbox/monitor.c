@@ -10,10 +10,17 @@
  *     is a crash or a kill from the host;
  *   a signalfd for SIGTERM/SIGINT/SIGHUP    -> exit quietly (destroy, which
  *     tears down itself, stops the monitor first);
+ *     and SIGUSR1                            -> the record changed (a pooled
+ *     sandbox handed out, pool.c): re-read it, re-arm the timer at its new
+ *     deadline and watch its new owner (none, or the taker; a taker already
+ *     gone: teardown, reason "owner exited");
  *   for an owned sandbox (create_owned: a one-shot CLI), the pidfd of the
  *     creating process                       -> it exited, however (SIGKILL
  *     too): teardown (reason "owner exited").  The pidfd is opened in the
  *     creator before the fork, so a creator that dies at once is still seen.
+ * An owner that exits while the record names another owner (a pooled
+ * sandbox taken from a keeper that died before SIGUSR1 was read) is not the
+ * end: the monitor switches to the recorded one.
  * If the monitor is killed, `prune` notices (its pid is gone) and removes
  * what is left.  What does NOT live here: the teardown (teardown.c). */
 #include <errno.h>
@@ -33,6 +40,42 @@
 #include "engine/process.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
+
+static void arm(int tfd, uint64_t deadline_ms) {
+  /* 0: no deadline (a pool's ready sandbox): a zero it_value disarms */
+  struct itimerspec its = {.it_value = {.tv_sec = (time_t) (deadline_ms / 1000),
+                                        .tv_nsec = (long) (deadline_ms % 1000) * 1000000}};
+  timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Re-read the record: new deadline, new owner.  *owner_fd is replaced by a
+ * pidfd of the recorded owner (-1: none).  Returns false when the recorded
+ * owner is already gone (the caller tears down), or the record cannot be
+ * read (the state is being removed). */
+static bool reload(struct an_sandbox *sb, int tfd, int *owner_fd) {
+  struct an_sb_record rec;
+  an_error_t e = NULL;
+  if (an_sb_record_read(sb->dir, &rec, &e) < 0) {
+    an_error_free(&e);
+    return false;
+  }
+  sb->rec.deadline_ms = rec.deadline_ms;
+  arm(tfd, rec.deadline_ms);
+  bool ok = true;
+  if (rec.owner_pid != sb->rec.owner_pid || rec.owner_start != sb->rec.owner_start) {
+    if (*owner_fd >= 0) close(*owner_fd);
+    *owner_fd = -1;
+    sb->rec.owner_pid = rec.owner_pid;
+    sb->rec.owner_start = rec.owner_start;
+    if (rec.owner_pid && an_process_pidfd_checked(rec.owner_pid, rec.owner_start, owner_fd, &e) < 0) {
+      *owner_fd = -1;
+      ok = false;
+    }
+    an_error_free(&e);
+  }
+  an_sb_record_clear(&rec);
+  return ok;
+}
 
 _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owner_fd) {
   /* stdio on /dev/null, the ready pipe on fd 3, nothing else inherited (a
@@ -54,6 +97,7 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGUSR1);
   for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
   sigprocmask(SIG_SETMASK, &set, NULL);
   int sfd = signalfd(-1, &set, SFD_CLOEXEC);
@@ -80,10 +124,18 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
   for (;;) {
     int n = poll(p, 4, -1);
     if (n < 0) continue;
-    if (p[1].revents) _exit(0);
     const char *reason = NULL;
     bool tomb = false;
-    if (p[0].revents) {
+    if (p[1].revents) {
+      struct signalfd_siginfo si;
+      if (read(sfd, &si, sizeof si) == (ssize_t) sizeof si && si.ssi_signo == SIGUSR1) {
+        if (!reload(sb, tfd, &owner_fd)) reason = "owner exited";
+        p[3].fd = owner_fd;
+        if (!reason) continue;
+      } else {
+        _exit(0);
+      }
+    } else if (p[0].revents) {
       an_sb_event(sb->dir, "expired", NULL);
       reason = "expired";
       tomb = true;
@@ -91,6 +143,12 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
       an_sb_event(sb->dir, "init_exited", NULL);
       reason = "init exited";
     } else if (owner_fd >= 0 && p[3].revents) {
+      /* the recorded owner may have changed before SIGUSR1 was read */
+      pid_t watched = sb->rec.owner_pid;
+      uint64_t wstart = sb->rec.owner_start;
+      bool ok = reload(sb, tfd, &owner_fd);
+      p[3].fd = owner_fd;
+      if (ok && (sb->rec.owner_pid != watched || sb->rec.owner_start != wstart)) continue;
       reason = "owner exited";
     }
     if (!reason) continue;

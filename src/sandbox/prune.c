@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "agentnest/container.h"
+#include "sandbox/pool_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "util/json_gen.h"
@@ -50,6 +51,17 @@ static bool live_has(const struct live_set *l, const char *id) {
 static void live_free(struct live_set *l) {
   for (size_t i = 0; i < l->n; i++) free(l->ids[i]);
   free(l->ids);
+}
+
+struct note_ctx {
+  char ***errs;
+  size_t *n;
+};
+
+static void note_error(char ***errs, size_t *n, an_error_t *e);
+static void note_cb(void *ctx, an_error_t *e) {
+  struct note_ctx *c = ctx;
+  note_error(c->errs, c->n, e);
 }
 
 static void gen_teardown(struct an_jgen *g, const char *id, const char *reason,
@@ -162,6 +174,12 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   char **errs = NULL;
   size_t nerr = 0;
   an_jgen_map_open(g);
+  /* pools first: a dead keeper's ready sandboxes go with its pool */
+  an_jgen_key(g, "pools");
+  an_jgen_array_open(g);
+  struct note_ctx nc = {&errs, &nerr};
+  an_pool_prune(root, all, g, note_cb, &nc);
+  an_jgen_array_close(g);
   an_jgen_key(g, "removed");
   an_jgen_array_open(g);
   struct dirent *de;

@@ -206,6 +206,7 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   cleanup_close int devnull = -1;
   rec.created_ms = an_sb_now_ms();
   rec.deadline_ms = rec.created_ms + an_sandbox_opts_lifetime(opts);
+  if (keeper == AN_SB_KEEP_POOL) rec.deadline_ms = 0;   /* set when handed out (pool.c) */
   if (!(rec.image = strdup(image)) ||
       (an_sandbox_opts_name(opts) && !(rec.name = strdup(an_sandbox_opts_name(opts))))) {
     r = an_error_set(err, ENOMEM, "sandbox record");

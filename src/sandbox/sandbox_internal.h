@@ -166,8 +166,11 @@ int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid,
 
 /* Who keeps a sandbox alive: the creating process alone (run_once, no
  * monitor), a monitor (create), or a monitor that also ends the sandbox
- * when the creating process exits (create_owned). */
-enum an_sb_keeper { AN_SB_KEEP_CALLER, AN_SB_KEEP_MONITOR, AN_SB_KEEP_MONITOR_AND_OWNER };
+ * when the creating process exits (create_owned).  AN_SB_KEEP_POOL: as
+ * MONITOR_AND_OWNER (the owner is the pool keeper) with no deadline: the
+ * lifetime starts when an_pool_claim hands the sandbox out (pool.c). */
+enum an_sb_keeper { AN_SB_KEEP_CALLER, AN_SB_KEEP_MONITOR, AN_SB_KEEP_MONITOR_AND_OWNER,
+                    AN_SB_KEEP_POOL };
 /* Create.  oneshot_argv: pid 1 runs `agentnest-init -- argv...`; stdio: fds
  * for pid 1 (NULL: /dev/null). */
 int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,

@@ -94,6 +94,7 @@ cleanup() {
   [ "$CLEANED" = 1 ] && return; CLEANED=1
   trap '' INT TERM
   local ids left
+  [ -x "$AN" ] && $ANR pool stop bench >/dev/null 2>&1
   ids=$( { cat "$WORK"/ids.* 2>/dev/null; [ -x "$AN" ] && $ANR ls --json 2>/dev/null | jq -r '.[].id' 2>/dev/null; } | sort -u)
   [ -n "$ids" ] && echo "$ids" | xargs -r -n 100 $ANR destroy >/dev/null 2>&1
   local t
@@ -271,6 +272,14 @@ SBO="--image $IMAGE"
 G=sandbox
 if [ "$SB_OK" = 1 ]; then
   measure $G "agentnest run -- true" "$ANR run $SBO -- true" '{}'
+  # one-shot from a warm pool (agentnest-pool(1)); --pool-only: a run that
+  # finds the pool empty fails instead of going cold; the keeper refills
+  # between runs (hyperfine --prepare, not timed)
+  if have_an_cmd pool && $ANR pool start bench --size 4 $SBO >/dev/null 2>"$WORK/pool.err"; then
+    measure $G "pooled run -- true" "$ANR run --pool bench --pool-only -- true" \
+      '{"note":"agentnest run --pool (warm pool of 4, refilled between runs)"}' --prepare "sleep 0.2"
+    $ANR pool stop bench >/dev/null 2>&1
+  else na $G "pooled run -- true" "pool start failed: $(tail -1 "$WORK/pool.err" 2>/dev/null)"; fi
   if have_an_cmd python; then
     measure $G "agentnest python 'pass'" "$ANR python $SBO pass" '{"note":"`agentnest python CODE` (the CLI has no -c; CODE runs as python3 -c CODE)"}'
   else na $G "agentnest python 'pass'" "agentnest python not available"; fi
@@ -552,6 +561,7 @@ jq -s --argjson R "$REFS" --argjson quick "$QUICK" --slurpfile dens <(jq -s . "$
       {target: "agentnest-oci run <= 0.5 x crun median", value: r(med("agentnest-oci run (busybox true)"); med("crun run (busybox true)")),
        value_minus_wrapper: r(med("agentnest-oci run (busybox true)") - $R.wrapper; $R.crun_run - $R.wrapper), bound: 0.5},
       {target: "one-shot agentnest run -- true median < 10 ms", value: med("agentnest run -- true"), bound: 10},
+      {target: "pooled one-shot agentnest run --pool -- true median < 3 ms", value: med("pooled run -- true"), bound: 3},
       {target: "agentnest exec median < 2 ms", value: med("agentnest exec (true)"), bound: 2},
       {target: "agentnest image import \($image) median < 2000 ms", value: med("agentnest image import \($image)"), bound: 2000},
       {target: "stateful Python session call < 1 ms", value: null, bound: 1, reason: "no session API in the CLI yet"},

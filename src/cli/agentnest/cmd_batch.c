@@ -11,7 +11,9 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 #include "agentnest/batch.h"
+#include "agentnest/pool.h"
 #include "cli.h"
+#include "cli_pool.h"
 #include "util/units.h"
 
 static const char batch_usage[] =
@@ -36,6 +38,9 @@ static const char batch_usage[] =
     "  --drain                 on SIGINT/SIGTERM let running jobs finish (a second signal ends them)\n"
     "  --max-memory SIZE       running jobs' memory limits add up to at most SIZE (default: RAM)\n"
     "  --record-output SIZE    stdout/stderr bytes kept per stream in a record (default 64k)\n"
+    "  --pool NAME             the defaults are warm pool NAME's options (agentnest pool start),\n"
+    "                          and a job with no options of its own takes a ready sandbox of it\n"
+    "                          (a fresh one when the pool is empty); records get \"pooled\"\n"
     "  -h, --help              this help\n"
     "\n"
     "The sandbox options below are the defaults of every job (a job's members override them).\n"
@@ -181,6 +186,7 @@ static int on_opt(void *ctx, int code, char *arg) {
   case OPT_DRAIN: a->cfg.drain = true; return -1;
   case OPT_MAX_MEMORY: a->max_memory = arg; return -1;
   case OPT_RECORD_OUTPUT: a->record_output = arg; return -1;
+  case CLI_OPT_POOL: a->cfg.pool = arg; return -1;
   case OPT_SHARD:
     if (parse_shard(arg, &a->cfg.shard_k, &a->cfg.shard_n) < 0)
       return cli_usage_error("batch", "--shard %s: expected K/N with 1 <= K <= N", arg);
@@ -203,6 +209,7 @@ int cmd_batch(struct an_global_opts *g, int argc, char **argv) {
       {"drain", no_argument, NULL, OPT_DRAIN},
       {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
       {"record-output", required_argument, NULL, OPT_RECORD_OUTPUT},
+      {"pool", required_argument, NULL, CLI_OPT_POOL},
       {"help", no_argument, NULL, 'h'},
       {0},
   };
@@ -237,7 +244,12 @@ int cmd_batch(struct an_global_opts *g, int argc, char **argv) {
   }
   if (a.cfg.resume && !a.cfg.results_path) return cli_usage_error("batch", "--resume needs --results FILE");
   struct an_sandbox_opts *opts = NULL;
-  if ((r = cli_sandbox_opts("batch", &flags, &opts)) != 0) return r;
+  if ((r = cli_pool_check_flags("batch", a.cfg.pool, flags.n, flags.profile)) != 0) return r;
+  if (a.cfg.pool) {
+    if (an_pool_options(g->root, a.cfg.pool, &opts, NULL, &err) < 0) return cli_fail("batch", &err);
+  } else if ((r = cli_sandbox_opts("batch", &flags, &opts)) != 0) {
+    return r;
+  }
   a.cfg.defaults = opts;
   if (!a.cfg.results_path) a.cfg.echo_fd = 1;
 

@@ -13,7 +13,8 @@ static const char ls_usage[] =
     "List sandboxes: ID, NAME, IMAGE, STATUS (running, dead, expired), CREATED, EXPIRES IN.\n"
     "A sandbox whose lifetime ends is removed by its monitor and then no longer listed (its id\n"
     "says \"expired\" until the next prune); \"expired\" shows one not removed yet (its monitor\n"
-    "gone or still at work).\n"
+    "gone or still at work).  EXPIRES IN \"-\": a warm pool's ready sandbox (its lifetime starts\n"
+    "when it is handed out; agentnest-pool(1)).\n"
     "  --json       one JSON array of {id,name,image,status,created,deadline,init_pid,monitor_pid}\n"
     "  -h, --help   this help\n";
 
@@ -53,9 +54,10 @@ int cmd_ls(struct an_global_opts *g, int argc, char **argv) {
     char created[32];
     fmt_time(l[i].created_ms, created, sizeof created);
     uint64_t left = l[i].deadline_ms > now_ms ? (l[i].deadline_ms - now_ms) / 1000 : 0;
-    printf("%-14s %-20s %-16s %-8s %-21s %llus\n", l[i].id, l[i].name ? l[i].name : "-",
-           l[i].image ? l[i].image : "-", l[i].status ? l[i].status : "?", created,
-           (unsigned long long) left);
+    char expires[32] = "-";   /* no deadline: a warm pool's ready sandbox */
+    if (l[i].deadline_ms) snprintf(expires, sizeof expires, "%llus", (unsigned long long) left);
+    printf("%-14s %-20s %-16s %-8s %-21s %s\n", l[i].id, l[i].name ? l[i].name : "-",
+           l[i].image ? l[i].image : "-", l[i].status ? l[i].status : "?", created, expires);
   }
   an_sandbox_info_list_free(l, n);
   return 0;

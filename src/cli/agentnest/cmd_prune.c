@@ -20,6 +20,8 @@ static const char prune_usage[] =
     "  (container, cgroup, workspace, state: booleans, whether there was one to remove; idrange: the\n"
     "  freed range's first host uid, 0 none, -1 not freed; containers: engine state dirs with no\n"
     "  sandbox; tombstones: ids of expired sandboxes whose tombstone was removed)\n"
+    "  Pools whose keeper died (with --all: every pool, its keeper ended) are removed with their\n"
+    "  ready sandboxes; \"pools\" lists their names.\n"
     "  --all        destroy live sandboxes too\n"
     "  -h, --help   this help\n"
     "Exit status 125 when the state cannot be read or the report lists errors.\n";

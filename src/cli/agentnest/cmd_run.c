@@ -23,8 +23,10 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "agentnest/pool.h"
 #include "agentnest/sandbox.h"
 #include "cli.h"
+#include "cli_pool.h"
 #include "util/cleanup.h"
 
 enum oneshot_kind { ONESHOT_RUN, ONESHOT_SHELL, ONESHOT_PYTHON };
@@ -66,6 +68,9 @@ struct oneshot {
   size_t nputs;
   const char *gets[CLI_MAX_FLAGS];
   size_t ngets;
+  const char *pool;     /* --pool NAME */
+  bool pool_only;       /* --pool-only */
+  bool pooled;          /* the sandbox came from the pool */
 };
 
 /* Split "A[:B]": B is what follows the last ':' unless A names an existing
@@ -179,7 +184,9 @@ static _Noreturn void oneshot_child(struct oneshot *o, const char *id, char **ar
   if (an_sandbox_exec(sb, argv, &eo, &res, &err) < 0) exit(cli_fail(o->cmd, &err));
   if (do_gets(o, sb, &arts) != 0) exit(AN_EXIT_RUNTIME);
   int status = res.status;
-  if (o->json && cli_print_result_json(o->cmd, id, &res, &arts) != 0) status = AN_EXIT_RUNTIME;
+  if (o->json && (o->pool ? cli_print_result_json_pooled(o->cmd, id, &res, &arts, o->pooled)
+                          : cli_print_result_json(o->cmd, id, &res, &arts)) != 0)
+    status = AN_EXIT_RUNTIME;
   fflush(stdout);
   an_exec_result_release(&res);
   an_artifact_list_free(&arts);
@@ -204,8 +211,14 @@ static int oneshot_run(struct oneshot *o, struct an_sandbox_opts *opts, char **a
 
   an_error_t err = NULL;
   struct an_sandbox *sb = NULL;
-  /* owned: a CLI killed with SIGKILL takes the sandbox with it */
-  if (an_sandbox_create_owned(o->root, opts, &sb, &err) < 0) return cli_fail(o->cmd, &err);
+  /* owned: a CLI killed with SIGKILL takes the sandbox with it (a pooled
+   * one too: the claim makes this process its owner) */
+  if (o->pool) {
+    int pr = cli_pool_take(o->cmd, o->root, o->pool, o->pool_only, true, &sb, &o->pooled);
+    if (pr) return pr;
+  } else if (an_sandbox_create_owned(o->root, opts, &sb, &err) < 0) {
+    return cli_fail(o->cmd, &err);
+  }
   cleanup_free char *id = strdup(an_sandbox_id(sb));
   int status = AN_EXIT_RUNTIME, sig = pending_signal(sfd);
 
@@ -248,6 +261,14 @@ static int oneshot_run(struct oneshot *o, struct an_sandbox_opts *opts, char **a
   if (!sig) status = WIFEXITED(wst) ? WEXITSTATUS(wst) : AN_EXIT_RUNTIME;
 
 out:
+  /* A pooled sandbox's result is out: its monitor tears it down in the
+   * background once pid 1 is killed (the caller does not wait for that). */
+  if (o->pooled && !sig && an_sandbox_destroy_background(sb, &err) == 0) {
+    an_sandbox_close(sb);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return status;
+  }
+  an_error_free(&err);
   if (an_sandbox_destroy(sb, 0, &err) < 0) {
     cli_fail(o->cmd, &err);
     if (!sig) status = AN_EXIT_RUNTIME;
@@ -267,6 +288,7 @@ static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int ar
       {"put", required_argument, NULL, CLI_OPT_PUT},
       {"get", required_argument, NULL, CLI_OPT_GET},
       {"json", no_argument, NULL, CLI_OPT_JSON},
+      CLI_POOL_LONGOPTS,
       {"help", no_argument, NULL, 'h'},
       {0},
   };
@@ -282,8 +304,14 @@ static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int ar
     if (cli_sandbox_flag(&flags, c, optarg)) continue;
     switch (c) {
     case 'h':
-      printf("%s\n%s%s", usage, cli_sandbox_opts_help, oneshot_common_help);
+      printf("%s\n%s\n%s%s", usage, cli_sandbox_opts_help, cli_pool_opts_help, oneshot_common_help);
       return 0;
+    case CLI_OPT_POOL:
+      o.pool = optarg;
+      break;
+    case CLI_OPT_POOL_ONLY:
+      o.pool_only = true;
+      break;
     case CLI_OPT_PUT:
       if (o.nputs < CLI_MAX_FLAGS) o.puts[o.nputs++] = optarg;
       break;
@@ -312,9 +340,11 @@ static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int ar
                                                           : "no code or FILE.py given");
   if (kind == ONESHOT_SHELL && !argv[optind][0]) return cli_usage_error(o.cmd, "empty script");
 
-  struct an_sandbox_opts *opts = NULL;
-  int r = cli_sandbox_opts(o.cmd, &flags, &opts);
+  if (o.pool_only && !o.pool) return cli_usage_error(o.cmd, "--pool-only needs --pool NAME");
+  int r = cli_pool_check_flags(o.cmd, o.pool, flags.n, flags.profile);
   if (r) return r;
+  struct an_sandbox_opts *opts = NULL;
+  if (!o.pool && (r = cli_sandbox_opts(o.cmd, &flags, &opts))) return r;
 
   int rest = argc - optind;
   cleanup_free char **cargv = calloc((size_t) rest + 5, sizeof *cargv);

@@ -37,6 +37,7 @@ static const struct an_command commands[] = {
     {"policy", cmd_policy, "explain what each profile enforces, and what not, on this host"},
     {"profiles", cmd_profiles, "list the shipped profiles: purpose and key limits"},
     {"demo", cmd_demo, "a narrated tour on the default image"},
+    {"pool", cmd_pool, "warm pools of ready sandboxes: start, ls, stop"},
 };
 
 static void usage(FILE *f) {
