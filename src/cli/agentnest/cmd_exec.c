@@ -16,7 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agentnest/sandbox.h"
+#include "agentnest/sandbox_opts.h"
+#include "argv_rule.h"
 #include "cli.h"
+#include "stream.h"
 #include "util/cleanup.h"
 #include "util/units.h"
 
@@ -58,7 +61,15 @@ static const char exec_usage[] =
     "  --env K=V            extra environment variable (repeatable)\n"
     "  --workdir DIR        working directory inside (absolute)\n"
     "  --json               print one JSON result document instead of streaming output\n"
+    "  --stream             print JSON Lines as output arrives: {\"type\":\"stdout\"|\"stderr\",\n"
+    "                       \"data\":...} (base64 with \"encoding\":\"base64\" when not UTF-8),\n"
+    "                       then one {\"type\":\"result\",...} with the --json members\n"
     "  -h, --help           this help\n"
+    "\n"
+    "An option of ours after CMD is refused, not passed to CMD: put '--' before CMD to pass\n"
+    "it on (a CMD that starts with '-' always needs '--').  Under --json/--stream a runtime\n"
+    "failure (125) prints {\"type\":\"error\",\"status\":125,\"error\":{\"code\",\"message\"}}.\n"
+    "PYTHONUNBUFFERED=1 is set unless the sandbox or --env sets PYTHONUNBUFFERED.\n"
     "\n"
     "Exit status: the command's own; 124 timed out; 125 runtime failure (no such sandbox,\n"
     "expired, bad option); 126 not executable; 127 not found; 128+N killed by signal N.\n";
@@ -69,15 +80,19 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
       {"env", required_argument, NULL, CLI_OPT_ENV},
       {"workdir", required_argument, NULL, CLI_OPT_WORKDIR},
       {"json", no_argument, NULL, CLI_OPT_JSON},
+      {"stream", no_argument, NULL, CLI_OPT_STREAM},
       {"help", no_argument, NULL, 'h'},
       {0},
   };
+  static const char form[] = "agentnest exec ID [OPTIONS] -- CMD [ARG...]";
   const char *cmd = argv[0];
   struct an_exec_opts eo = {0};
   cleanup_free char **env = NULL;
   size_t nenv = 0;
-  bool json = g->json;
+  bool json = g->json, stream = false;
+  struct cli_stream st = {0};
   int c, r;
+  cli_error_json_set(json);
   optind = 1;
   opterr = 0;
   /* ID may come before or after the options; CMD follows "--" (or the first
@@ -114,19 +129,36 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
       break;
     case CLI_OPT_JSON:
       json = true;
+      cli_error_json_set(true);
+      break;
+    case CLI_OPT_STREAM:
+      stream = true;
+      cli_error_json_set(true);
       break;
     default:
-      return cli_getopt_error(cmd, c, argc, argv);
+      return cli_command_option_error(cmd, c, argc, argv, form);
     }
   }
   if (!id) return cli_usage_error(cmd, "no sandbox ID given");
   if (optind >= argc) return cli_usage_error(cmd, "no command given (agentnest exec ID -- CMD [ARG...])");
-  eo.env = env;
-  if (!json) eo.on_data = cli_stream_output;
+  if ((r = cli_check_after_command(cmd, argc, argv, optind, longopts, form))) return r;
+  if (json && stream) return cli_usage_error(cmd, "--json and --stream exclude each other");
+  if (stream) {
+    eo.on_data = cli_stream_data;
+    eo.on_data_arg = &st;
+  } else if (!json) {
+    eo.on_data = cli_stream_output;
+  }
 
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
   if (an_sandbox_open(g->root, id, &sb, &err) < 0) return cli_fail(cmd, &err);
+  const struct an_sandbox_opts *so = an_sandbox_get_opts(sb);
+  if ((r = cli_env_python_unbuffered(cmd, &env, &nenv, so ? an_sandbox_opts_env(so) : NULL))) {
+    an_sandbox_close(sb);
+    return r;
+  }
+  eo.env = env;
   cleanup_close int sigfd = signals_to_pipe(cmd);
   if (sigfd < 0) {
     an_sandbox_close(sb);
@@ -147,6 +179,7 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
     status = 128 + sig;
   }
   if (json && cli_print_result_json(cmd, an_sandbox_id(sb), &res, NULL) != 0) status = AN_EXIT_RUNTIME;
+  if (stream && cli_stream_result(cmd, &st, an_sandbox_id(sb), &res, NULL) != 0) status = AN_EXIT_RUNTIME;
   an_exec_result_release(&res);
   an_sandbox_close(sb);
   return status;

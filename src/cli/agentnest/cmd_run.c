@@ -24,7 +24,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "agentnest/sandbox.h"
+#include "agentnest/sandbox_opts.h"
+#include "argv_rule.h"
 #include "cli.h"
+#include "stream.h"
 #include "util/cleanup.h"
 
 enum oneshot_kind { ONESHOT_RUN, ONESHOT_SHELL, ONESHOT_PYTHON };
@@ -53,7 +56,16 @@ static const char oneshot_common_help[] =
     "                          spans directories) to host DIR (default .), keeping their\n"
     "                          paths under /workspace (out/x.txt -> DIR/out/x.txt)\n"
     "  --json                  print one JSON result document instead of streaming output\n"
+    "  --stream                print JSON Lines as output arrives: {\"type\":\"stdout\"|\"stderr\",\n"
+    "                          \"data\":...} (base64 with \"encoding\":\"base64\" when not UTF-8),\n"
+    "                          then one {\"type\":\"result\",...} with the --json members\n"
     "  -h, --help              this help\n"
+    "\n"
+    "An option of ours after the command (CMD, SCRIPT or CODE) is refused, not passed to it:\n"
+    "put '--' before the command to pass it on (one that starts with '-' always needs '--').\n"
+    "Under --json/--stream a runtime failure (125) prints one error document,\n"
+    "{\"type\":\"error\",\"status\":125,\"error\":{\"code\",\"message\"}}, see agentnest(1).\n"
+    "PYTHONUNBUFFERED=1 is set unless the profile or --env sets PYTHONUNBUFFERED.\n"
     "\n"
     "Exit status: the command's own; 124 timed out; 125 runtime failure (bad option, image\n"
     "missing, refused); 126 not executable; 127 not found; 128+N killed by signal N.\n\n";
@@ -61,7 +73,8 @@ static const char oneshot_common_help[] =
 struct oneshot {
   const char *cmd;
   const char *root;
-  bool json;
+  bool json, stream;
+  char **env;              /* extra environment of the command (PYTHONUNBUFFERED) */
   const char *puts[CLI_MAX_FLAGS];
   size_t nputs;
   const char *gets[CLI_MAX_FLAGS];
@@ -172,14 +185,21 @@ static _Noreturn void oneshot_child(struct oneshot *o, const char *id, char **ar
   signal(SIGINT, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
   if (an_sandbox_open(o->root, id, &sb, &err) < 0) exit(cli_fail(o->cmd, &err));
-  struct an_exec_opts eo = {0};
+  struct an_exec_opts eo = {.env = o->env};
   struct an_exec_result res = {0};
   struct an_artifact_list arts = {0};
-  if (!o->json) eo.on_data = cli_stream_output;
+  struct cli_stream st = {0};
+  if (o->stream) {
+    eo.on_data = cli_stream_data;
+    eo.on_data_arg = &st;
+  } else if (!o->json) {
+    eo.on_data = cli_stream_output;
+  }
   if (an_sandbox_exec(sb, argv, &eo, &res, &err) < 0) exit(cli_fail(o->cmd, &err));
   if (do_gets(o, sb, &arts) != 0) exit(AN_EXIT_RUNTIME);
   int status = res.status;
   if (o->json && cli_print_result_json(o->cmd, id, &res, &arts) != 0) status = AN_EXIT_RUNTIME;
+  if (o->stream && cli_stream_result(o->cmd, &st, id, &res, &arts) != 0) status = AN_EXIT_RUNTIME;
   fflush(stdout);
   an_exec_result_release(&res);
   an_artifact_list_free(&arts);
@@ -227,6 +247,8 @@ static int oneshot_run(struct oneshot *o, struct an_sandbox_opts *opts, char **a
     goto out;
   }
   if (child == 0) oneshot_child(o, id, argv);
+  /* the child prints the one JSON document (result or error) from here on */
+  cli_error_json_set(false);
   pidfd = (int) syscall(SYS_pidfd_open, child, 0);
   /* pidfd_open (Linux 5.3) is required by doctor; without it the CLI just
    * waits for the child. */
@@ -267,12 +289,17 @@ static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int ar
       {"put", required_argument, NULL, CLI_OPT_PUT},
       {"get", required_argument, NULL, CLI_OPT_GET},
       {"json", no_argument, NULL, CLI_OPT_JSON},
+      {"stream", no_argument, NULL, CLI_OPT_STREAM},
       {"help", no_argument, NULL, 'h'},
       {0},
   };
   const char *usage = kind == ONESHOT_RUN ? run_usage : kind == ONESHOT_SHELL ? shell_usage
                                                                                 : python_usage;
+  const char *form = kind == ONESHOT_RUN     ? "agentnest run [OPTIONS] -- CMD [ARG...]"
+                   : kind == ONESHOT_SHELL ? "agentnest shell [OPTIONS] -- 'SCRIPT' [ARG...]"
+                                           : "agentnest python [OPTIONS] -- CODE|FILE.py [ARG...]";
   struct oneshot o = {.cmd = argv[0], .root = g->root, .json = g->json};
+  cli_error_json_set(o.json);
   static struct cli_sandbox_flags flags;
   memset(&flags, 0, sizeof flags);
   int c;
@@ -301,20 +328,35 @@ static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int ar
     }
     case CLI_OPT_JSON:
       o.json = true;
+      cli_error_json_set(true);
+      break;
+    case CLI_OPT_STREAM:
+      o.stream = true;
+      cli_error_json_set(true);
       break;
     default:
-      return cli_getopt_error(o.cmd, c, argc, argv);
+      return cli_command_option_error(o.cmd, c, argc, argv, form);
     }
   }
+  if (o.json && o.stream) return cli_usage_error(o.cmd, "--json and --stream exclude each other");
   if (optind >= argc)
     return cli_usage_error(o.cmd, kind == ONESHOT_RUN     ? "no command given (agentnest run [OPTIONS] -- CMD [ARG...])"
                                   : kind == ONESHOT_SHELL ? "no script given"
                                                           : "no code or FILE.py given");
   if (kind == ONESHOT_SHELL && !argv[optind][0]) return cli_usage_error(o.cmd, "empty script");
+  int r = cli_check_after_command(o.cmd, argc, argv, optind, longopts, form);
+  if (r) return r;
 
   struct an_sandbox_opts *opts = NULL;
-  int r = cli_sandbox_opts(o.cmd, &flags, &opts);
+  r = cli_sandbox_opts(o.cmd, &flags, &opts);
   if (r) return r;
+  cleanup_free char **env = NULL;
+  size_t nenv = 0;
+  if ((r = cli_env_python_unbuffered(o.cmd, &env, &nenv, an_sandbox_opts_env(opts)))) {
+    an_sandbox_opts_free(opts);
+    return r;
+  }
+  o.env = env;
 
   int rest = argc - optind;
   cleanup_free char **cargv = calloc((size_t) rest + 5, sizeof *cargv);

@@ -1,0 +1,391 @@
+/* tests/integration/cli_io_test.c — black-box tests of the I/O of the
+ * `agentnest` commands that run something (run, shell, python, exec),
+ * through the built binary ($AN_TEST_BUILD/agentnest): `--stream` JSON
+ * Lines (order within a stream, one final result line, base64 for bytes
+ * that are not UTF-8, UTF-8 sequences never cut), the JSON error document
+ * of a runtime failure (125) under --json/--stream, the `--` rule, Python
+ * unbuffered by default, stdin (`exec -i`, `--stdin FILE`, FIFOs refused)
+ * and terminals (`exec -t` driven through tmux(1): tty, resize, Ctrl-C,
+ * TIOCSTI).
+ *
+ * All tests share one state root per test run, /tmp/an-cli-io-<runner
+ * pid>, with the busybox and python images imported from the `make images`
+ * cache (skipped when the cache is missing); the root is pruned and removed
+ * when the run ends.  Per-test files live in /tmp/an-cli-io-<runner>-<pid>. */
+#include <criterion/criterion.h>
+#include <criterion/hooks.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yajl/yajl_tree.h>
+#include "image_fixture.h"
+
+#define CACHE "/var/cache/agentnest/images"
+
+static char an_bin[4096];
+static char root[256];   /* shared state root of this run */
+static char work[256];   /* this test's scratch dir */
+static char out_path[300], err_path[300];
+static char *out_text, *err_text;
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "re");
+  if (!f) return strdup("");
+  char *buf = NULL;
+  size_t cap = 0, len = 0;
+  for (;;) {
+    if (len + 4096 + 1 > cap) {
+      cap = (cap + 4096) * 2;
+      buf = realloc(buf, cap);
+      cr_assert_not_null(buf);
+    }
+    size_t r = fread(buf + len, 1, 4096, f);
+    len += r;
+    if (r == 0) break;
+  }
+  fclose(f);
+  buf[len] = 0;
+  return buf;
+}
+
+/* Run `agentnest --root ROOT <args>` through sh in the test's scratch dir
+ * (stdin: whatever `args` redirects, else the runner's); stdout and stderr
+ * land in out_text/err_text.  Returns the exit status. */
+static int an(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int an(const char *fmt, ...) {
+  char *args = NULL, *cmd = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  cr_assert_geq(vasprintf(&args, fmt, ap), 0);
+  va_end(ap);
+  cr_assert_geq(asprintf(&cmd, "cd '%s' && '%s' --root '%s' %s >'%s' 2>'%s'", work, an_bin, root,
+                         args, out_path, err_path), 0);
+  int st = system(cmd);
+  free(args);
+  free(cmd);
+  free(out_text);
+  free(err_text);
+  out_text = slurp(out_path);
+  err_text = slurp(err_path);
+  cr_assert(WIFEXITED(st), "sh did not exit");
+  return WEXITSTATUS(st);
+}
+
+static yajl_val parse_json(const char *text) {
+  char e[256] = "";
+  yajl_val v = yajl_tree_parse(text, e, sizeof e);
+  cr_assert_not_null(v, "not JSON (%s): %s", e, text);
+  return v;
+}
+
+static yajl_val jget(yajl_val v, const char *key, yajl_type t) {
+  const char *path[] = {key, NULL};
+  return yajl_tree_get(v, path, t);
+}
+
+static const char *jstr(yajl_val v) {
+  const char *s = YAJL_IS_STRING(v) ? v->u.string : NULL;
+  return s ? s : "";
+}
+
+static void chomp(char *s) {
+  size_t n = strlen(s);
+  while (n && s[n - 1] == '\n') s[--n] = 0;
+}
+
+static void import_image(const char *name) {
+  char lay[300];
+  snprintf(lay, sizeof lay, CACHE "/%s/layout", name);
+  struct stat st;
+  if (stat(lay, &st) != 0) cr_skip_test("no %s image in " CACHE " (make images)", name);
+  char stamp[400];
+  snprintf(stamp, sizeof stamp, "%s/.imported-%s", root, name);
+  if (stat(stamp, &st) == 0) return;
+  cr_assert_eq(an("image import '%s' --name %s </dev/null", lay, name), 0, "import %s: %s", name, err_text);
+  an_test_write_file(stamp, "", 0, 0644);
+}
+
+static void setup(void) {
+  const char *b = getenv("AN_TEST_BUILD");
+  char rel[4096];
+  snprintf(rel, sizeof rel, "%s/agentnest", b && *b ? b : "./build");
+  cr_assert_not_null(realpath(rel, an_bin), "agentnest not built at %s", rel);
+  const char *src = getenv("AN_TEST_SRC");
+  char prof[4096];
+  snprintf(prof, sizeof prof, "%s/profiles", src && *src ? src : ".");
+  char real[4096];
+  if (realpath(prof, real)) setenv("AGENTNEST_PROFILES", real, 1);
+  snprintf(root, sizeof root, "/tmp/an-cli-io-%d", (int) getppid());
+  mkdir(root, 0755);
+  snprintf(work, sizeof work, "/tmp/an-cli-io-%d-%d", (int) getppid(), (int) getpid());
+  cr_assert(mkdir(work, 0700) == 0 || errno == EEXIST);
+  snprintf(out_path, sizeof out_path, "%s/.out", work);
+  snprintf(err_path, sizeof err_path, "%s/.err", work);
+  import_image("busybox");
+  import_image("python");
+}
+
+static void teardown(void) {
+  free(out_text);
+  free(err_text);
+  out_text = err_text = NULL;
+  an_test_rm_tree(work);
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
+  (void) stats;
+  char r[256];
+  snprintf(r, sizeof r, "/tmp/an-cli-io-%d", (int) getpid());
+  struct stat st;
+  if (stat(r, &st) != 0) return;
+  const char *b = getenv("AN_TEST_BUILD");
+  char rel[4096], bin[4096];
+  snprintf(rel, sizeof rel, "%s/agentnest", b && *b ? b : "./build");
+  if (realpath(rel, bin)) an_test_sh("'%s' --root '%s' prune --all >/dev/null 2>&1", bin, r);
+  an_test_rm_tree(r);
+}
+
+TestSuite(cli_io, .init = setup, .fini = teardown, .timeout = 120);
+
+static char *create_sandbox(const char *image) {
+  cr_assert_eq(an("create --image %s </dev/null", image), 0, "%s", err_text);
+  char *id = strdup(out_text);
+  chomp(id);
+  cr_assert_gt(strlen(id), 0);
+  return id;
+}
+
+/* ---- --stream ------------------------------------------------------------------------------ */
+
+/* The lines of a --stream output, parsed; the concatenated text of each
+ * stream's chunks (base64 ones decoded). */
+struct lines {
+  yajl_val v[256];
+  size_t n;
+  char out[4096], err[4096];
+  size_t nout, nerr;
+  int base64_chunks;
+};
+
+static size_t b64_decode(const char *in, unsigned char *out) {
+  static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t n = 0;
+  unsigned acc = 0;
+  int bits = 0;
+  for (const char *p = in; *p && *p != '='; p++) {
+    const char *k = strchr(al, *p);
+    cr_assert_not_null(k, "not base64: %s", in);
+    acc = (acc << 6) | (unsigned) (k - al);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[n++] = (unsigned char) (acc >> bits);
+    }
+  }
+  return n;
+}
+
+static void parse_lines(const char *text, struct lines *l) {
+  memset(l, 0, sizeof *l);
+  char *copy = strdup(text), *save = NULL;
+  cr_assert(strlen(text) > 0 && text[strlen(text) - 1] == '\n', "output does not end a line: %s", text);
+  for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    cr_assert_lt(l->n, 256);
+    yajl_val v = parse_json(line);
+    cr_assert(YAJL_IS_OBJECT(v), "not an object: %s", line);
+    l->v[l->n++] = v;
+    const char *type = jstr(jget(v, "type", yajl_t_string));
+    if (strcmp(type, "stdout") && strcmp(type, "stderr")) continue;
+    bool is_err = !strcmp(type, "stderr");
+    const char *data = jstr(jget(v, "data", yajl_t_string));
+    char *dst = is_err ? l->err + l->nerr : l->out + l->nout;
+    size_t k;
+    yajl_val enc = jget(v, "encoding", yajl_t_string);
+    if (enc) {
+      cr_expect_str_eq(jstr(enc), "base64");
+      l->base64_chunks++;
+      k = b64_decode(data, (unsigned char *) dst);
+    } else {
+      k = strlen(data);
+      memcpy(dst, data, k);
+    }
+    if (is_err) l->nerr += k;
+    else l->nout += k;
+    cr_assert_lt(l->nout + l->nerr, 4000);
+  }
+  free(copy);
+}
+
+static void free_lines(struct lines *l) {
+  for (size_t i = 0; i < l->n; i++) yajl_tree_free(l->v[i]);
+}
+
+/* exactly one result line, and it is the last */
+static yajl_val the_result(struct lines *l) {
+  cr_assert_gt(l->n, 0);
+  for (size_t i = 0; i + 1 < l->n; i++)
+    cr_assert_str_neq(jstr(jget(l->v[i], "type", yajl_t_string)), "result", "result line %zu is not last", i);
+  yajl_val r = l->v[l->n - 1];
+  cr_assert_str_eq(jstr(jget(r, "type", yajl_t_string)), "result");
+  return r;
+}
+
+Test(cli_io, stream_keeps_each_streams_order_and_ends_with_one_result_line) {
+  cr_assert_eq(an("run --image busybox --stream -- sh -c 'for i in 1 2 3 4 5; do echo o$i; echo e$i >&2; done; exit 3'"
+                  " </dev/null"), 3, "%s", err_text);
+  struct lines l;
+  parse_lines(out_text, &l);
+  l.out[l.nout] = l.err[l.nerr] = 0;
+  cr_expect_str_eq(l.out, "o1\no2\no3\no4\no5\n");
+  cr_expect_str_eq(l.err, "e1\ne2\ne3\ne4\ne5\n");
+  cr_expect_eq(l.base64_chunks, 0);
+  yajl_val r = the_result(&l);
+  /* the members of --json */
+  yajl_val code = jget(r, "exit_code", yajl_t_number);
+  cr_expect(code && YAJL_GET_INTEGER(code) == 3);
+  cr_expect_str_eq(jstr(jget(r, "stdout", yajl_t_string)), "o1\no2\no3\no4\no5\n");
+  cr_expect_not_null(jget(r, "id", yajl_t_string));
+  cr_expect_not_null(jget(r, "artifacts", yajl_t_array));
+  cr_expect_not_null(jget(r, "stderr_truncated", yajl_t_any));
+  cr_expect_not_null(jget(r, "duration_ms", yajl_t_number));
+  free_lines(&l);
+  cr_expect_str_eq(err_text, "", "--stream writes nothing else: %s", err_text);
+}
+
+Test(cli_io, stream_marks_bytes_that_are_not_utf8_as_base64_and_never_cuts_a_sequence) {
+  /* \xc3 and \xa9 (é) written apart: held back until complete, still text */
+  cr_assert_eq(an("shell --image busybox --stream 'printf \"\\303\"; sleep 0.2; printf \"\\251\\n\"; "
+                  "printf \"\\377\\376x\" >&2' </dev/null"), 0, "%s", err_text);
+  struct lines l;
+  parse_lines(out_text, &l);
+  cr_expect_eq(l.nout, 3);
+  cr_expect(!memcmp(l.out, "\xc3\xa9\n", 3), "stdout %.*s", (int) l.nout, l.out);
+  cr_expect_eq(l.nerr, 3);
+  cr_expect(!memcmp(l.err, "\xff\xfex", 3), "stderr bytes");
+  cr_expect_eq(l.base64_chunks, 1, "only the stderr chunk is base64: %s", out_text);
+  for (size_t i = 0; i + 1 < l.n; i++)
+    if (!strcmp(jstr(jget(l.v[i], "type", yajl_t_string)), "stdout"))
+      cr_expect_null(jget(l.v[i], "encoding", yajl_t_any), "stdout chunk %zu is text", i);
+  the_result(&l);
+  free_lines(&l);
+}
+
+Test(cli_io, exec_stream_and_python_stream) {
+  char *id = create_sandbox("python");
+  cr_assert_eq(an("exec %s --stream -- python3 -c 'print(1); import sys; print(2, file=sys.stderr)' </dev/null", id),
+               0, "%s", err_text);
+  struct lines l;
+  parse_lines(out_text, &l);
+  l.out[l.nout] = l.err[l.nerr] = 0;
+  cr_expect_str_eq(l.out, "1\n");
+  cr_expect_str_eq(l.err, "2\n");
+  cr_expect_str_eq(jstr(jget(the_result(&l), "id", yajl_t_string)), id);
+  free_lines(&l);
+  cr_assert_eq(an("python --stream 'print(\"p\")' </dev/null"), 0, "%s", err_text);
+  parse_lines(out_text, &l);
+  l.out[l.nout] = 0;
+  cr_expect_str_eq(l.out, "p\n");
+  the_result(&l);
+  free_lines(&l);
+  cr_expect_eq(an("exec %s --json --stream -- true </dev/null", id), 125);
+  cr_expect(strstr(err_text, "exclude") != NULL, "%s", err_text);
+  an("destroy %s", id);
+  free(id);
+}
+
+/* ---- JSON error documents ------------------------------------------------------------------ */
+
+static void expect_error_doc(const char *text, const char *code) {
+  char *copy = strdup(text);
+  chomp(copy);
+  cr_assert(strchr(copy, '\n') == NULL, "one line: %s", text);
+  yajl_val v = parse_json(copy);
+  cr_expect_str_eq(jstr(jget(v, "type", yajl_t_string)), "error");
+  yajl_val st = jget(v, "status", yajl_t_number);
+  cr_expect(st && YAJL_GET_INTEGER(st) == 125, "%s", text);
+  const char *cp[] = {"error", "code", NULL}, *mp[] = {"error", "message", NULL};
+  cr_expect_str_eq(jstr(yajl_tree_get(v, cp, yajl_t_string)), code, "%s", text);
+  cr_expect(strlen(jstr(yajl_tree_get(v, mp, yajl_t_string))) > 0, "%s", text);
+  yajl_tree_free(v);
+  free(copy);
+}
+
+Test(cli_io, runtime_failure_prints_a_json_error_document) {
+  cr_assert_eq(an("run --image no-such-image-io --json -- true </dev/null"), 125);
+  expect_error_doc(out_text, "ENOENT");
+  cr_expect(strstr(out_text, "no-such-image-io") != NULL, "%s", out_text);
+  cr_expect(strstr(err_text, "no-such-image-io") != NULL, "stderr keeps the message: %s", err_text);
+  cr_assert_eq(an("run --stream --image no-such-image-io -- true </dev/null"), 125);
+  expect_error_doc(out_text, "ENOENT");
+  cr_assert_eq(an("--json exec no-such-sandbox-io -- true </dev/null"), 125);
+  expect_error_doc(out_text, "ENOENT");
+  cr_assert_eq(an("exec no-such-sandbox-io --stream -- true </dev/null"), 125);
+  expect_error_doc(out_text, "ENOENT");
+  cr_assert_eq(an("shell --json --memory 0 'true' </dev/null"), 125);
+  expect_error_doc(out_text, "EINVAL");
+  cr_assert_eq(an("python --stream --bogus 'print(1)' </dev/null"), 125);
+  expect_error_doc(out_text, "usage");
+  /* without --json/--stream: nothing on stdout */
+  cr_assert_eq(an("run --image no-such-image-io -- true </dev/null"), 125);
+  cr_expect_str_eq(out_text, "");
+}
+
+/* ---- the -- rule ----------------------------------------------------------------------------- */
+
+Test(cli_io, our_options_after_the_command_need_dashdash) {
+  cr_assert_eq(an("run --image busybox echo hi --json </dev/null"), 125);
+  cr_expect(strstr(err_text, "'--json'") && strstr(err_text, "'--'"), "%s", err_text);
+  cr_expect_str_eq(out_text, "");
+  cr_assert_eq(an("run --image busybox -- echo hi --json </dev/null"), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "hi --json\n");
+  /* options that are not ours pass */
+  cr_assert_eq(an("run --image busybox ls -d / </dev/null"), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "/\n");
+  cr_assert_eq(an("shell --image busybox 'echo $1' --timeout=5 </dev/null"), 125);
+  cr_expect(strstr(err_text, "'--timeout=5'") != NULL, "%s", err_text);
+  cr_assert_eq(an("shell --image busybox -- 'echo $1' --timeout=5 </dev/null"), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "--timeout=5\n");
+  cr_assert_eq(an("python --image python 'print(1)' --put x </dev/null"), 125);
+  cr_expect(strstr(err_text, "'--put'") != NULL, "%s", err_text);
+  /* a command starting with '-' needs -- and the parser says so */
+  cr_assert_eq(an("run --image busybox -x </dev/null"), 125);
+  cr_expect(strstr(err_text, "'-x'") && strstr(err_text, "must follow '--'"), "%s", err_text);
+  cr_assert_eq(an("run --image busybox --no-such-cmd </dev/null"), 125);
+  cr_expect(strstr(err_text, "must follow '--'") != NULL, "%s", err_text);
+
+  char *id = create_sandbox("busybox");
+  cr_assert_eq(an("exec %s echo --env A=1 </dev/null", id), 125);
+  cr_expect(strstr(err_text, "'--env'") != NULL, "%s", err_text);
+  cr_assert_eq(an("exec %s -- echo --env A=1 </dev/null", id), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "--env A=1\n");
+  cr_assert_eq(an("exec %s echo -n x </dev/null", id), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "x");
+  an("destroy %s", id);
+  free(id);
+}
+
+/* ---- Python unbuffered ------------------------------------------------------------------------ */
+
+Test(cli_io, python_output_is_unbuffered_unless_the_caller_says_otherwise) {
+  const char *code = "'import os; print(os.environ.get(\"PYTHONUNBUFFERED\"))'";
+  cr_assert_eq(an("python %s </dev/null", code), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "1\n");
+  cr_assert_eq(an("python --env PYTHONUNBUFFERED= %s </dev/null", code), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "\n");
+  char *id = create_sandbox("python");
+  cr_assert_eq(an("exec %s -- python3 -c %s </dev/null", id, code), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "1\n");
+  cr_assert_eq(an("exec %s --env PYTHONUNBUFFERED=0 -- python3 -c %s </dev/null", id, code), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "0\n");
+  an("destroy %s", id);
+  free(id);
+  /* unbuffered: a print before a crash reaches the caller in order */
+  cr_assert_eq(an("python 'import os; print(\"before\"); os._exit(4)' </dev/null"), 4, "%s", err_text);
+  cr_expect_str_eq(out_text, "before\n");
+}
