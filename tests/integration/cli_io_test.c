@@ -131,7 +131,15 @@ static void setup(void) {
   import_image("python");
 }
 
+static char tsock[400];   /* this test's tmux server, if any */
+
+static void tmux_stop(void) {
+  if (tsock[0]) an_test_sh("tmux -S '%s' kill-server >/dev/null 2>&1", tsock);
+  tsock[0] = 0;
+}
+
 static void teardown(void) {
+  tmux_stop();
   free(out_text);
   free(err_text);
   out_text = err_text = NULL;
@@ -388,4 +396,258 @@ Test(cli_io, python_output_is_unbuffered_unless_the_caller_says_otherwise) {
   /* unbuffered: a print before a crash reaches the caller in order */
   cr_assert_eq(an("python 'import os; print(\"before\"); os._exit(4)' </dev/null"), 4, "%s", err_text);
   cr_expect_str_eq(out_text, "before\n");
+}
+
+/* ---- stdin ----------------------------------------------------------------------------------- */
+
+static void write_work_file(const char *name, const char *text) {
+  char p[400];
+  snprintf(p, sizeof p, "%s/%s", work, name);
+  an_test_write_file(p, text, strlen(text), 0644);
+}
+
+Test(cli_io, exec_i_passes_stdin_and_its_eof_through_a_pipe) {
+  char *id = create_sandbox("busybox");
+  write_work_file("in.txt", "hello\nworld\n");
+  /* cat ends only when EOF arrives: without it, the timeout (124) */
+  cr_assert_eq(an("exec %s -i --timeout 60 -- sh -c 'cat; echo done; readlink /proc/self/fd/0' <in.txt", id), 0,
+               "%s", err_text);
+  cr_expect(!strncmp(out_text, "hello\nworld\ndone\npipe:[", 23), "the host file is never the command's: %s", out_text);
+  /* more than a pipe buffer, every byte */
+  char big[400];
+  snprintf(big, sizeof big, "%s/big", work);
+  size_t n = 1048577;
+  char *zeros = calloc(1, n);
+  cr_assert_not_null(zeros);
+  an_test_write_file(big, zeros, n, 0644);
+  free(zeros);
+  cr_assert_eq(an("exec %s -i --timeout 60 -- wc -c <big", id), 0, "%s", err_text);
+  cr_expect_eq(atol(out_text), 1048577, "%s", out_text);
+  /* default: /dev/null */
+  cr_assert_eq(an("exec %s --timeout 60 -- cat <in.txt", id), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "");
+  /* `shell ID` with stdin not a terminal: a shell reading commands from it */
+  write_work_file("script.sh", "echo from-stdin; pwd\n");
+  cr_assert_eq(an("shell %s <script.sh", id), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "from-stdin\n/workspace\n");
+  an("destroy %s </dev/null", id);
+  free(id);
+}
+
+Test(cli_io, stdin_file_is_read_and_a_fifo_is_refused) {
+  char *id = create_sandbox("busybox");
+  write_work_file("in.txt", "a\nb\nc\n");
+  cr_assert_eq(an("exec %s --stdin in.txt -- wc -l </dev/null", id), 0, "%s", err_text);
+  cr_expect_eq(atoi(out_text), 3, "%s", out_text);
+  cr_expect_eq(an("exec %s -i --stdin in.txt -- true </dev/null", id), 125);
+  cr_expect(strstr(err_text, "exclude") != NULL, "%s", err_text);
+  char fifo[400];
+  snprintf(fifo, sizeof fifo, "%s/fifo", work);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  /* refused at once (opening a FIFO with no writer would block) */
+  cr_expect_eq(an("exec %s --stdin fifo -- cat </dev/null", id), 125);
+  cr_expect(strstr(err_text, "fifo") && strstr(err_text, "not a regular file (FIFO)"), "%s", err_text);
+  cr_expect_eq(an("exec %s --stdin /dev/zero -- cat </dev/null", id), 125);
+  cr_expect(strstr(err_text, "character device") != NULL, "%s", err_text);
+  cr_expect_eq(an("exec %s --stdin no-such-file -- cat </dev/null", id), 125);
+  cr_expect(strstr(err_text, "no-such-file") && strstr(err_text, "ENOENT"), "%s", err_text);
+  /* one-shots: refused before a sandbox is made */
+  cr_expect_eq(an("shell --image busybox --stdin fifo 'cat' </dev/null"), 125);
+  cr_expect(strstr(err_text, "not a regular file (FIFO)") != NULL, "%s", err_text);
+  an("destroy %s </dev/null", id);
+  free(id);
+}
+
+Test(cli_io, one_shots_take_stdin_with_i_or_stdin_file) {
+  write_work_file("in.txt", "one-shot input\n");
+  cr_assert_eq(an("run --image busybox -i -- sh -c 'cat; echo eof' <in.txt"), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "one-shot input\neof\n");
+  cr_assert_eq(an("python --stdin in.txt 'import sys; print(sys.stdin.read().upper(), end=\"\")' </dev/null"), 0,
+               "%s", err_text);
+  cr_expect_str_eq(out_text, "ONE-SHOT INPUT\n");
+  cr_assert_eq(an("shell --image busybox 'cat' <in.txt"), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "", "default stdin is /dev/null");
+}
+
+/* ---- output escape sequences ----------------------------------------------------------------- */
+
+Test(cli_io, json_and_stream_escape_terminal_sequences) {
+  cr_assert_eq(an("run --image busybox --json -- printf '\\033]0;title\\007\\033[2J' </dev/null"), 0, "%s", err_text);
+  cr_expect(strchr(out_text, '\033') == NULL && strchr(out_text, '\007') == NULL, "raw control bytes: %s", out_text);
+  cr_expect(strstr(out_text, "\\u001B]0;title\\u0007\\u001B[2J") != NULL, "%s", out_text);
+  cr_assert_eq(an("run --image busybox --stream -- printf '\\033[2J' </dev/null"), 0, "%s", err_text);
+  cr_expect(strchr(out_text, '\033') == NULL, "raw ESC: %s", out_text);
+}
+
+/* ---- terminals, through a real one: tmux(1) ------------------------------------------------- */
+
+/* A detached tmux server of this test's own (socket in the scratch dir)
+ * whose one pane, cols x rows, runs an interactive sh in the scratch dir. */
+static void tmux_start(int cols, int rows) {
+  if (an_test_sh("command -v tmux >/dev/null 2>&1") != 0) cr_skip_test("tmux not installed (make deps)");
+  snprintf(tsock, sizeof tsock, "%s/tmux.sock", work);
+  cr_assert_eq(an_test_sh("cd '%s' && tmux -S '%s' -f /dev/null new-session -d -x %d -y %d 'ENV= PS1=\"$ \" sh'",
+                          work, tsock, cols, rows), 0);
+}
+
+/* tmux send-keys ARGS (key names: Enter, C-c; -l for literal text) */
+static void tmux_keys(const char *keys) {
+  cr_assert_eq(an_test_sh("tmux -S '%s' send-keys %s", tsock, keys), 0, "send-keys %s", keys);
+}
+
+/* Type `sh FILE` into the pane, FILE holding `script` (so no quoting
+ * through tmux), with the CLI's path and root as $AN and $R. */
+static void tmux_run_script(const char *name, const char *script) {
+  char text[8192];
+  snprintf(text, sizeof text, "AN='%s'; R='%s'\n%s\n", an_bin, root, script);
+  write_work_file(name, text);
+  char keys[600];
+  snprintf(keys, sizeof keys, "-l 'sh %s'", name);
+  tmux_keys(keys);
+  tmux_keys("Enter");
+}
+
+/* The content of scratch file `name` once it contains `needle`, waiting
+ * for it (bounded: 60 s in 20 ms steps); NULL if it never did. */
+static char *wait_for(const char *name, const char *needle) {
+  char p[400];
+  snprintf(p, sizeof p, "%s/%s", work, name);
+  for (int i = 0; i < 3000; i++) {
+    char *t = an_test_read_file(p, NULL);
+    if (t && strstr(t, needle)) return t;
+    free(t);
+    usleep(20000);
+  }
+  return NULL;
+}
+
+static int wait_status(const char *name) {
+  char *t = wait_for(name, "\n");
+  cr_assert_not_null(t, "%s never written", name);
+  int st = atoi(t);
+  free(t);
+  return st;
+}
+
+/* The pane's terminal is cooked again: ask the pane's own shell. */
+static void expect_terminal_restored(const char *tag) {
+  char keys[300];
+  snprintf(keys, sizeof keys, "-l 'stty -a > stty-%s.txt; echo done > stty-%s.done'", tag, tag);
+  tmux_keys(keys);
+  tmux_keys("Enter");
+  char done[64];
+  snprintf(done, sizeof done, "stty-%s.done", tag);
+  free(wait_for(done, "done"));
+  char f[64];
+  snprintf(f, sizeof f, "stty-%s.txt", tag);
+  char *t = wait_for(f, "icanon");
+  cr_assert_not_null(t, "stty -a after %s", tag);
+  cr_expect(!strstr(t, "-icanon") && !strstr(t, "-isig") && !strstr(t, "-opost") && strstr(t, " echo "),
+            "terminal left raw after %s: %s", tag, t);
+  free(t);
+}
+
+Test(cli_io, tty_is_the_sandboxs_own_pty_and_follows_a_resize) {
+  char *id = create_sandbox("busybox");
+  tmux_start(100, 30);
+  char script[2048];
+  snprintf(script, sizeof script,
+           "\"$AN\" --root \"$R\" exec -i -t %s -- sh -c 'tty; ls -1 /dev/pts; stty size; "
+           "while read x; do stty size; [ \"$x\" = q ] && break; done' >out 2>err; echo $? >status", id);
+  tmux_run_script("t1.sh", script);
+  char *o = wait_for("out", "30 100");
+  cr_assert_not_null(o, "no size printed");
+  cr_expect(strstr(o, "/dev/pts/0\r\n0\r\nptmx\r\n30 100\r\n") != NULL, "%s", o);
+  free(o);
+  /* a resize of the caller's terminal reaches the sandbox's pty */
+  cr_assert_eq(an_test_sh("tmux -S '%s' resize-window -x 120 -y 40", tsock), 0);
+  bool seen = false;
+  for (int i = 0; i < 100 && !seen; i++) {
+    tmux_keys("Enter");
+    usleep(50000);
+    char p[400];
+    snprintf(p, sizeof p, "%s/out", work);
+    char *t = an_test_read_file(p, NULL);
+    seen = t && strstr(t, "40 120\r\n");
+    free(t);
+  }
+  cr_expect(seen, "stty size never showed 40 120");
+  tmux_keys("q Enter");
+  cr_expect_eq(wait_status("status"), 0);
+  expect_terminal_restored("resize");
+  tmux_stop();
+  an("destroy %s </dev/null", id);
+  free(id);
+}
+
+Test(cli_io, ctrl_c_reaches_the_sandboxed_foreground_process_not_the_cli) {
+  char *id = create_sandbox("busybox");
+  tmux_start(80, 24);
+  char script[2048];
+  /* a trap inside proves the signal arrived there, and the CLI went on */
+  snprintf(script, sizeof script,
+           "\"$AN\" --root \"$R\" exec -i -t %s -- sh -c 'trap \"echo caught-int; exit 7\" INT; echo ready; "
+           "while :; do sleep 1; done' >out 2>err; echo $? >status", id);
+  tmux_run_script("t2.sh", script);
+  free(wait_for("out", "ready"));
+  tmux_keys("C-c");
+  cr_expect_eq(wait_status("status"), 7);
+  char *o = wait_for("out", "caught-int");
+  cr_expect_not_null(o, "the trap did not run");
+  free(o);
+  expect_terminal_restored("trap");
+  /* sleep as the foreground process: killed by SIGINT, the CLI reports 130 */
+  snprintf(script, sizeof script,
+           "\"$AN\" --root \"$R\" exec -i -t %s -- sh -c 'echo ready; exec sleep 1000' >out2 2>err2; echo $? >status2",
+           id);
+  tmux_run_script("t3.sh", script);
+  free(wait_for("out2", "ready"));
+  tmux_keys("C-c");
+  cr_expect_eq(wait_status("status2"), 130);
+  char p[400];
+  snprintf(p, sizeof p, "%s/err2", work);
+  char *e = an_test_read_file(p, NULL);
+  cr_expect(e && !strstr(e, "was ended"), "the CLI was signalled instead: %s", e ? e : "");
+  free(e);
+  expect_terminal_restored("sleep");
+  /* the sandbox lives on, nothing of the command is left in it */
+  cr_expect_eq(an("exec %s -- sh -c 'ps | grep -c \"[s]leep 1000\"' </dev/null", id), 1, "%s", out_text);
+  tmux_stop();
+  an("destroy %s </dev/null", id);
+  free(id);
+}
+
+Test(cli_io, tiocsti_from_inside_never_reaches_the_callers_terminal) {
+  char *id = create_sandbox("python");
+  tmux_start(80, 24);
+  char script[4096];
+  /* -t: the sandbox's own pty; -i alone: a pipe.  Either way the injected
+   * line would run in the pane's shell after the CLI ends if it reached
+   * the caller's terminal. */
+  snprintf(script, sizeof script,
+           "\"$AN\" --root \"$R\" exec -i -t %s -- python3 -c 'import fcntl, termios\n"
+           "try:\n  [fcntl.ioctl(0, termios.TIOCSTI, bytes([c])) for c in b\"touch %s/pwned-t\\n\"]; print(\"sti-done\")\n"
+           "except OSError as e: print(\"sti-refused\", e.errno)' >out 2>err; echo $? >status\n"
+           "\"$AN\" --root \"$R\" exec -i %s -- python3 -c 'import fcntl, termios\n"
+           "try:\n  [fcntl.ioctl(0, termios.TIOCSTI, bytes([c])) for c in b\"touch %s/pwned-i\\n\"]; print(\"sti-done\")\n"
+           "except OSError as e: print(\"sti-refused\", e.errno)' >out2 2>err2; echo $? >status2",
+           id, work, id, work);
+  tmux_run_script("t4.sh", script);
+  cr_expect_eq(wait_status("status"), 0);
+  cr_expect_eq(wait_status("status2"), 0);
+  char *o2 = wait_for("out2", "sti-");
+  cr_expect(o2 && strstr(o2, "sti-refused"), "TIOCSTI on a pipe: %s", o2 ? o2 : "");
+  free(o2);
+  /* whatever was pushed into the pane's terminal comes before this line */
+  tmux_keys("-l 'echo marker > marker'");
+  tmux_keys("Enter");
+  free(wait_for("marker", "marker"));
+  char p[400];
+  snprintf(p, sizeof p, "%s/pwned-t", work);
+  cr_expect(access(p, F_OK) != 0, "TIOCSTI under -t reached the caller's terminal");
+  snprintf(p, sizeof p, "%s/pwned-i", work);
+  cr_expect(access(p, F_OK) != 0, "TIOCSTI under -i reached the caller's terminal");
+  tmux_stop();
+  an("destroy %s </dev/null", id);
+  free(id);
 }

@@ -13,6 +13,7 @@
  * created owned (an_sandbox_create_owned): if the CLI is SIGKILLed, its
  * monitor sees it exit and tears the sandbox down. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include "cli.h"
 #include "stream.h"
 #include "util/cleanup.h"
+#include "util/fdcopy.h"
 
 enum oneshot_kind { ONESHOT_RUN, ONESHOT_SHELL, ONESHOT_PYTHON };
 
@@ -39,9 +41,14 @@ static const char run_usage[] =
     "stdout and stderr, destroy the sandbox, and exit with CMD's status.\n";
 static const char shell_usage[] =
     "Usage: agentnest shell [OPTIONS] 'SCRIPT' [ARG...]\n"
+    "       agentnest shell ID\n"
     "\n"
     "Run SCRIPT with `sh -c` in a new sandbox (ARGs become $1, $2, ...; $0 is sh), stream its output,\n"
-    "destroy the sandbox, and exit with the script's status.\n";
+    "destroy the sandbox, and exit with the script's status.\n"
+    "\n"
+    "With only ID (the id or name of a live sandbox, no options): an interactive login shell\n"
+    "(`sh -l`) in that sandbox, on a pty of its own when stdin is a terminal (as exec -i -t),\n"
+    "else reading commands from stdin (as exec -i); the sandbox lives on when it ends.\n";
 static const char python_usage[] =
     "Usage: agentnest python [OPTIONS] CODE|FILE.py [ARG...]\n"
     "\n"
@@ -55,6 +62,8 @@ static const char oneshot_common_help[] =
     "  --get GLOB[:DIR]        after the command, copy workspace files matching GLOB (`**`\n"
     "                          spans directories) to host DIR (default .), keeping their\n"
     "                          paths under /workspace (out/x.txt -> DIR/out/x.txt)\n"
+    "  -i, --interactive       pass this command's stdin to the command (default /dev/null)\n"
+    "  --stdin FILE            the command's stdin is FILE (a regular file; FIFOs refused)\n"
     "  --json                  print one JSON result document instead of streaming output\n"
     "  --stream                print JSON Lines as output arrives: {\"type\":\"stdout\"|\"stderr\",\n"
     "                          \"data\":...} (base64 with \"encoding\":\"base64\" when not UTF-8),\n"
@@ -75,6 +84,8 @@ struct oneshot {
   const char *root;
   bool json, stream;
   char **env;              /* extra environment of the command (PYTHONUNBUFFERED) */
+  bool interactive;        /* -i: this process's stdin */
+  const char *stdin_file;  /* --stdin FILE (checked by the parent, opened by the child) */
   const char *puts[CLI_MAX_FLAGS];
   size_t nputs;
   const char *gets[CLI_MAX_FLAGS];
@@ -186,6 +197,18 @@ static _Noreturn void oneshot_child(struct oneshot *o, const char *id, char **ar
   signal(SIGHUP, SIG_IGN);
   if (an_sandbox_open(o->root, id, &sb, &err) < 0) exit(cli_fail(o->cmd, &err));
   struct an_exec_opts eo = {.env = o->env};
+  if (o->stdin_file) {
+    int fd = an_open_input(AT_FDCWD, o->stdin_file, 0, false, NULL, &err);
+    if (fd < 0) {
+      an_error_prefix(&err, "--stdin");
+      exit(cli_fail(o->cmd, &err));
+    }
+    eo.has_stdin = true;
+    eo.stdin_fd = fd;
+  } else if (o->interactive) {
+    eo.has_stdin = true;
+    eo.stdin_fd = 0;
+  }
   struct an_exec_result res = {0};
   struct an_artifact_list arts = {0};
   struct cli_stream st = {0};
@@ -283,6 +306,25 @@ out:
   return status;
 }
 
+/* `agentnest shell ID`: a login shell in the live sandbox ID, as
+ * `exec -i [-t] ID -- sh -l` (a pty when stdin is a terminal).  Returns -1
+ * when ID names no live sandbox (then it is a one-shot SCRIPT). */
+static int shell_attach_or_not(struct an_global_opts *g, const char *id) {
+  struct an_sandbox *sb = NULL;
+  an_error_t err = NULL;
+  if (an_sandbox_open(g->root, id, &sb, &err) < 0) {
+    an_error_free(&err);
+    return -1;
+  }
+  an_sandbox_close(sb);
+  if (isatty(0)) {
+    char *xargv[] = {"shell", "-i", "-t", (char *) id, "--", "sh", "-l", NULL};
+    return cmd_exec(g, 7, xargv);
+  }
+  char *xargv[] = {"shell", "-i", (char *) id, "--", "sh", NULL};
+  return cmd_exec(g, 5, xargv);
+}
+
 static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {
       CLI_SANDBOX_LONGOPTS,
@@ -290,6 +332,8 @@ static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int ar
       {"get", required_argument, NULL, CLI_OPT_GET},
       {"json", no_argument, NULL, CLI_OPT_JSON},
       {"stream", no_argument, NULL, CLI_OPT_STREAM},
+      {"interactive", no_argument, NULL, 'i'},
+      {"stdin", required_argument, NULL, CLI_OPT_STDIN},
       {"help", no_argument, NULL, 'h'},
       {0},
   };
@@ -305,7 +349,7 @@ static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int ar
   int c;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+:hi", longopts, NULL)) != -1) {
     if (cli_sandbox_flag(&flags, c, optarg)) continue;
     switch (c) {
     case 'h':
@@ -334,11 +378,30 @@ static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int ar
       o.stream = true;
       cli_error_json_set(true);
       break;
+    case 'i':
+      o.interactive = true;
+      break;
+    case CLI_OPT_STDIN: {
+      an_error_t err = NULL;
+      int fd = an_open_input(AT_FDCWD, optarg, 0, false, NULL, &err);
+      if (fd < 0) {
+        an_error_prefix(&err, "--stdin");
+        return cli_fail(o.cmd, &err);
+      }
+      close(fd);
+      o.stdin_file = optarg;
+      break;
+    }
     default:
       return cli_command_option_error(o.cmd, c, argc, argv, form);
     }
   }
   if (o.json && o.stream) return cli_usage_error(o.cmd, "--json and --stream exclude each other");
+  if (o.interactive && o.stdin_file) return cli_usage_error(o.cmd, "-i and --stdin exclude each other");
+  if (kind == ONESHOT_SHELL && argc - optind == 1 && optind == 1) {
+    int a = shell_attach_or_not(g, argv[optind]);
+    if (a >= 0) return a;
+  }
   if (optind >= argc)
     return cli_usage_error(o.cmd, kind == ONESHOT_RUN     ? "no command given (agentnest run [OPTIONS] -- CMD [ARG...])"
                                   : kind == ONESHOT_SHELL ? "no script given"
