@@ -8,8 +8,9 @@
  * devpts instance and TIOCSTI from inside lands in that pty, never in the
  * caller's.  The caller's terminal is a host pty pair made by the test.
  *
- * Store: /tmp/an-esc-term-<runner pid>, the python image imported from the
- * image cache once per run (under a lock), removed by the POST_ALL hook. */
+ * Store: /tmp/an-esc-term-<runner pid> (tests/lib/store_fixture.h), the
+ * python image imported from the image cache once per run, removed by the
+ * POST_ALL hook. */
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 #include <errno.h>
@@ -25,41 +26,19 @@
 #include <unistd.h>
 #include "agentnest.h"
 #include "agentnest/sandbox.h"
+#include "store_fixture.h"
 #include "util.h"
-
-#define CACHE "/var/cache/agentnest/images"
 
 static char g_store[PATH_MAX];
 static struct an_sandbox *SB;
 static int host_master = -1, host_slave = -1;   /* "the caller's terminal" */
 
 static void setup(void) {
-  if (access(CACHE "/python/layout", F_OK) != 0) cr_skip_test("image cache absent: make images");
-  const char *bdir = getenv("AN_TEST_BUILD"), *sdir = getenv("AN_TEST_SRC");
-  char p[PATH_MAX], q[PATH_MAX + 32];
-  snprintf(q, sizeof q, "%s/agentnest-init", bdir && *bdir ? bdir : "build");
-  if (!realpath(q, p)) cr_skip_test("%s missing (make)", q);
-  setenv("AGENTNEST_INIT", p, 1);
-  snprintf(q, sizeof q, "%s/profiles", sdir && *sdir ? sdir : ".");
-  if (realpath(q, p)) setenv("AGENTNEST_PROFILES", p, 1);
+  an_test_lib_env(NULL, 0);   /* the build under test ($AN_TEST_BUILD) */
   snprintf(g_store, sizeof g_store, "/tmp/an-esc-term-%d", (int) getppid());
-  mkdir(g_store, 0711);
-  char lock[PATH_MAX + 16];
-  snprintf(lock, sizeof lock, "%s.lock", g_store);
-  int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  cr_assert(fd >= 0);
-  flock(fd, LOCK_EX);
+  an_test_store_make(g_store);
+  if (!an_test_store_image(g_store, "python", true)) cr_skip_test("no python image in the cache (make images)");
   an_error_t err = NULL;
-  struct an_image_info *info = NULL;
-  if (an_image_resolve(g_store, "python", &info, &err) == 0) {
-    an_image_info_free(info);
-  } else {
-    an_error_free(&err);
-    cr_assert(an_image_import(g_store, CACHE "/python/layout", "python", NULL, NULL, &err) == 0,
-              "import python: %s", err ? err->msg : "");
-  }
-  flock(fd, LOCK_UN);
-  close(fd);
   struct an_sandbox_opts *opts = NULL;
   cr_assert(an_sandbox_opts_new(&opts, &err) == 0);
   cr_assert(an_sandbox_opts_set_image(opts, "python", &err) == 0);

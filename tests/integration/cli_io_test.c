@@ -8,10 +8,8 @@
  * and terminals (`exec -t` driven through tmux(1): tty, resize, Ctrl-C,
  * TIOCSTI).
  *
- * All tests share one state root per test run, /tmp/an-cli-io-<runner
- * pid>, with the busybox and python images imported from the `make images`
- * cache (skipped when the cache is missing); the root is pruned and removed
- * when the run ends.  Per-test files live in /tmp/an-cli-io-<runner>-<pid>. */
+ * The driver is tests/lib/cli_fixture.h (tag "cli-io"): one state root per
+ * run with the busybox and python images, a scratch directory per test. */
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 #include <errno.h>
@@ -24,111 +22,30 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
-#include "image_fixture.h"
+#include "cli_fixture.h"
+#include "util.h"
 
-#define CACHE "/var/cache/agentnest/images"
-
-static char an_bin[4096];
-static char root[256];   /* shared state root of this run */
-static char work[256];   /* this test's scratch dir */
-static char out_path[300], err_path[300];
-static char *out_text, *err_text;
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "re");
-  if (!f) return strdup("");
-  char *buf = NULL;
-  size_t cap = 0, len = 0;
-  for (;;) {
-    if (len + 4096 + 1 > cap) {
-      cap = (cap + 4096) * 2;
-      buf = realloc(buf, cap);
-      cr_assert_not_null(buf);
-    }
-    size_t r = fread(buf + len, 1, 4096, f);
-    len += r;
-    if (r == 0) break;
-  }
-  fclose(f);
-  buf[len] = 0;
-  return buf;
-}
-
-/* Run `agentnest --root ROOT <args>` through sh in the test's scratch dir
- * (stdin: whatever `args` redirects, else the runner's); stdout and stderr
- * land in out_text/err_text.  Returns the exit status. */
-static int an(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int an(const char *fmt, ...) {
-  char *args = NULL, *cmd = NULL;
-  va_list ap;
-  va_start(ap, fmt);
-  cr_assert_geq(vasprintf(&args, fmt, ap), 0);
-  va_end(ap);
-  cr_assert_geq(asprintf(&cmd, "cd '%s' && '%s' --root '%s' %s >'%s' 2>'%s'", work, an_bin, root,
-                         args, out_path, err_path), 0);
-  int st = system(cmd);
-  free(args);
-  free(cmd);
-  free(out_text);
-  free(err_text);
-  out_text = slurp(out_path);
-  err_text = slurp(err_path);
-  cr_assert(WIFEXITED(st), "sh did not exit");
-  return WEXITSTATUS(st);
-}
-
-static yajl_val parse_json(const char *text) {
-  char e[256] = "";
-  yajl_val v = yajl_tree_parse(text, e, sizeof e);
-  cr_assert_not_null(v, "not JSON (%s): %s", e, text);
-  return v;
-}
-
-static yajl_val jget(yajl_val v, const char *key, yajl_type t) {
-  const char *path[] = {key, NULL};
-  return yajl_tree_get(v, path, t);
-}
-
-static const char *jstr(yajl_val v) {
-  const char *s = YAJL_IS_STRING(v) ? v->u.string : NULL;
-  return s ? s : "";
-}
-
-static void chomp(char *s) {
-  size_t n = strlen(s);
-  while (n && s[n - 1] == '\n') s[--n] = 0;
-}
-
-static void import_image(const char *name) {
-  char lay[300];
-  snprintf(lay, sizeof lay, CACHE "/%s/layout", name);
-  struct stat st;
-  if (stat(lay, &st) != 0) cr_skip_test("no %s image in " CACHE " (make images)", name);
-  char stamp[400];
-  snprintf(stamp, sizeof stamp, "%s/.imported-%s", root, name);
-  if (stat(stamp, &st) == 0) return;
-  cr_assert_eq(an("image import '%s' --name %s </dev/null", lay, name), 0, "import %s: %s", name, err_text);
-  an_test_write_file(stamp, "", 0, 0644);
-}
+/* the shared driver (tests/lib/cli_fixture.h), under short names */
+#define an an_cli_run
+#define out_text (an_cli.out)
+#define err_text (an_cli.err)
+#define root (an_cli.root)
+#define work (an_cli.work)
+#define an_bin (an_cli.bin)
+#define parse_json an_cli_json
+#define jget an_cli_jget
+#define jstr an_cli_jstr
+#define chomp an_cli_chomp
 
 static void setup(void) {
-  const char *b = getenv("AN_TEST_BUILD");
-  char rel[4096];
-  snprintf(rel, sizeof rel, "%s/agentnest", b && *b ? b : "./build");
-  cr_assert_not_null(realpath(rel, an_bin), "agentnest not built at %s", rel);
-  const char *src = getenv("AN_TEST_SRC");
-  char prof[4096];
-  snprintf(prof, sizeof prof, "%s/profiles", src && *src ? src : ".");
-  char real[4096];
-  if (realpath(prof, real)) setenv("AGENTNEST_PROFILES", real, 1);
-  snprintf(root, sizeof root, "/tmp/an-cli-io-%d", (int) getppid());
-  mkdir(root, 0755);
-  snprintf(work, sizeof work, "/tmp/an-cli-io-%d-%d", (int) getppid(), (int) getpid());
-  cr_assert(mkdir(work, 0700) == 0 || errno == EEXIST);
-  snprintf(out_path, sizeof out_path, "%s/.out", work);
-  snprintf(err_path, sizeof err_path, "%s/.err", work);
-  import_image("busybox");
-  import_image("python");
+  an_cli_setup("cli-io", 0700);
+  an_cli_import("busybox");
+  an_cli_import("python");
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
+  (void) stats;
+  an_cli_remove_root("cli-io");
 }
 
 static char tsock[400];   /* this test's tmux server, if any */
@@ -140,23 +57,7 @@ static void tmux_stop(void) {
 
 static void teardown(void) {
   tmux_stop();
-  free(out_text);
-  free(err_text);
-  out_text = err_text = NULL;
-  an_test_rm_tree(work);
-}
-
-ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
-  (void) stats;
-  char r[256];
-  snprintf(r, sizeof r, "/tmp/an-cli-io-%d", (int) getpid());
-  struct stat st;
-  if (stat(r, &st) != 0) return;
-  const char *b = getenv("AN_TEST_BUILD");
-  char rel[4096], bin[4096];
-  snprintf(rel, sizeof rel, "%s/agentnest", b && *b ? b : "./build");
-  if (realpath(rel, bin)) an_test_sh("'%s' --root '%s' prune --all >/dev/null 2>&1", bin, r);
-  an_test_rm_tree(r);
+  an_cli_teardown();
 }
 
 TestSuite(cli_io, .init = setup, .fini = teardown, .timeout = 120);
