@@ -14,6 +14,7 @@
 #include <criterion/hooks.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
 #include "cli_fixture.h"
+#include "rm_tree.h"
 #include "util.h"
 
 /* the shared driver (tests/lib/cli_fixture.h), under short names */
@@ -46,6 +48,22 @@ static void setup(void) {
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
   (void) stats;
   an_cli_remove_root("cli-io");
+  /* a test killed by its timeout skipped its .fini: its tmux server and
+   * scratch dir are still there */
+  char pat[128];
+  snprintf(pat, sizeof pat, "/tmp/an-cli-io-%d-*/tmux.sock", (int) getpid());
+  glob_t gl;
+  if (glob(pat, 0, NULL, &gl) == 0) {
+    for (size_t i = 0; i < gl.gl_pathc; i++) {
+      char cmd[PATH_MAX + 64];
+      snprintf(cmd, sizeof cmd, "tmux -S '%s' kill-server >/dev/null 2>&1", gl.gl_pathv[i]);
+      if (system(cmd) < 0) {}   /* best effort, no assertion outside a test */
+      char *slash = strrchr(gl.gl_pathv[i], '/');
+      *slash = 0;
+      an_test_rm_tree(gl.gl_pathv[i]);
+    }
+    globfree(&gl);
+  }
 }
 
 static char tsock[400];   /* this test's tmux server, if any */
@@ -548,6 +566,29 @@ Test(cli_io, tiocsti_from_inside_never_reaches_the_callers_terminal) {
   cr_expect(access(p, F_OK) != 0, "TIOCSTI under -t reached the caller's terminal");
   snprintf(p, sizeof p, "%s/pwned-i", work);
   cr_expect(access(p, F_OK) != 0, "TIOCSTI under -i reached the caller's terminal");
+  tmux_stop();
+  an("destroy %s </dev/null", id);
+  free(id);
+}
+
+Test(cli_io, shell_id_on_a_terminal_is_a_login_shell_on_a_pty) {
+  char *id = create_sandbox("busybox");
+  tmux_start(90, 20);
+  char script[1024];
+  snprintf(script, sizeof script, "\"$AN\" --root \"$R\" shell %s >out 2>err; echo $? >status", id);
+  tmux_run_script("t5.sh", script);
+  /* typed ahead: the pty's input queue keeps it until the shell reads it */
+  tmux_keys("-l 'tty; echo login=$0; exit 3'");
+  tmux_keys("Enter");
+  cr_expect_eq(wait_status("status"), 3);
+  char *o = wait_for("out", "login=");
+  cr_assert_not_null(o);
+  cr_expect(strstr(o, "/dev/pts/0\r\n") != NULL, "%s", o);
+  cr_expect(strstr(o, "login=-sh") || strstr(o, "login=sh"), "%s", o);
+  free(o);
+  expect_terminal_restored("shell");
+  /* the sandbox lives on */
+  cr_expect_eq(an("exec %s -- true </dev/null", id), 0, "%s", err_text);
   tmux_stop();
   an("destroy %s </dev/null", id);
   free(id);
