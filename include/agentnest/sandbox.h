@@ -57,6 +57,9 @@
  * its caller: a small host process forked per exec watches the caller
  * through a pidfd and kills the child cgroup when the caller dies (SIGKILL
  * included); the caller's signals can end it through eo->cancel_fd.
+ * stdin is /dev/null unless eo->has_stdin: then another small host process
+ * per exec (the pump) copies eo->stdin_fd into the command's pipe, or into
+ * its pty with eo->tty; the caller's fd never enters the sandbox.
  *
  * EXIT STATUS (an_exec_result.status; DESIGN.md "Exit statuses"):
  *   the command's own exit code; 126 not executable; 127 not found;
