@@ -57,6 +57,9 @@
  * its caller: a small host process forked per exec watches the caller
  * through a pidfd and kills the child cgroup when the caller dies (SIGKILL
  * included); the caller's signals can end it through eo->cancel_fd.
+ * stdin is /dev/null unless eo->has_stdin: then another small host process
+ * per exec (the pump) copies eo->stdin_fd into the command's pipe, or into
+ * its pty with eo->tty; the caller's fd never enters the sandbox.
  *
  * EXIT STATUS (an_exec_result.status; DESIGN.md "Exit statuses"):
  *   the command's own exit code; 126 not executable; 127 not found;
@@ -178,7 +181,11 @@ struct an_exec_opts {
   char *const *env;           /* extra "K=V" (NULL-terminated), after the sandbox env */
   const char *workdir;        /* absolute path inside; NULL: opts workdir */
   bool has_stdin;             /* feed stdin from stdin_fd (else /dev/null) */
-  int stdin_fd;               /* host fd; read by the child directly; not closed */
+  int stdin_fd;               /* host fd, borrowed (not closed), read until EOF by a host
+                                 process of the library that copies it into a pipe (or the
+                                 pty master with tty): the command never holds stdin_fd
+                                 itself (no TIOCSTI into a caller's terminal, no reopening
+                                 of a caller's file); EOF reaches the command as EOF */
   size_t max_output;          /* stdout+stderr kept; 0: opts max_output */
   size_t max_stdout, max_stderr; /* per stream, 0: none */
   const struct an_secret *secrets; /* redacted in addition to the sandbox's secrets */
@@ -192,6 +199,14 @@ struct an_exec_opts {
                                  SIGTERM/SIGHUP); when readable, every process of the exec's
                                  cgroup is killed as on a timeout (kill_grace_ms applies) and
                                  res->cancelled is set; never read or closed */
+  bool tty;                   /* exec only (run_once: -EINVAL): a pty from the sandbox's own
+                                 devpts is the command's controlling terminal and stdin,
+                                 stdout and stderr; its output (one stream) is captured and
+                                 streamed as stdout; with has_stdin, stdin_fd is copied to
+                                 its master and, when stdin_fd is a terminal, the pty takes
+                                 its window size at start and on every SIGWINCH the caller's
+                                 process group receives; the caller's terminal modes are the
+                                 caller's business (a front end sets it raw) */
 };
 
 struct an_exec_result {

@@ -30,6 +30,7 @@
 #include "engine/state.h"
 #include "engine/sync.h"
 #include "engine/terminal.h"
+#include "engine/userns.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
 
@@ -108,6 +109,12 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
     .sync_fd = sp[1], .parent_sync_fd = sp[0], .start_fd = -1, .state_dirfd = t->state_dirfd,
     .ns = &plan, .in_userns = flags & CLONE_NEWUSER, .seccomp = t->seccomp,
     .stdio = {t->stdio[0], t->stdio[1], t->stdio[2]}, .exec_only = true,
+    /* process.terminal in a user namespace: the pty must be made by the
+     * namespace's root (a mapped owner), or its chown to the process user
+     * is EPERM (devpts gives a new pty the opener's fsuid, and the joined
+     * runtime's host uid is unmapped there) */
+    .become_root_early = t->process->terminal && (flags & CLONE_NEWUSER) &&
+                         an_userns_maps_root(&t->spec->linux),
   };
   struct an_exec_joiner j = {.init_pidfd = t->init_pidfd, .ns_flags = flags, .cfg = &cfg};
   int cgfd = t->cg ? an_cgroup_clone_fd(t->cg) : -1;

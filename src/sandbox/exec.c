@@ -10,8 +10,13 @@
  * removed.  The caller's cancel fd (its signals) ends the command the same
  * way, and so does the caller's death (a watch process, start_caller_watch).  OOM: the oom_kill counter of the exec's cgroup (memory.events on
  * v2, memory.oom_control on v1, which counts where the victim lived) is
- * compared before and after (BL-35).  What does NOT live here: cloning into
- * the sandbox (exec_spawn.c), output capture and redaction (output.c). */
+ * compared before and after (BL-35).  stdin: /dev/null, or the caller's
+ * stdin_fd copied by a pump process into a pipe (exec_stdin.h: the fd itself
+ * never enters the sandbox); with eo->tty the command runs on a pty of the
+ * sandbox's devpts whose master is read as its one output stream (and fed
+ * by the pump).  What does NOT live here: cloning into the sandbox
+ * (exec_spawn.c), output capture and redaction (output.c), the pump
+ * (exec_stdin.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -28,7 +33,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include "engine/process.h"
+#include "sandbox/exec_stdin.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
@@ -294,8 +302,10 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   uint64_t oom1 = 0;
   an_error_t e = NULL;
 
-  int po[2] = {-1, -1}, pe[2] = {-1, -1};
+  int po[2] = {-1, -1}, pe[2] = {-1, -1}, pi[2] = {-1, -1};
   cleanup_close int devnull = -1;
+  cleanup_close int master = -1;
+  pid_t pump = 0;
   size_t nsec = 0;
   const struct an_secret *secrets = NULL;
   cleanup_free struct an_secret *own_secrets = NULL;
@@ -313,21 +323,58 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
     r = an_error_set(err, errno, "exec in sandbox %s: pipe for the output", sb->rec.id);
     goto out;
   }
-  int in = eo->has_stdin ? eo->stdin_fd : (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (in < 0) { r = an_error_set(err, errno, "open /dev/null"); goto out; }
+  /* The caller's stdin is never the command's: a pump copies it into a
+   * pipe (or the pty master), see exec_stdin.h. */
+  if (eo->has_stdin && !eo->tty && pipe2(pi, O_CLOEXEC) < 0) {
+    r = an_error_set(err, errno, "exec in sandbox %s: pipe for the input", sb->rec.id);
+    goto out;
+  }
+  if ((devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+    r = an_error_set(err, errno, "open /dev/null");
+    goto out;
+  }
+  int in = pi[0] >= 0 ? pi[0] : devnull;
+  struct winsize ws = {0};
+  bool size_follows = eo->tty && eo->has_stdin && ioctl(eo->stdin_fd, TIOCGWINSZ, &ws) == 0;
   /* the timeout covers the start too: a process the sandbox stops before
    * its execve (it has the sandbox's uid by then) cannot stall the caller */
   struct an_sb_spawn sp = {.argv = argv, .env_extra = eo->env, .workdir = eo->workdir,
-                           .stdio = {in, po[1], pe[1]}, .cg = ecg,
-                           .timeout_ms = timeout == UINT64_MAX ? 0 : timeout};
+                           .stdio = {in, eo->tty ? devnull : po[1], eo->tty ? devnull : pe[1]},
+                           .cg = ecg, .timeout_ms = timeout == UINT64_MAX ? 0 : timeout,
+                           .terminal = eo->tty, .rows = ws.ws_row, .cols = ws.ws_col,
+                           .master = &master};
   r = an_sb_spawn(sb, &sp, &pid, &pidfd, err);
   close(po[1]);
   close(pe[1]);
   po[1] = pe[1] = -1;
+  if (pi[0] >= 0) close(pi[0]);
+  pi[0] = -1;
   if (r < 0) {
     r = spawn_failure(r, err, eo, res);
     if (r < 0) an_error_prefix(err, "exec in sandbox %s", sb->rec.id);
     goto out;
+  }
+  if (eo->tty) {
+    /* output: the master (stdout and stderr are one stream on a terminal) */
+    close(po[0]);
+    close(pe[0]);
+    po[0] = pe[0] = -1;
+  }
+  if (eo->has_stdin) {
+    pump = an_sb_pump_start(eo->stdin_fd, eo->tty ? master : pi[1], size_follows, err);
+    if (pump < 0) {
+      pump = 0;
+      an_cgroup_kill(ecg, SIGKILL, &e);
+      an_error_free(&e);
+      struct an_exec_result gone = {0};
+      reap(pidfd, &gone, &e);
+      an_error_free(&e);
+      close(pidfd);
+      r = an_error_prefix(err, "exec in sandbox %s", sb->rec.id);
+      goto out;
+    }
+    if (pi[1] >= 0) close(pi[1]);   /* the pump's copy is the only writer: its EOF is the command's */
+    pi[1] = -1;
   }
   struct an_output_opts oo = {
     .max_total = eo->max_output ? eo->max_output : (size_t) an_sandbox_opts_max_output(sb->opts),
@@ -336,8 +383,8 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   };
   uint64_t spent = an_mono_ms() - t0;
   if (timeout != UINT64_MAX) timeout = timeout > spent ? timeout - spent : 1;
-  r = an_sb_wait_capture(ecg, pidfd, po[0], pe[0], timeout, eo->kill_grace_ms,
-                         eo->has_cancel_fd ? eo->cancel_fd : -1, &oo, res, err);
+  r = an_sb_wait_capture(ecg, pidfd, eo->tty ? master : po[0], eo->tty ? -1 : pe[0], timeout,
+                         eo->kill_grace_ms, eo->has_cancel_fd ? eo->cancel_fd : -1, &oo, res, err);
   close(pidfd);
   if (r < 0) goto out;
   /* Documented policy: what the command left running is killed with it. */
@@ -349,11 +396,13 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   an_error_free(&e);
   an_sb_finish_status(res);
 out:
+  an_sb_pump_stop(pump);
   stop_caller_watch(watch);
   res->duration_ms = an_mono_ms() - t0;
   for (int i = 0; i < 2; i++) {
     if (po[i] >= 0) close(po[i]);
     if (pe[i] >= 0) close(pe[i]);
+    if (pi[i] >= 0) close(pi[i]);
   }
   if (r < 0) empty_slot(ecg);
   if (r >= 0)

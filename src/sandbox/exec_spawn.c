@@ -3,7 +3,8 @@
  * sandbox's pid 1 through its pidfd, land in the exec's own child cgroup,
  * and run the engine's exec-only init path (engine/init.h: identity, no
  * capabilities, no_new_privs, the sandbox's seccomp filter, rlimits, fds
- * sealed) with the caller's stdio pipes, through the engine's one exec path
+ * sealed) with the caller's stdio pipes (or, with sp->terminal, a pty of the
+ * sandbox's own devpts, engine/terminal.h), through the engine's one exec path
  * (engine/exec_spawn.h).  The spec and the compiled
  * seccomp program are cached in the handle, so repeated execs on one handle
  * only clone.  What does NOT live here: timeouts, output, result (exec.c). */
@@ -92,7 +93,12 @@ int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid_
 
   struct an_spec_process proc = *sb->spec->process;
   proc.args = (char **) sp->argv;
-  proc.terminal = false;
+  proc.terminal = sp->terminal && sp->master;
+  if (proc.terminal && sp->rows && sp->cols) {
+    proc.has_console_size = true;
+    proc.console_height = sp->rows;
+    proc.console_width = sp->cols;
+  }
   if (sp->workdir) proc.cwd = (char *) sp->workdir;
   cleanup_free char **env = NULL;
   if (sp->env_extra && sp->env_extra[0]) {
@@ -116,6 +122,10 @@ int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid_
   *pid_out = c.pid;
   *pidfd_out = c.pidfd;
   c.pidfd = -1;
+  if (proc.terminal) {
+    *sp->master = c.master;
+    c.master = -1;
+  }
   an_exec_child_close(&c);
   return 0;
 }

@@ -171,6 +171,7 @@ static int read_once(an_output_capture_t *c, int fd, enum an_stream s, char *buf
   ssize_t n = read(fd, buf, READ_CHUNK);
   if (n < 0) {
     if (errno == EINTR || errno == EAGAIN) return 1;
+    if (errno == EIO) return 0;   /* a pty master whose slave side is closed: its EOF */
     return an_error_set(err, errno, "read %s", s == AN_STREAM_STDOUT ? "stdout" : "stderr");
   }
   if (n == 0) return 0;

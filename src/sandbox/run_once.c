@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "sandbox/exec_stdin.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
@@ -25,7 +26,9 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
   memset(res, 0, sizeof *res);
   if (!argv || !argv[0] || !argv[0][0]) return an_error_set(err, EINVAL, "run: empty command");
   if (eo->workdir) return an_error_set(err, EINVAL, "run: a per-call workdir is an exec option; set the sandbox workdir");
-  int po[2] = {-1, -1}, pe[2] = {-1, -1};
+  if (eo->tty) return an_error_set(err, EINVAL, "run: a terminal is an exec option (create, then exec)");
+  int po[2] = {-1, -1}, pe[2] = {-1, -1}, pi[2] = {-1, -1};
+  pid_t pump = 0;
   cleanup_close int devnull = -1;
   const struct an_secret *secrets = NULL;
   cleanup_free struct an_secret *own_secrets = NULL;
@@ -34,11 +37,19 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
     if (po[0] >= 0) { close(po[0]); close(po[1]); }
     return an_error_set(err, e, "run: pipe for the output");
   }
-  int in = eo->has_stdin ? eo->stdin_fd : (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC));
+  /* the caller's stdin is never pid 1's: a pump copies it (exec_stdin.h) */
+  int r = 0;
+  if (eo->has_stdin) {
+    if (pipe2(pi, O_CLOEXEC) < 0) r = an_error_set(err, errno, "run: pipe for the input");
+    else if ((pump = an_sb_pump_start(eo->stdin_fd, pi[1], false, err)) < 0) r = pump;
+    if (pi[1] >= 0) close(pi[1]);
+    if (pump < 0) pump = 0;
+  }
+  int in = eo->has_stdin ? pi[0] : (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC));
   int stdio[3] = {in, po[1], pe[1]};
   struct an_sandbox *sb = NULL;
   uint64_t t0 = an_mono_ms();
-  int r = in < 0 ? an_error_set(err, errno, "open /dev/null") : 0;
+  if (r >= 0 && in < 0) r = an_error_set(err, errno, "open /dev/null");
   struct an_sandbox_opts *o2 = NULL;
   if (r >= 0 && eo->env && eo->env[0]) {
     /* extra env goes into the spec of pid 1 */
@@ -49,6 +60,7 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
   an_sandbox_opts_free(o2);
   close(po[1]);
   close(pe[1]);
+  if (pi[0] >= 0) close(pi[0]);
   if (r < 0) goto out;
   if (id_out && !(*id_out = strdup(sb->rec.id))) { r = an_error_set(err, ENOMEM, "run"); goto out; }
   if ((r = an_sb_ensure_init_pidfd(sb, err)) < 0 || (r = an_sb_ensure_cgroup(sb, err)) < 0) goto out;
@@ -82,6 +94,7 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
   }
   an_sb_finish_status(res);
 out:
+  an_sb_pump_stop(pump);
   res->duration_ms = an_mono_ms() - t0;
   close(po[0]);
   close(pe[0]);

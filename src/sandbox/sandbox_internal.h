@@ -160,6 +160,12 @@ struct an_sb_spawn {
   int stdio[3];
   struct an_cgroup *cg;
   uint64_t timeout_ms;   /* bound on the start (until execve), 0: none */
+  /* process.terminal: a pty from the sandbox's own devpts (engine/terminal.h)
+   * replaces stdio; its master is returned in *master (owned by the caller);
+   * rows/cols (0: the kernel's default) its size at start */
+  bool terminal;
+  unsigned short rows, cols;
+  int *master;
 };
 int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid, int *pidfd,
                 an_error_t *err);

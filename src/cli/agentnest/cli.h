@@ -15,11 +15,13 @@
 
 /* ---- messages ---------------------------------------------------------------------------- */
 
-/* "agentnest CMD: <err message>" on stderr; frees *err; returns 125. */
+/* "agentnest CMD: <err message>" on stderr; frees *err; returns 125.
+ * Under --json/--stream also the JSON error document on stdout (stream.h). */
 int cli_fail(const char *cmd, an_error_t *err);
 
 /* "agentnest CMD: <printf message>" and "Try 'agentnest CMD --help'." on
- * stderr; returns 125. */
+ * stderr; returns 125.  Under --json/--stream also the JSON error document
+ * (code "usage") on stdout (stream.h). */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The getopt_long error for argv[optind-1]/optopt, as cli_usage_error. */
@@ -59,6 +61,7 @@ enum {
   /* command-specific flags */
   CLI_OPT_PUT = 1100, CLI_OPT_GET, CLI_OPT_JSON, CLI_OPT_TO, CLI_OPT_SHA256, CLI_OPT_FOLLOW,
   CLI_OPT_ALL,
+  CLI_OPT_STREAM = 1200, CLI_OPT_STDIN, CLI_OPT_INTERACTIVE, CLI_OPT_TTY,   /* stream.h, exec -i/-t */
 };
 
 /* getopt_long entries of the sandbox flags, to splice into a command's table. */

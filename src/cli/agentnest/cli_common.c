@@ -10,10 +10,14 @@
 #include "agentnest/output.h"
 #include "agentnest/sandbox_opts.h"
 #include "cli.h"
+#include "stream.h"
 #include "util/cleanup.h"
 
 int cli_fail(const char *cmd, an_error_t *err) {
   fprintf(stderr, "agentnest %s: %s\n", cmd, err && *err ? (*err)->msg : "unknown error");
+  /* --json/--stream: the error document too (stream.h) */
+  cli_error_json_print(err && *err && (*err)->errnum ? an_errno_name((*err)->errnum) : "EIO",
+                       err && *err ? (*err)->msg : NULL);
   an_error_free(err);
   return AN_EXIT_RUNTIME;
 }
@@ -21,10 +25,11 @@ int cli_fail(const char *cmd, an_error_t *err) {
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "agentnest %s: ", cmd);
-  vfprintf(stderr, fmt, ap);
+  cleanup_free char *msg = NULL;
+  if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
   va_end(ap);
-  fprintf(stderr, "\nTry 'agentnest %s --help'.\n", cmd);
+  fprintf(stderr, "agentnest %s: %s\nTry 'agentnest %s --help'.\n", cmd, msg ? msg : fmt, cmd);
+  cli_error_json_print("usage", msg ? msg : fmt);   /* --json/--stream (stream.h) */
   return AN_EXIT_RUNTIME;
 }
 

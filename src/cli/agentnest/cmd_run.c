@@ -13,6 +13,7 @@
  * created owned (an_sandbox_create_owned): if the CLI is SIGKILLed, its
  * monitor sees it exit and tears the sandbox down. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,9 +26,13 @@
 #include <unistd.h>
 #include "agentnest/pool.h"
 #include "agentnest/sandbox.h"
+#include "agentnest/sandbox_opts.h"
+#include "argv_rule.h"
 #include "cli.h"
 #include "cli_pool.h"
+#include "stream.h"
 #include "util/cleanup.h"
+#include "util/fdcopy.h"
 
 enum oneshot_kind { ONESHOT_RUN, ONESHOT_SHELL, ONESHOT_PYTHON };
 
@@ -38,9 +43,14 @@ static const char run_usage[] =
     "stdout and stderr, destroy the sandbox, and exit with CMD's status.\n";
 static const char shell_usage[] =
     "Usage: agentnest shell [OPTIONS] 'SCRIPT' [ARG...]\n"
+    "       agentnest shell ID\n"
     "\n"
     "Run SCRIPT with `sh -c` in a new sandbox (ARGs become $1, $2, ...; $0 is sh), stream its output,\n"
-    "destroy the sandbox, and exit with the script's status.\n";
+    "destroy the sandbox, and exit with the script's status.\n"
+    "\n"
+    "With only ID (the id or name of a live sandbox, no options): an interactive login shell\n"
+    "(`sh -l`) in that sandbox, on a pty of its own when stdin is a terminal (as exec -i -t),\n"
+    "else reading commands from stdin (as exec -i); the sandbox lives on when it ends.\n";
 static const char python_usage[] =
     "Usage: agentnest python [OPTIONS] CODE|FILE.py [ARG...]\n"
     "\n"
@@ -54,8 +64,19 @@ static const char oneshot_common_help[] =
     "  --get GLOB[:DIR]        after the command, copy workspace files matching GLOB (`**`\n"
     "                          spans directories) to host DIR (default .), keeping their\n"
     "                          paths under /workspace (out/x.txt -> DIR/out/x.txt)\n"
+    "  -i, --interactive       pass this command's stdin to the command (default /dev/null)\n"
+    "  --stdin FILE            the command's stdin is FILE (a regular file; FIFOs refused)\n"
     "  --json                  print one JSON result document instead of streaming output\n"
+    "  --stream                print JSON Lines as output arrives: {\"type\":\"stdout\"|\"stderr\",\n"
+    "                          \"data\":...} (base64 with \"encoding\":\"base64\" when not UTF-8),\n"
+    "                          then one {\"type\":\"result\",...} with the --json members\n"
     "  -h, --help              this help\n"
+    "\n"
+    "An option of ours after the command (CMD, SCRIPT or CODE) is refused, not passed to it:\n"
+    "put '--' before the command to pass it on (one that starts with '-' always needs '--').\n"
+    "Under --json/--stream a runtime failure (125) prints one error document,\n"
+    "{\"type\":\"error\",\"status\":125,\"error\":{\"code\",\"message\"}}, see agentnest(1).\n"
+    "PYTHONUNBUFFERED=1 is set unless the profile or --env sets PYTHONUNBUFFERED.\n"
     "\n"
     "Exit status: the command's own; 124 timed out; 125 runtime failure (bad option, image\n"
     "missing, refused); 126 not executable; 127 not found; 128+N killed by signal N.\n\n";
@@ -63,7 +84,10 @@ static const char oneshot_common_help[] =
 struct oneshot {
   const char *cmd;
   const char *root;
-  bool json;
+  bool json, stream;
+  char **env;              /* extra environment of the command (PYTHONUNBUFFERED) */
+  bool interactive;        /* -i: this process's stdin */
+  const char *stdin_file;  /* --stdin FILE (checked by the parent, opened by the child) */
   const char *puts[CLI_MAX_FLAGS];
   size_t nputs;
   const char *gets[CLI_MAX_FLAGS];
@@ -177,16 +201,35 @@ static _Noreturn void oneshot_child(struct oneshot *o, const char *id, char **ar
   signal(SIGINT, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
   if (an_sandbox_open(o->root, id, &sb, &err) < 0) exit(cli_fail(o->cmd, &err));
-  struct an_exec_opts eo = {0};
+  struct an_exec_opts eo = {.env = o->env};
+  if (o->stdin_file) {
+    int fd = an_open_input(AT_FDCWD, o->stdin_file, 0, false, NULL, &err);
+    if (fd < 0) {
+      an_error_prefix(&err, "--stdin");
+      exit(cli_fail(o->cmd, &err));
+    }
+    eo.has_stdin = true;
+    eo.stdin_fd = fd;
+  } else if (o->interactive) {
+    eo.has_stdin = true;
+    eo.stdin_fd = 0;
+  }
   struct an_exec_result res = {0};
   struct an_artifact_list arts = {0};
-  if (!o->json) eo.on_data = cli_stream_output;
+  struct cli_stream st = {0};
+  if (o->stream) {
+    eo.on_data = cli_stream_data;
+    eo.on_data_arg = &st;
+  } else if (!o->json) {
+    eo.on_data = cli_stream_output;
+  }
   if (an_sandbox_exec(sb, argv, &eo, &res, &err) < 0) exit(cli_fail(o->cmd, &err));
   if (do_gets(o, sb, &arts) != 0) exit(AN_EXIT_RUNTIME);
   int status = res.status;
   if (o->json && (o->pool ? cli_print_result_json_pooled(o->cmd, id, &res, &arts, o->pooled)
                           : cli_print_result_json(o->cmd, id, &res, &arts)) != 0)
     status = AN_EXIT_RUNTIME;
+  if (o->stream && cli_stream_result(o->cmd, &st, id, &res, &arts) != 0) status = AN_EXIT_RUNTIME;
   fflush(stdout);
   an_exec_result_release(&res);
   an_artifact_list_free(&arts);
@@ -240,6 +283,8 @@ static int oneshot_run(struct oneshot *o, struct an_sandbox_opts *opts, char **a
     goto out;
   }
   if (child == 0) oneshot_child(o, id, argv);
+  /* the child prints the one JSON document (result or error) from here on */
+  cli_error_json_set(false);
   pidfd = (int) syscall(SYS_pidfd_open, child, 0);
   /* pidfd_open (Linux 5.3) is required by doctor; without it the CLI just
    * waits for the child. */
@@ -282,6 +327,25 @@ out:
   return status;
 }
 
+/* `agentnest shell ID`: a login shell in the live sandbox ID, as
+ * `exec -i [-t] ID -- sh -l` (a pty when stdin is a terminal).  Returns -1
+ * when ID names no live sandbox (then it is a one-shot SCRIPT). */
+static int shell_attach_or_not(struct an_global_opts *g, const char *id) {
+  struct an_sandbox *sb = NULL;
+  an_error_t err = NULL;
+  if (an_sandbox_open(g->root, id, &sb, &err) < 0) {
+    an_error_free(&err);
+    return -1;
+  }
+  an_sandbox_close(sb);
+  if (isatty(0)) {
+    char *xargv[] = {"shell", "-i", "-t", (char *) id, "--", "sh", "-l", NULL};
+    return cmd_exec(g, 7, xargv);
+  }
+  char *xargv[] = {"shell", "-i", (char *) id, "--", "sh", NULL};
+  return cmd_exec(g, 5, xargv);
+}
+
 static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {
       CLI_SANDBOX_LONGOPTS,
@@ -289,18 +353,25 @@ static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int ar
       {"get", required_argument, NULL, CLI_OPT_GET},
       {"json", no_argument, NULL, CLI_OPT_JSON},
       CLI_POOL_LONGOPTS,
+      {"stream", no_argument, NULL, CLI_OPT_STREAM},
+      {"interactive", no_argument, NULL, 'i'},
+      {"stdin", required_argument, NULL, CLI_OPT_STDIN},
       {"help", no_argument, NULL, 'h'},
       {0},
   };
   const char *usage = kind == ONESHOT_RUN ? run_usage : kind == ONESHOT_SHELL ? shell_usage
                                                                                 : python_usage;
+  const char *form = kind == ONESHOT_RUN     ? "agentnest run [OPTIONS] -- CMD [ARG...]"
+                   : kind == ONESHOT_SHELL ? "agentnest shell [OPTIONS] -- 'SCRIPT' [ARG...]"
+                                           : "agentnest python [OPTIONS] -- CODE|FILE.py [ARG...]";
   struct oneshot o = {.cmd = argv[0], .root = g->root, .json = g->json};
+  cli_error_json_set(o.json);
   static struct cli_sandbox_flags flags;
   memset(&flags, 0, sizeof flags);
   int c;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+:hi", longopts, NULL)) != -1) {
     if (cli_sandbox_flag(&flags, c, optarg)) continue;
     switch (c) {
     case 'h':
@@ -329,22 +400,55 @@ static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int ar
     }
     case CLI_OPT_JSON:
       o.json = true;
+      cli_error_json_set(true);
       break;
-    default:
-      return cli_getopt_error(o.cmd, c, argc, argv);
+    case CLI_OPT_STREAM:
+      o.stream = true;
+      cli_error_json_set(true);
+      break;
+    case 'i':
+      o.interactive = true;
+      break;
+    case CLI_OPT_STDIN: {
+      an_error_t err = NULL;
+      int fd = an_open_input(AT_FDCWD, optarg, 0, false, NULL, &err);
+      if (fd < 0) {
+        an_error_prefix(&err, "--stdin");
+        return cli_fail(o.cmd, &err);
+      }
+      close(fd);
+      o.stdin_file = optarg;
+      break;
     }
+    default:
+      return cli_command_option_error(o.cmd, c, argc, argv, form);
+    }
+  }
+  if (o.json && o.stream) return cli_usage_error(o.cmd, "--json and --stream exclude each other");
+  if (o.interactive && o.stdin_file) return cli_usage_error(o.cmd, "-i and --stdin exclude each other");
+  if (kind == ONESHOT_SHELL && argc - optind == 1 && optind == 1) {
+    int a = shell_attach_or_not(g, argv[optind]);
+    if (a >= 0) return a;
   }
   if (optind >= argc)
     return cli_usage_error(o.cmd, kind == ONESHOT_RUN     ? "no command given (agentnest run [OPTIONS] -- CMD [ARG...])"
                                   : kind == ONESHOT_SHELL ? "no script given"
                                                           : "no code or FILE.py given");
   if (kind == ONESHOT_SHELL && !argv[optind][0]) return cli_usage_error(o.cmd, "empty script");
+  int r = cli_check_after_command(o.cmd, argc, argv, optind, longopts, form);
+  if (r) return r;
 
   if (o.pool_only && !o.pool) return cli_usage_error(o.cmd, "--pool-only needs --pool NAME");
-  int r = cli_pool_check_flags(o.cmd, o.pool, flags.n, flags.profile);
-  if (r) return r;
+  if ((r = cli_pool_check_flags(o.cmd, o.pool, flags.n, flags.profile))) return r;
   struct an_sandbox_opts *opts = NULL;
   if (!o.pool && (r = cli_sandbox_opts(o.cmd, &flags, &opts))) return r;
+  cleanup_free char **env = NULL;
+  size_t nenv = 0;
+  if ((r = cli_env_python_unbuffered(o.cmd, &env, &nenv, opts ? an_sandbox_opts_env(opts) : NULL))) {
+    an_sandbox_opts_free(opts);
+    return r;
+  }
+  o.env = env;
 
   int rest = argc - optind;
   cleanup_free char **cargv = calloc((size_t) rest + 5, sizeof *cargv);

@@ -1,0 +1,115 @@
+"""Client behaviour that needs no server: the 0.3 data types, policies, validation, the
+OpenAPI route reading and the error mapping (run by tests/integration/python_client_test.c)."""
+import json
+import os
+import socket
+import sys
+import tempfile
+import threading
+import unittest
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+from agentnest import (ExecutionError, ExecutionResult, FileAccessError, NetworkPolicy, PolicyDeniedError,
+                       SandboxDestroyedError, SandboxPool, Secret, SecurityPolicy, SessionResult,
+                       UnsupportedCapabilityError)
+from agentnest._transport import Client, _error_for
+
+
+class DataTypes(unittest.TestCase):
+    def test_secret_never_shows_its_value(self):
+        s = Secret("hunter2")
+        self.assertNotIn("hunter2", str(s) + repr(s) + "%s" % s)
+        self.assertEqual(s.reveal(), "hunter2")
+        with self.assertRaises(ValueError):
+            Secret("")
+
+    def test_result_check_message(self):
+        r = ExecutionResult(("x",), 2, "", "boom\n", 0.1)
+        with self.assertRaisesRegex(ExecutionError, "status 2: boom"):
+            r.check()
+        self.assertIs(ExecutionResult(("x",), 0, "", "", 0).check().ok, True)
+
+    def test_session_result_check_uses_last_traceback_line(self):
+        r = SessionResult("", "", error="Traceback...\n  File x\nKeyError: 'k'\n")
+        with self.assertRaisesRegex(ExecutionError, "KeyError: 'k'"):
+            r.check()
+
+    def test_network_policy_validation(self):
+        self.assertEqual(NetworkPolicy.allowlist(domains=("pkg.example",)).entries(), ["pkg.example"])
+        with self.assertRaises(ValueError):
+            NetworkPolicy.allowlist()
+        with self.assertRaises(ValueError):
+            NetworkPolicy("full", cidrs=("192.0.2.0/24",))
+
+    def test_security_policy_images(self):
+        with self.assertRaises(PolicyDeniedError):
+            SecurityPolicy(allowed_images=("a",)).check_image("b")
+        with self.assertRaises(PolicyDeniedError):
+            SecurityPolicy(require_image_digest=True).check_image("python")
+        SecurityPolicy(require_image_digest=True).check_image("python@sha256:" + "0" * 64)
+
+    def test_pool_refuses_reuse(self):
+        with self.assertRaises(ValueError):
+            SandboxPool(lambda: None, max_uses=2)
+
+    def test_error_mapping(self):
+        self.assertIsInstance(_error_for(404, {"error": {"message": "sandbox abc: not found", "errno": "ENOENT"}}),
+                              SandboxDestroyedError)
+        self.assertIsInstance(_error_for(403, {"error": {"message": "denied by approval hook: no"}}), PolicyDeniedError)
+        self.assertIsInstance(_error_for(413, {"error": {"message": "body too large"}}), FileAccessError)
+        self.assertIsInstance(_error_for(501, {"error": {"message": "x", "errno": "EOPNOTSUPP"}}),
+                              UnsupportedCapabilityError)
+
+
+class Routes(unittest.TestCase):
+    """The client reads routes from the server's OpenAPI document, by operationId."""
+
+    def setUp(self):
+        seen = self.seen = []
+        doc = {"openapi": "3.1.0", "servers": [{"url": "/v1"}], "paths": {
+            "/sandboxes/{sandbox}/exec": {"post": {"operationId": "exec", "requestBody": {"content": {
+                "application/json": {"schema": {"type": "object", "properties": {"sandbox": {}, "argv": {}}}}}}}},
+            "/sandboxes/{sandbox}": {"get": {"operationId": "inspect", "parameters": [{"name": "sandbox", "in": "path"}]}}}}
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _send(self, code, obj):
+                b = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(b)))
+                self.end_headers()
+                self.wfile.write(b)
+
+            def do_GET(self):
+                seen.append(("GET", self.path, self.headers.get("Authorization")))
+                self._send(200, doc if self.path == "/v1/openapi.json" else {"id": "abc", "status": "running"})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                seen.append(("POST", self.path, body))
+                self._send(404, {"error": {"code": 404, "errno": "ENOENT", "message": "sandbox abc: not found"}})
+
+        self.httpd = HTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.client = Client("http://127.0.0.1:%d" % self.httpd.server_port, "tok")
+
+    def tearDown(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def test_routes_come_from_the_openapi_document(self):
+        self.assertEqual(self.client.call("inspect", {"sandbox": "a/b"})["status"], "running")
+        self.assertIn(("GET", "/v1/sandboxes/a%2Fb", "Bearer tok"), self.seen)
+        self.assertEqual(self.client.input_properties("exec"), {"sandbox", "argv"})
+        with self.assertRaises(SandboxDestroyedError):
+            self.client.call("exec", {"sandbox": "abc", "argv": ["true"]})
+        self.assertEqual(self.seen[-1][1], "/v1/sandboxes/abc/exec")
+        with self.assertRaises(UnsupportedCapabilityError):
+            self.client.call("no_such_op", {})
+
+
+if __name__ == "__main__":
+    unittest.main()
