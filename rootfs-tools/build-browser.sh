@@ -1,6 +1,6 @@
 #!/bin/bash
 # build-browser.sh: the `browser` image: Debian 12's Chromium (headless),
-# fonts (fonts-liberation, DejaVu through fontconfig), Node.js 18 and
+# fonts (fonts-liberation: Liberation Sans, Serif, Mono), fontconfig, Node.js 18 and
 # playwright-core, for browser automation (`agentnest --profile browser`).
 # Built like the python image: the apt dependency closure's .deb files
 # unpacked without maintainer scripts (what they would do is done here:
@@ -55,7 +55,7 @@ build() {
   merged_usr_root "$root"
   deb_unpack "$root" "${debs[@]}"
   rm -rf "$root/usr/share/man" "$root/usr/share/info" "$root/usr/share/lintian" "$root/usr/share/locale"
-  find "$root/usr/share/doc" -type f ! -name copyright -delete
+  find "$root/usr/share/doc" ! -type d ! -name copyright -delete
   busybox_links "$root"
   base_files "$root"
   npm_install "$root"
@@ -70,7 +70,8 @@ build() {
     die "self-check: node cannot load playwright-core in $root"
   env -i PATH=/usr/bin:/bin /usr/sbin/chroot "$root" fc-match sans-serif | grep -q . ||
     die "self-check: fontconfig finds no sans-serif font in $root"
-  rm -rf "$root/tmp/"* "$root/tmp/".[!.]* 2>/dev/null || true
+  # Reproducibility: ldconfig's aux cache records inodes and ctimes of this build.
+  rm -rf "$root/tmp/"* "$root/tmp/".[!.]* "$root/var/cache/ldconfig/aux-cache" 2>/dev/null || true
   write_inputs "$out/inputs" "${debs[@]}"
   echo "playwright-core $(jq -r '.packages["node_modules/playwright-core"] | "\(.version) \(.integrity)"' \
     "$NPM_DIR/package-lock.json")" >> "$out/inputs"
