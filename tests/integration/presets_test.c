@@ -13,7 +13,8 @@
  *            hostile repository's fsmonitor, pager, external diff,
  *            textconv and hooks run neither on the host nor for the diff.
  *   browser  the browser profile: Playwright opens a page served inside,
- *            fills a form, clicks, screenshots to /workspace; the PNG,
+ *            fills a form, clicks, screenshots to /workspace (with the
+ *            profile's 512 MiB /dev/shm, no --disable-dev-shm-usage); the PNG,
  *            fetched as an artifact, is decoded on the host (python3's zlib
  *            as uid 65534) and a pixel has the marker colour.
  * Tests that need the egress allowlist (pip from an index, HTTPS clone)
@@ -412,7 +413,7 @@ static const char SHOT_JS[] =
     "  res.writeHead(200, { 'Content-Type': 'text/html' }); res.end(html); });\n"
     "server.listen(0, '127.0.0.1', async () => {\n"
     "  const browser = await chromium.launch({ executablePath: process.env.CHROME_BIN, headless: true,\n"
-    "    args: ['--no-sandbox', '--disable-dev-shm-usage'] });\n"
+    "    args: ['--no-sandbox'] });\n"
     "  const page = await browser.newPage({ viewport: { width: 320, height: 240 } });\n"
     "  await page.goto(`http://127.0.0.1:${server.address().port}/`);\n"
     "  await page.fill('#name', 'agent');\n"
@@ -474,6 +475,9 @@ Test(presets_browser, playwright_fills_clicks_and_screenshots_a_page_served_insi
   int rc = an("exec %s -- node shot.js", idc);
   cr_assert_eq(rc, 0, "rc %d: %s%s", rc, out_text, err_text);
   cr_expect(strstr(out_text, "form: hello agent\n"), "form state: %s", out_text);
+  /* the profile's /dev/shm, which Chromium uses without --disable-dev-shm-usage */
+  cr_assert_eq(an("exec %s -- df -k /dev/shm", idc), 0, "%s", err_text);
+  cr_expect(strstr(out_text, " 524288 "), "/dev/shm is not the profile's 512 MiB: %s", out_text);
   char dir[400];
   snprintf(dir, sizeof dir, "%s/out", work);
   an_test_mkdirs(dir);

@@ -125,7 +125,7 @@ Test(profile, unsupported_profile_refuses_with_reason) {
 }
 
 /* issue 16 item 3: the browser profile runs Chromium's image with limits
- * that fit it (a 2 GiB cgroup, 1024 pids, /tmp for its shared memory). */
+ * that fit it (a 2 GiB cgroup, 1024 pids, 512 MiB /dev/shm and /tmp). */
 Test(profile, browser_profile_loads_with_limits_that_fit_chromium) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
@@ -134,7 +134,8 @@ Test(profile, browser_profile_loads_with_limits_that_fit_chromium) {
   cr_assert_str_eq(an_sandbox_opts_image(o), "browser");
   cr_assert_geq(an_sandbox_opts_memory(o), 2ull << 30);
   cr_assert_geq(an_sandbox_opts_pids(o), 1024);
-  cr_assert_geq(an_sandbox_opts_tmp_size(o), 1ull << 30);
+  cr_assert_geq(an_sandbox_opts_tmp_size(o), 512ull << 20);
+  cr_assert_geq(an_sandbox_opts_shm_size(o), 512ull << 20);
   cr_assert_str_eq(an_sandbox_opts_network(o), "none");
   an_sandbox_opts_free(o);
 }

@@ -69,6 +69,7 @@ const char cli_sandbox_opts_help[] =
     "  --pids N                task limit (default 256)\n"
     "  --tmp-size SIZE         /tmp tmpfs size (default 64m; one inode per 4 KiB)\n"
     "  --tmp-noexec            mount /tmp noexec (default: exec, nosuid, nodev)\n"
+    "  --shm-size SIZE         /dev/shm tmpfs size (default 64m; browsers want more)\n"
     "  --disk SIZE             /workspace quota, enforced by the kernel (default 1g)\n"
     "  --inodes N              /workspace inode quota (default 100000)\n"
     "  --timeout DURATION      sandbox lifetime, e.g. 300, 5m, 1.5s (default 300s)\n"
@@ -113,6 +114,7 @@ static const struct {
     {CLI_OPT_DISK, "--disk", "disk"},              {CLI_OPT_INODES, "--inodes", "inodes"},
     {CLI_OPT_GPU, "--gpu", "gpu"},                 {CLI_OPT_CDI_SPEC_DIR, "--cdi-spec-dir", "cdi_spec_dir"},
     {CLI_OPT_CDI_ALLOW_HOOKS, "--cdi-allow-hooks", "cdi_allow_hooks"},
+    {CLI_OPT_SHM_SIZE, "--shm-size", "shm_size"},
 };
 
 bool cli_sandbox_flag(struct cli_sandbox_flags *f, int code, const char *arg) {
