@@ -75,6 +75,9 @@ populate() {
   ca_bundle "$root"
   # ld.so.cache so the dynamic loader finds the multiarch libraries quickly.
   ldconfig -r "$root"
+  # ldconfig's aux cache records inodes and ctimes of this build (two builds
+  # of the same inputs differed only there); the loader never reads it.
+  rm -f "$root/var/cache/ldconfig/aux-cache"
   # Byte-compile the standard library once, here: the root is read-only at run
   # time and PYTHONDONTWRITEBYTECODE=1. unchecked-hash pycs stay valid whatever
   # mtimes the importer gives the sources (PEP 552); one process, sorted order,

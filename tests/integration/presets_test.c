@@ -361,6 +361,13 @@ Test(presets_git, git_diff_errors_name_the_cause) {
   cr_expect(strstr(err_text, "no such directory: /workspace/nope"), "%s", err_text);
   cr_expect_eq(an("git diff %s --path ../etc", idc), 125);
   cr_expect(strstr(err_text, "must be relative to /workspace"), "%s", err_text);
+  cr_expect_eq(an("git diff --help"), 0);
+  cr_expect(strstr(out_text, "Usage: agentnest git diff ID"), "%s", out_text);
+  cr_expect_eq(an("git --help"), 0);
+  cr_expect_eq(an("--help"), 0);
+  cr_expect(strstr(out_text, "  git "), "agentnest --help does not list git: %s", out_text);
+  cr_expect_eq(an("git diff"), 125);
+  cr_expect(strstr(err_text, "no sandbox ID given"), "%s", err_text);
   cr_expect_eq(an("git diff no-such-sandbox"), 125);
   cr_expect_eq(an("git log %s", idc), 125);
   cr_expect(strstr(err_text, "unknown git command 'log'"), "%s", err_text);
