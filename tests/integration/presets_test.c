@@ -390,6 +390,19 @@ Test(presets_git, openssh_client_and_helpers_are_in_the_git_image) {
   cr_expect(strstr(out_text, "GIT_ASKPASS=/usr/local/bin/agentnest-git-askpass "
                              "GIT_SSH_COMMAND=/usr/local/bin/agentnest-git-ssh\n"),
             "helpers: %s", out_text);
+  /* the ssh helper: the key from the secret into a private file for the one
+   * run (ssh -G resolves the configuration and connects to nothing), removed after */
+  write_work_file("ssh.sh",
+                  "agentnest-git-ssh -G git.example.invalid | grep -E '^(identityfile|stricthostkeychecking|"
+                  "userknownhostsfile|batchmode) '\n"
+                  "ls -d /tmp/agentnest-git-ssh.* 2>/dev/null || echo no-leftover\n");
+  rc = an_env("GIT_SSH_KEY='-----BEGIN OPENSSH PRIVATE KEY----- not-a-real-key'",
+              "run --profile git --secret GIT_SSH_KEY --put ssh.sh -- sh ssh.sh");
+  cr_assert_eq(rc, 0, "rc %d: %s%s", rc, out_text, err_text);
+  cr_expect(strstr(out_text, "identityfile /tmp/agentnest-git-ssh.") && strstr(out_text, "/key\n") &&
+                strstr(out_text, "stricthostkeychecking accept-new\n") && strstr(out_text, "batchmode yes\n") &&
+                strstr(out_text, "no-leftover\n"),
+            "ssh helper: %s%s", out_text, err_text);
 }
 
 Test(presets_git, https_clone_through_the_allowlist) {
