@@ -63,7 +63,8 @@ int cli_opt_flag(void *ctx, int code, char *arg) {
 const char cli_sandbox_opts_help[] =
     "Sandbox options (a profile first, then these flags, which override it):\n"
     "  --image NAME            image from the store (default: python)\n"
-    "  --profile NAME|FILE     JSON profile (profiles/NAME.json or a file)\n"
+    "  --profile NAME|FILE     JSON profile (profiles/NAME.json or a file): default, python,\n"
+    "                          shell, git, browser, gpu (agentnest profiles lists them)\n"
     "  --memory SIZE           memory limit, no swap (default 512m)\n"
     "  --cpus N                CPU bandwidth, e.g. 1.5 (default 1.0)\n"
     "  --pids N                task limit (default 256)\n"
