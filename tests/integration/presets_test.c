@@ -104,8 +104,9 @@ static void need_allowlist(const char *what) {
   int rc = an("run --image python --network allowlist -- true");
   if (rc == 125 && strstr(err_text, "not supported yet"))
     cr_skip_test("%s: needs --network allowlist, which is not supported yet (egress, issue 12)", what);
-  cr_skip_test("%s: --network allowlist is accepted now, but this test's index/server fixture of the "
-               "egress tests is not wired in yet (issue 16 follow-up)", what);
+  cr_skip_test("%s: --network allowlist is no longer refused as unsupported (run said: status %d, %.200s), "
+               "but this test's index/server fixture of the egress tests is not wired in yet (issue 16 "
+               "follow-up)", what, rc, err_text);
 }
 
 static void setup(void) {
