@@ -1,8 +1,8 @@
 #!/bin/bash
 # build-all.sh: build (or reuse from the cache) AgentNest's OCI images.
 #
-#   build-all.sh [NAME...]     NAME: busybox python python-tests debian
-#                              (default: all four, in that order)
+#   build-all.sh [NAME...]     NAME: busybox python python-tests debian browser
+#                              (default: all five, in that order)
 #
 # Cache: ${AN_IMAGE_CACHE:-/var/cache/agentnest/images}/NAME/ holds
 #   layout/   the OCI image layout (oci-layout, index.json, blobs/sha256/)
@@ -18,7 +18,7 @@ set -euo pipefail
 AN_BUILDER=build-all
 . "$(dirname "$0")/lib.sh"
 
-ALL=(busybox python python-tests debian)
+ALL=(busybox python python-tests debian browser)
 [ $# -gt 0 ] || set -- "${ALL[@]}"
 for n in "$@"; do
   [ -x "$RT_DIR/build-$n.sh" ] || die "unknown image '$n' (known: ${ALL[*]})"
@@ -42,6 +42,8 @@ cache_key() {
   {
     echo "SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH"
     for f in lib.sh oci-layout.sh "build-$name.sh"; do echo "== $f"; cat "$RT_DIR/$f"; done
+    # Files a builder copies into its image live in rootfs-tools/NAME/.
+    for f in "$RT_DIR/$name"/*; do [ ! -f "$f" ] || { echo "== $name/${f##*/}"; cat "$f"; }; done
     echo "== inputs"
     "$RT_DIR/build-$name.sh" inputs
     [ "$name" != python-tests ] || { echo "== base"; cat "$AN_IMAGE_CACHE/python/key"; }

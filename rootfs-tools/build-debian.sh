@@ -1,7 +1,10 @@
 #!/bin/bash
 # build-debian.sh: the `debian` image: `debootstrap --variant=minbase` of
-# Debian 12 (bookworm) with python3, git and ca-certificates, for Git and
-# package-install work (apt works inside: run `apt-get update` first).
+# Debian 12 (bookworm) with python3, git, openssh-client and ca-certificates,
+# for Git and package-install work (apt works inside: run `apt-get update`
+# first), plus the git profile's credential helpers from rootfs-tools/debian/
+# (agentnest-git-askpass, agentnest-git-ssh in /usr/local/bin: credentials
+# only from --secret variables, never from files of the host).
 # The mirror is this machine's own Debian mirror (from /etc/apt/sources.list
 # or /etc/apt/sources.list.d/*; override with AN_DEBIAN_MIRROR).
 #
@@ -21,7 +24,7 @@ AN_BUILDER=debian
 . "$(dirname "$0")/lib.sh"
 
 SUITE=bookworm
-INCLUDE=python3,git,ca-certificates
+INCLUDE=python3,git,openssh-client,ca-certificates
 
 # The first Debian mirror in this machine's apt sources that carries $SUITE.
 debian_mirror() {
@@ -125,6 +128,10 @@ build() {
     'import json,sqlite3,ssl,venv,asyncio; assert ssl.create_default_context().cert_store_stats()["x509_ca"] > 100' ||
     die "self-check: python3 in $root"
   env -i PATH=/usr/bin:/bin /usr/sbin/chroot "$root" git --version >/dev/null || die "self-check: git in $root"
+  env -i PATH=/usr/bin:/bin /usr/sbin/chroot "$root" ssh -V 2>/dev/null || die "self-check: ssh in $root"
+  install -m 0755 "$RT_DIR/debian/agentnest-git-askpass" "$RT_DIR/debian/agentnest-git-ssh" "$root/usr/local/bin/"
+  env -i PATH=/usr/bin:/bin GIT_TOKEN=t /usr/sbin/chroot "$root" /usr/local/bin/agentnest-git-askpass "Password for 'https://x@h': " |
+    grep -qx t || die "self-check: agentnest-git-askpass in $root"
   # Device nodes debootstrap made for its chroot: the runtime provides /dev.
   find "$root/dev" -mindepth 1 -delete
   normalise_root "$root"

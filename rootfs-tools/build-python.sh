@@ -3,7 +3,9 @@
 # Python 3.11 with its full standard library (json, sqlite3, ssl, venv,
 # asyncio, ctypes, decimal, lzma, bz2, zlib, uuid, zoneinfo...), CA
 # certificates, tzdata, netbase (/etc/services), libc-bin (ldconfig, the
-# C.UTF-8 locale), libpython3.11-dev (headers) and busybox for a shell. Built from .deb files
+# C.UTF-8 locale), libpython3.11-dev (headers), pip and venv (python3-pip,
+# python3-venv; pip installs go to /workspace, see PIP_ENV) and busybox for a
+# shell. Built from .deb files
 # (apt-get download + unpack, no maintainer scripts, no dpkg database) in a
 # few seconds; the dependency closure comes from apt, minus the packaging
 # machinery (dpkg, debconf, perl-base, tar) that only maintainer scripts use.
@@ -15,10 +17,20 @@ set -euo pipefail
 AN_BUILDER=python
 . "$(dirname "$0")/lib.sh"
 
-ROOTS="python3 python3.11 libpython3.11-stdlib libpython3.11-dev python3.11-venv ca-certificates openssl tzdata media-types netbase libc-bin busybox-static"
+ROOTS="python3 python3.11 libpython3.11-stdlib libpython3.11-dev python3.11-venv python3-pip python3-venv ca-certificates openssl tzdata media-types netbase libc-bin busybox-static"
 EXCLUDES="dpkg debconf perl-base tar"
-PY_ENV=(--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-        --env LANG=C.UTF-8 --env PYTHONDONTWRITEBYTECODE=1)
+# pip in a read-only root: the system site-packages cannot change, so pip
+# (not in a venv) falls back to a user install ("normal site-packages is not
+# writeable") into PYTHONUSERBASE=/workspace/.local, whose bin/ is on PATH.
+# PEP 668's EXTERNALLY-MANAGED marker would refuse that; it protects the
+# distribution's files, which the read-only root protects here, so
+# PIP_BREAK_SYSTEM_PACKAGES=1 lets the user install proceed (it changes
+# nothing inside a venv: `python3 -m venv /workspace/venv` works as usual).
+# No cache (HOME is read-only) and no version check (no network by default).
+PIP_ENV=(--env PYTHONUSERBASE=/workspace/.local --env PIP_BREAK_SYSTEM_PACKAGES=1
+         --env PIP_NO_CACHE_DIR=1 --env PIP_DISABLE_PIP_VERSION_CHECK=1)
+PY_ENV=(--env PATH=/workspace/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+        --env LANG=C.UTF-8 --env PYTHONDONTWRITEBYTECODE=1 "${PIP_ENV[@]}")
 PY_MODULES=json,sqlite3,ssl,venv,asyncio,ctypes,decimal,lzma,bz2,zlib,uuid,zoneinfo,readline,hashlib,curses,dbm,socket,subprocess
 
 inputs() { deb_closure "$ROOTS" "$EXCLUDES"; }
@@ -63,6 +75,9 @@ populate() {
   ca_bundle "$root"
   # ld.so.cache so the dynamic loader finds the multiarch libraries quickly.
   ldconfig -r "$root"
+  # ldconfig's aux cache records inodes and ctimes of this build (two builds
+  # of the same inputs differed only there); the loader never reads it.
+  rm -f "$root/var/cache/ldconfig/aux-cache"
   # Byte-compile the standard library once, here: the root is read-only at run
   # time and PYTHONDONTWRITEBYTECODE=1. unchecked-hash pycs stay valid whatever
   # mtimes the importer gives the sources (PEP 552); one process, sorted order,
@@ -73,6 +88,9 @@ populate() {
   chroot_python "$root" -c "import $PY_MODULES, ssl
 assert ssl.create_default_context().cert_store_stats()['x509_ca'] > 100, 'no CA certificates'" ||
     die "self-check: python3 in $root cannot import $PY_MODULES"
+  chroot_python "$root" -m pip --version >/dev/null || die "self-check: python3 -m pip in $root"
+  chroot_python "$root" -c 'import ensurepip; assert ensurepip.version()' ||
+    die "self-check: ensurepip (python3 -m venv) in $root"
   chroot "$root" /bin/sh -c '[ "$(id -u agent)" = 65532 ]' || die "self-check: /bin/sh in $root"
 }
 

@@ -28,6 +28,9 @@ PACKAGES=(
   # the main job: CPython regression tests on the host, for comparison
   python3.11 libpython3.11-testsuite
 )
+# the browser image (build-browser.sh): npm ci of playwright-core; any npm will do (a
+# Node.js from elsewhere brings its own, and Debian's npm would conflict with it)
+command -v npm >/dev/null || PACKAGES+=(npm)
 
 missing=$(dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' "${PACKAGES[@]}" 2>&1 |
   awk '$1 != "ii" { print $NF }' || true)

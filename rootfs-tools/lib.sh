@@ -29,7 +29,7 @@ die() { echo "[${AN_BUILDER:-rootfs-tools}] error: $*" >&2; exit 1; }
 deb_closure() {
   # Memoised per state of the apt indexes: resolving takes apt several seconds.
   local memo
-  memo=$AN_IMAGE_CACHE/.closure/$( { echo "$1|$2"; stat -c '%n %s %Y' /var/lib/apt/lists/*Packages* \
+  memo=$AN_IMAGE_CACHE/.closure/$( { echo "v2|$1|$2"; stat -c '%n %s %Y' /var/lib/apt/lists/*Packages* \
     /etc/apt/preferences* /etc/apt/preferences.d/* 2>/dev/null; } | sha256sum | cut -c1-32)
   if [ -s "$memo" ]; then cat "$memo"; return; fi
   mkdir -p "${memo%/*}"
@@ -47,8 +47,12 @@ deb_closure_resolve() {
   resolved=$(awk '$1 == "Inst" { v = $3; gsub(/[()]/, "", v); print $2, v }' <<<"$sim" |
     sed 's/:amd64 / /' | sort -u)
   [ -n "$resolved" ] || die "apt resolved no packages for '$roots'"
+  # The dependencies of the versions the simulation chose, as on an empty
+  # system too (Dir::State::status): with the host's own status, apt-cache
+  # describes an installed version instead (a host nodejs from another
+  # repository lacked Debian's libnode108 dependency).
   # shellcheck disable=SC2046 # one argument per package name
-  apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks \
+  apt-cache -o Dir::State::status=/dev/null depends --no-recommends --no-suggests --no-conflicts --no-breaks \
     --no-replaces --no-enhances $(cut -d' ' -f1 <<<"$resolved") 2>/dev/null |
   awk -v roots="$roots" -v excl="$excludes" -v res="$resolved" '
     BEGIN {

@@ -43,6 +43,8 @@ struct an_sandbox_opts;
 #define AN_SANDBOX_MILLICPUS_MAX    (1024u * 1000u)     /* 1024 CPUs */
 #define AN_SANDBOX_PIDS_MAX         4194304             /* PID_MAX_LIMIT on 64-bit */
 #define AN_SANDBOX_TMP_SIZE_MIN     (1ull << 20)        /* 1 MiB; max: host RAM */
+#define AN_SANDBOX_SHM_SIZE_DEFAULT (64ull << 20)       /* /dev/shm: 64 MiB */
+#define AN_SANDBOX_SHM_SIZE_MIN     (1ull << 20)        /* 1 MiB; max: host RAM */
 #define AN_SANDBOX_DURATION_MAX_MS  (366ull * 24 * 3600 * 1000) /* lifetime/exec timeout: 366 days */
 #define AN_SANDBOX_MAX_OUTPUT_MAX   (1ull << 30)        /* 1 GiB (held in memory) */
 #define AN_SANDBOX_MAX_READ_MAX     (16ull << 30)       /* 16 GiB */
@@ -92,6 +94,11 @@ int an_sandbox_opts_set_tmp_size(struct an_sandbox_opts *opts, uint64_t bytes, a
  * executable anyway, so noexec on /tmp stops nothing and breaks programs
  * that run what they write there).  Never fails; returns 0. */
 int an_sandbox_opts_set_tmp_noexec(struct an_sandbox_opts *opts, bool noexec, an_error_t *err);
+
+/* Size of the /dev/shm tmpfs in bytes (default 64 MiB; one inode per 4 KiB,
+ * at least 1024).  Its pages count against the memory limit like any tmpfs.
+ * Refused: < 1 MiB, > host RAM. */
+int an_sandbox_opts_set_shm_size(struct an_sandbox_opts *opts, uint64_t bytes, an_error_t *err);
 
 /* Sandbox lifetime in ms (destroyed at expiry).  Refused: 0, > 366 days. */
 int an_sandbox_opts_set_lifetime(struct an_sandbox_opts *opts, uint64_t ms, an_error_t *err);
@@ -180,7 +187,7 @@ int an_sandbox_opts_set_name(struct an_sandbox_opts *opts, const char *name, an_
 /* Set one option from its text form, as a command-line flag gives it, with
  * the grammar of util/units.h for sizes and durations:
  *   image name workdir network seccomp_profile   the string as is
- *   memory tmp_size max_output max_read          size  ("512m", "4096")
+ *   memory tmp_size shm_size max_output max_read size  ("512m", "4096")
  *   timeout (the lifetime) exec_timeout          duration ("300", "1.5s", "500ms")
  *   cpus                                         "1.5" (up to 3 decimals)
  *   pids inodes                                  decimal integer
@@ -207,6 +214,7 @@ uint64_t an_sandbox_opts_cpus(const struct an_sandbox_opts *opts);          /* m
 uint64_t an_sandbox_opts_pids(const struct an_sandbox_opts *opts);
 uint64_t an_sandbox_opts_tmp_size(const struct an_sandbox_opts *opts);      /* bytes */
 bool an_sandbox_opts_tmp_noexec(const struct an_sandbox_opts *opts);
+uint64_t an_sandbox_opts_shm_size(const struct an_sandbox_opts *opts);      /* bytes */
 uint64_t an_sandbox_opts_lifetime(const struct an_sandbox_opts *opts);      /* ms */
 uint64_t an_sandbox_opts_exec_timeout(const struct an_sandbox_opts *opts);  /* ms; 0 = remaining lifetime */
 uint64_t an_sandbox_opts_max_output(const struct an_sandbox_opts *opts);    /* bytes */
@@ -274,7 +282,7 @@ const char *an_sandbox_profiles_dir(void);
  * <profiles_dir>/<name>.json (profiles_dir NULL: an_sandbox_profiles_dir()).
  *
  * A profile is one JSON object (at most 1 MiB) with only these keys:
- *   image (string), memory, tmp_size, max_output, max_read, disk (size: a string in
+ *   image (string), memory, tmp_size, shm_size, max_output, max_read, disk (size: a string in
  *   util/units.h's grammar or an integer of bytes), cpus (number or string,
  *   e.g. 1.5), pids and inodes (integer), timeout (the lifetime) and exec_timeout
  *   (duration: a string in the units grammar or a number of seconds), env
@@ -368,7 +376,8 @@ struct an_sandbox_ids {
  *   env = image env, then opts env, then secrets (later KEY wins), plus
  *   PATH (Debian's default) and HOME=/workspace when absent; cwd = workdir;
  *   root = rootfs, readonly; mounts /proc /dev /dev/pts (newinstance,
- *   max=64) /dev/shm (64 MiB, 16384 inodes) /dev/mqueue /sys (ro) /tmp
+ *   max=64) /dev/shm (shm_size, default 64 MiB, one inode per 4 KiB and at
+ *   least 1024) /dev/mqueue /sys (ro) /tmp
  *   (tmp_size, one inode per 4 KiB and at least 1024, exec unless
  *   tmp_noexec) /run (16 MiB, 4096 inodes) /workspace;
  *   maskedPaths and readonlyPaths of /proc and /sys (runc/Docker's lists);

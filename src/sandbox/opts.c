@@ -34,6 +34,7 @@ int an_sandbox_opts_new(struct an_sandbox_opts **out, an_error_t *err) {
   o->millicpus = DEFAULT_MILLICPUS;
   o->pids = DEFAULT_PIDS;
   o->tmp_size = DEFAULT_TMP_SIZE;
+  o->shm_size = AN_SANDBOX_SHM_SIZE_DEFAULT;
   o->lifetime_ms = DEFAULT_LIFETIME_MS;
   o->exec_timeout_ms = 0;
   o->max_output = DEFAULT_MAX_OUTPUT;
@@ -163,6 +164,13 @@ int an_sandbox_opts_set_tmp_size(struct an_sandbox_opts *o, uint64_t bytes, an_e
   int r = check_size("tmp_size", bytes, AN_SANDBOX_TMP_SIZE_MIN, err);
   if (r < 0) return r;
   o->tmp_size = bytes;
+  return 0;
+}
+
+int an_sandbox_opts_set_shm_size(struct an_sandbox_opts *o, uint64_t bytes, an_error_t *err) {
+  int r = check_size("shm_size", bytes, AN_SANDBOX_SHM_SIZE_MIN, err);
+  if (r < 0) return r;
+  o->shm_size = bytes;
   return 0;
 }
 
@@ -491,6 +499,7 @@ int an_sandbox_opts_set_option(struct an_sandbox_opts *o, const char *option, co
   } numeric[] = {
     {"memory", an_parse_size, an_sandbox_opts_set_memory},
     {"tmp_size", an_parse_size, an_sandbox_opts_set_tmp_size},
+    {"shm_size", an_parse_size, an_sandbox_opts_set_shm_size},
     {"max_output", an_parse_size, an_sandbox_opts_set_max_output},
     {"max_read", an_parse_size, an_sandbox_opts_set_max_read},
     {"timeout", an_parse_duration_ms, an_sandbox_opts_set_lifetime},
@@ -545,6 +554,7 @@ uint64_t an_sandbox_opts_cpus(const struct an_sandbox_opts *o) { return o->milli
 uint64_t an_sandbox_opts_pids(const struct an_sandbox_opts *o) { return o->pids; }
 uint64_t an_sandbox_opts_tmp_size(const struct an_sandbox_opts *o) { return o->tmp_size; }
 bool an_sandbox_opts_tmp_noexec(const struct an_sandbox_opts *o) { return o->tmp_noexec; }
+uint64_t an_sandbox_opts_shm_size(const struct an_sandbox_opts *o) { return o->shm_size; }
 uint64_t an_sandbox_opts_lifetime(const struct an_sandbox_opts *o) { return o->lifetime_ms; }
 uint64_t an_sandbox_opts_exec_timeout(const struct an_sandbox_opts *o) { return o->exec_timeout_ms; }
 uint64_t an_sandbox_opts_max_output(const struct an_sandbox_opts *o) { return o->max_output; }

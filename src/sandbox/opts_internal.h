@@ -17,6 +17,7 @@ struct an_sandbox_opts {
   uint64_t pids;
   uint64_t tmp_size;        /* bytes */
   bool tmp_noexec;          /* /tmp mounted noexec (default: exec) */
+  uint64_t shm_size;        /* /dev/shm tmpfs, bytes (default AN_SANDBOX_SHM_SIZE_DEFAULT) */
   uint64_t lifetime_ms;
   uint64_t exec_timeout_ms; /* 0: the remaining lifetime */
   uint64_t max_output;      /* bytes */

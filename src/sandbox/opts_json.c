@@ -28,6 +28,7 @@ void an_sandbox_opts_gen(struct an_jgen *j, const struct an_sandbox_opts *o) {
   an_jgen_kv_u64(j, "pids", o->pids);
   an_jgen_kv_u64(j, "tmp_size", o->tmp_size);
   if (o->tmp_noexec) an_jgen_kv_bool(j, "tmp_noexec", true);
+  if (o->shm_size != AN_SANDBOX_SHM_SIZE_DEFAULT) an_jgen_kv_u64(j, "shm_size", o->shm_size);
   kv_ms(j, "timeout", o->lifetime_ms);
   if (o->exec_timeout_ms) kv_ms(j, "exec_timeout", o->exec_timeout_ms);
   an_jgen_kv_u64(j, "max_output", o->max_output);
@@ -83,7 +84,7 @@ int an_sandbox_opts_dup(const struct an_sandbox_opts *o, struct an_sandbox_opts 
   if (!c) return an_error_set(err, ENOMEM, "copy sandbox options");
   *c = (struct an_sandbox_opts){
     .memory = o->memory, .millicpus = o->millicpus, .pids = o->pids, .tmp_size = o->tmp_size,
-    .tmp_noexec = o->tmp_noexec,
+    .tmp_noexec = o->tmp_noexec, .shm_size = o->shm_size,
     .lifetime_ms = o->lifetime_ms, .exec_timeout_ms = o->exec_timeout_ms,
     .max_output = o->max_output, .max_read = o->max_read, .disk = o->disk, .inodes = o->inodes,
     .uid = o->uid, .gid = o->gid, .seccomp_unsafe = o->seccomp_unsafe, .landlock = o->landlock,

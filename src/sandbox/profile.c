@@ -132,7 +132,8 @@ static int apply_seccomp_profile(struct an_sandbox_opts *o, const char *profile_
 
 static int apply_key(struct an_sandbox_opts *o, const char *profile_path, const char *key,
                      yajl_val v, an_error_t *err) {
-  static const char *const sizes[] = {"memory", "tmp_size", "max_output", "max_read", "disk"};
+  static const char *const sizes[] = {"memory", "tmp_size", "max_output", "max_read", "disk",
+                                      "shm_size"};
   static const char *const strings[] = {"image", "network", "workdir", "landlock"};
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
     if (strcmp(key, sizes[i]) == 0) return apply_quantity(o, key, v, "a size (\"512m\" or bytes)", err);

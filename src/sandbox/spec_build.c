@@ -52,8 +52,6 @@
 #define OCI_VERSION        "1.2.0"
 #define CPU_PERIOD_US      100000
 #define DEV_SIZE           "size=64k"
-#define SHM_SIZE           "size=67108864"     /* 64 MiB */
-#define SHM_INODES         "nr_inodes=16384"   /* one per 4 KiB */
 #define RUN_SIZE           "size=16777216"     /* 16 MiB */
 #define RUN_INODES         "nr_inodes=4096"
 #define TMP_INODES_MIN     1024
@@ -114,8 +112,7 @@ static const struct mount_template fixed_mounts_head[] = {
   {"/dev", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", DEV_SIZE, NULL}},
   {"/dev/pts", "devpts", "devpts",
    {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5", PTY_MAX, NULL}},
-  {"/dev/shm", "tmpfs", "shm",
-   {"nosuid", "noexec", "nodev", "mode=1777", SHM_SIZE, SHM_INODES, NULL}},
+  {"/dev/shm", "tmpfs", "shm", {"nosuid", "noexec", "nodev", "mode=1777", NULL}},   /* + shm_size */
   {"/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev", NULL}},
   {"/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro", NULL}},
 };
@@ -284,8 +281,24 @@ static bool build_mounts(struct an_spec *spec, const struct an_sandbox_opts *opt
                          const char *workspace) {
   size_t n_head = sizeof fixed_mounts_head / sizeof *fixed_mounts_head;
   if (!(spec->mounts = calloc(n_head + 3, sizeof *spec->mounts))) return false;
-  for (size_t i = 0; i < n_head; i++)
-    if (!add_mount(spec, &fixed_mounts_head[i], NULL, NULL)) return false;
+  /* /dev/shm: shm_size (default 64 MiB), one inode per 4 KiB */
+  char shm_size[40];
+  snprintf(shm_size, sizeof shm_size, "size=%llu", (unsigned long long) opts->shm_size);
+  uint64_t shm_inodes = opts->shm_size / 4096;
+  for (size_t i = 0; i < n_head; i++) {
+    struct mount_template t = fixed_mounts_head[i];
+    char inodes_opt[40];
+    const char *extra = NULL;
+    if (strcmp(t.destination, "/dev/shm") == 0) {
+      size_t k = 0;
+      while (t.options[k]) k++;
+      snprintf(inodes_opt, sizeof inodes_opt, "nr_inodes=%llu",
+               (unsigned long long) (shm_inodes < TMP_INODES_MIN ? TMP_INODES_MIN : shm_inodes));
+      t.options[k] = shm_size;   /* the template has room: options[8] */
+      extra = inodes_opt;
+    }
+    if (!add_mount(spec, &t, NULL, extra)) return false;
+  }
   char tmp_size[40], tmp_inodes[40];
   snprintf(tmp_size, sizeof tmp_size, "size=%llu", (unsigned long long) opts->tmp_size);
   uint64_t inodes = opts->tmp_size / 4096;

@@ -247,6 +247,22 @@ Test(spec_build, mounts_have_the_designed_types_and_flags) {
   an_spec_free(s);
 }
 
+/* issue 16: shm_size (the browser profile's 512 MiB) sizes /dev/shm, one inode per 4 KiB. */
+Test(spec_build, shm_size_sizes_dev_shm_with_an_inode_per_4k) {
+  struct an_sandbox_opts *o = new_opts();
+  an_error_t err = NULL;
+  cr_assert_eq(an_sandbox_opts_set_option(o, "shm_size", "512m", &err), 0);
+  struct an_spec *s = build(o);
+  assert_mount(s, "/dev/shm", "tmpfs",
+               (const char *[]){"nosuid", "noexec", "nodev", "mode=1777", "size=536870912",
+                                "nr_inodes=131072", NULL});
+  cr_assert_eq(an_sandbox_opts_set_option(o, "shm_size", "0", &err), -EINVAL);
+  cr_assert_str_eq(err->msg, "shm_size 0B: below the minimum of 1MiB: EINVAL");
+  an_error_free(&err);
+  an_spec_free(s);
+  an_sandbox_opts_free(o);
+}
+
 Test(spec_build, bl_05_no_cgroupfs_mounted_and_sys_read_only) {
   struct an_spec *s = build_default();
   for (size_t i = 0; i < s->n_mounts; i++) {

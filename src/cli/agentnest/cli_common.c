@@ -68,12 +68,14 @@ int cli_opt_flag(void *ctx, int code, char *arg) {
 const char cli_sandbox_opts_help[] =
     "Sandbox options (a profile first, then these flags, which override it):\n"
     "  --image NAME            image from the store (default: python)\n"
-    "  --profile NAME|FILE     JSON profile (profiles/NAME.json or a file)\n"
+    "  --profile NAME|FILE     JSON profile (profiles/NAME.json or a file): default, python,\n"
+    "                          shell, git, browser, gpu (agentnest profiles lists them)\n"
     "  --memory SIZE           memory limit, no swap (default 512m)\n"
     "  --cpus N                CPU bandwidth, e.g. 1.5 (default 1.0)\n"
     "  --pids N                task limit (default 256)\n"
     "  --tmp-size SIZE         /tmp tmpfs size (default 64m; one inode per 4 KiB)\n"
     "  --tmp-noexec            mount /tmp noexec (default: exec, nosuid, nodev)\n"
+    "  --shm-size SIZE         /dev/shm tmpfs size (default 64m; browsers want more)\n"
     "  --disk SIZE             /workspace quota, enforced by the kernel (default 1g)\n"
     "  --inodes N              /workspace inode quota (default 100000)\n"
     "  --timeout DURATION      sandbox lifetime, e.g. 300, 5m, 1.5s (default 300s)\n"
@@ -118,6 +120,7 @@ static const struct {
     {CLI_OPT_DISK, "--disk", "disk"},              {CLI_OPT_INODES, "--inodes", "inodes"},
     {CLI_OPT_GPU, "--gpu", "gpu"},                 {CLI_OPT_CDI_SPEC_DIR, "--cdi-spec-dir", "cdi_spec_dir"},
     {CLI_OPT_CDI_ALLOW_HOOKS, "--cdi-allow-hooks", "cdi_allow_hooks"},
+    {CLI_OPT_SHM_SIZE, "--shm-size", "shm_size"},
 };
 
 bool cli_sandbox_flag(struct cli_sandbox_flags *f, int code, const char *arg) {

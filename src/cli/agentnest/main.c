@@ -38,6 +38,7 @@ static const struct an_command commands[] = {
     {"profiles", cmd_profiles, "list the shipped profiles: purpose and key limits"},
     {"demo", cmd_demo, "a narrated tour on the default image"},
     {"pool", cmd_pool, "warm pools of ready sandboxes: start, ls, stop"},
+    {"git", cmd_git, "git diff: a patch of a workspace repository, made inside the sandbox"},
 };
 
 static void usage(FILE *f) {
