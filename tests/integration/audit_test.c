@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -763,6 +764,7 @@ Test(approval, a_unix_socket_hook_allows_and_denies) {
   pid_t srv = fork();
   cr_assert(srv >= 0);
   if (srv == 0) {
+    alarm(60);   /* never outlive a failed test (it holds criterion's output pipe) */
     for (int i = 0; i < 3; i++) {
       int c = accept(ls, NULL, NULL);
       if (c < 0) _exit(1);
@@ -787,7 +789,9 @@ Test(approval, a_unix_socket_hook_allows_and_denies) {
   cr_expect(strstr(g_err, "denied by approval hook: socket says no"), "%s", g_err);
   cr_expect_eq(cli("exec %s -- echo ok", id), 0, "%s", g_err);
   int st = 0;
-  waitpid(srv, &st, 0);
+  /* bounded: the server's alarm */
+  cr_assert_eq(waitpid(srv, &st, 0), srv);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the socket hook was not asked three times");
   /* the server is gone: fail closed */
   cr_expect_eq(cli("exec %s -- echo ok", id), 125);
   cr_expect(strstr(g_err, "denied by approval hook: connect"), "%s", g_err);
