@@ -121,6 +121,20 @@ struct an_audit_field {
 int an_audit_record(const char *store_root, const char *op, const char *sandbox_id, an_error_t *err,
                     ...);
 
+/* The record of an operation on an open sandbox, the call other
+ * operations (sessions, network changes, pools, extend) make when they
+ * end: store and id from the handle, the sandbox's secrets redacted from
+ * every string, then the fields, then "result": "ok" (result >= 0) or
+ * "error" with "error": the message of *err (err may be NULL):
+ *   r = do_network_change(sb, ...);
+ *   an_audit_sandbox(sb, "network_change", r, &err, AN_AUDIT_STR("mode", mode),
+ *                    AN_AUDIT_END);
+ * Best effort: nothing is returned (a record that cannot be written does
+ * not change the operation's result).  Thread-safe as an_audit_record. */
+struct an_sandbox;
+void an_audit_sandbox(const struct an_sandbox *sb, const char *op, int result, const an_error_t *err,
+                      ...);
+
 /* The same with an array of n fields (no AN_AUDIT_END needed). */
 int an_audit_recordv(const char *store_root, const char *op, const char *sandbox_id,
                      const struct an_audit_field *fields, size_t n, an_error_t *err);

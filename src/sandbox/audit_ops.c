@@ -4,6 +4,7 @@
  * the operations themselves (sandbox.c, exec.c, workspace_ops.c, fork.c,
  * teardown.c, monitor.c, prune.c, run_once.c). */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sandbox/audit_internal.h"
@@ -71,4 +72,20 @@ void an_sb_audit_create(const char *root, const char *id, const struct an_sandbo
   memcpy(all, f, sizeof f);
   all[sizeof f / sizeof *f] = AN_AUDIT_SECRETS(sec, k);
   an_sb_audit(NULL, root, id, "create", r, err, all, sizeof f / sizeof *f + 1);
+}
+
+void an_audit_sandbox(const struct an_sandbox *sb, const char *op, int result, const an_error_t *err,
+                      ...) {
+  if (!sb) return;
+  struct an_audit_field f[AN_AUDIT_MAX_FIELDS];
+  size_t n = 0;
+  va_list ap;
+  va_start(ap, err);
+  for (;;) {
+    struct an_audit_field x = va_arg(ap, struct an_audit_field);
+    if (x.type == AN_AUDIT_T_END || n == AN_AUDIT_MAX_FIELDS) break;
+    f[n++] = x;
+  }
+  va_end(ap);
+  an_sb_audit(sb, NULL, NULL, op, result, err, f, n);
 }

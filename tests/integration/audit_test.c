@@ -747,6 +747,15 @@ Test(approval, the_hook_runs_as_the_caller_with_a_clean_env_and_no_other_fds) {
   cr_expect(file_contains(q, "\"operation\":\"exec\""));
   cr_expect(!file_contains(q, SECRET), "a secret value is in the request");
   cr_expect(file_contains(q, "[REDACTED:TOKEN]"));
+  /* the one-call record other operations write */
+  an_audit_sandbox(sb, "session_run", 0, NULL, AN_AUDIT_STR("code", "print('" SECRET "')"), AN_AUDIT_END);
+  struct recs r;
+  struct an_audit_filter f = {.sandbox = an_sandbox_id(sb), .op = "session_run"};
+  read_all(&r, &f);
+  cr_assert_eq(r.n, 1, "no session_run record");
+  cr_expect_str_eq(mstr(r.v[0], "code"), "print('[REDACTED:TOKEN]')");
+  cr_expect_str_eq(mstr(r.v[0], "result"), "ok");
+  recs_free(&r);
   cr_assert(an_sandbox_destroy(sb, 0, &err) == 0);
   an_sandbox_close(sb);
   cr_expect(!file_contains(g_log, SECRET), "a secret value is in the audit log");
