@@ -761,6 +761,43 @@ Test(approval, the_hook_runs_as_the_caller_with_a_clean_env_and_no_other_fds) {
   cr_expect(!file_contains(g_log, SECRET), "a secret value is in the audit log");
 }
 
+/* From inside: neither the hook program nor an approver's socket on the
+ * host can be reached (the probe's connect_unix gets ENOENT: the path is
+ * not in the sandbox's mount namespace), and the sandbox's processes hold
+ * no fd of the hook. */
+Test(approval, the_sandbox_cannot_reach_the_hook_or_its_socket) {
+  need_image();
+  const char *bdir = getenv("AN_TEST_BUILD");
+  char probe[PATH_MAX];
+  char rel[PATH_MAX];
+  snprintf(rel, sizeof rel, "%s/tests/helpers/probe", bdir && *bdir ? bdir : "build");
+  if (!realpath(rel, probe)) cr_skip_test("probe helper not built (%s)", rel);
+  char sock[100];
+  snprintf(sock, sizeof sock, "%.80s/approver.sock", g_root);
+  int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+  cr_assert(bind(ls, (struct sockaddr *) &sa, sizeof sa) == 0 && listen(ls, 8) == 0);
+  const char *h = hook("hook.sh", DENY_ON_FORBIDDEN);
+  char *id = create_with_hook(h, NULL);
+  cr_assert_eq(cli("cp '%s' %s:probe", probe, id), 0, "%s", g_err);
+  cr_assert_eq(cli("exec %s -- /workspace/probe connect_unix:%s", id, sock), 0, "%s", g_err);
+  cr_expect(strstr(g_out, "connect_unix ENOENT"), "the sandbox reached the host socket: %s", g_out);
+  /* negative control: the same probe on the host connects */
+  char cmd[PATH_MAX * 2];
+  snprintf(cmd, sizeof cmd, "'%s' connect_unix:%s", probe, sock);
+  FILE *p = popen(cmd, "r");
+  char line[256] = "";
+  cr_assert_not_null(p);
+  if (!fgets(line, sizeof line, p)) line[0] = 0;
+  pclose(p);
+  cr_expect(strstr(line, "connect_unix OK"), "control: %s", line);
+  cr_assert_eq(cli("exec %s -- sh -c 'ls -l /proc/self/fd/ | grep -c hook; cat %s 2>&1 | head -c 0; "
+                   "test -e %s || echo no-hook'", id, h, h), 0, "%s", g_err);
+  cr_expect(strstr(g_out, "no-hook"), "the hook program is visible inside: %s", g_out);
+  close(ls);
+}
+
 /* A unix socket hook: a server process of the test answers one request. */
 Test(approval, a_unix_socket_hook_allows_and_denies) {
   need_image();
