@@ -600,6 +600,25 @@ Test(approval, restore_is_asked) {
   cr_expect(strstr(g_err, "denied by approval hook: no restore"), "%s", g_err);
 }
 
+/* The profile key, with a program relative to the profile's directory. */
+Test(approval, a_profile_key_sets_the_hook) {
+  need_image();
+  hook("hook.sh", DENY_ON_FORBIDDEN);
+  char prof[PATH_MAX];
+  snprintf(prof, sizeof prof, "%s/approving.json", g_root);
+  const char *doc = "{\"image\":\"busybox\",\"approve_with\":\"hook.sh\",\"approval_timeout\":\"2s\"}";
+  an_test_write_file(prof, doc, strlen(doc), 0644);
+  cr_assert_eq(cli("create --profile '%s'", prof), 0, "%s", g_err);
+  char id[64];
+  snprintf(id, sizeof id, "%.63s", g_out);
+  chomp(id);
+  cr_expect_eq(cli("exec %s -- echo forbidden", id), 125);
+  cr_expect(strstr(g_err, "denied by approval hook: no forbidden words"), "%s", g_err);
+  cr_assert_eq(cli("inspect %s", id), 0);
+  cr_expect(strstr(g_out, "\"approval_timeout\": \"2000ms\"") || strstr(g_out, "\"approval_timeout\":\"2000ms\""),
+            "%s", g_out);
+}
+
 Test(approval, no_answer_in_time_is_a_denial) {
   need_image();
   const char *h = hook("hook.sh", "cat >/dev/null; exec sleep 60");
