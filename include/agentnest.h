@@ -12,4 +12,6 @@
 #include "agentnest/doctor.h"
 #include "agentnest/batch.h"
 #include "agentnest/pool.h"
+#include "agentnest/audit.h"
+#include "agentnest/approval.h"
 #endif

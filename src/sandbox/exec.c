@@ -37,6 +37,8 @@
 #include <termios.h>
 #include "engine/process.h"
 #include "sandbox/exec_stdin.h"
+#include "agentnest/approval.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
@@ -289,7 +291,13 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   uint64_t timeout = eo->timeout_ms ? eo->timeout_ms : an_sandbox_opts_exec_timeout(sb->opts);
   if (!timeout || timeout > remaining) timeout = remaining;
 
-  int r = an_sb_ensure_cgroup(sb, err);
+  struct an_audit_field af[] = {
+    AN_AUDIT_STRV("argv", argv), AN_AUDIT_ENV_NAMES("env", eo->env),
+    AN_AUDIT_STR("workdir", eo->workdir), AN_AUDIT_INT("timeout_ms", eo->timeout_ms),
+  };
+  int r = an_approval_checkv(sb, "exec", af, sizeof af / sizeof *af, err);
+  if (r < 0) return r;
+  r = an_sb_ensure_cgroup(sb, err);
   if (r < 0) {
     if (r == -ENOENT) {
       an_error_free(err);
@@ -405,6 +413,14 @@ out:
     if (pi[i] >= 0) close(pi[i]);
   }
   if (r < 0) empty_slot(ecg);
+  {
+    struct an_audit_field rf[] = {
+      af[0], af[1], af[2], af[3],
+      AN_AUDIT_INT("status", r >= 0 ? res->status : -1), AN_AUDIT_BOOL("timed_out", r >= 0 && res->timed_out),
+      AN_AUDIT_BOOL("oom_killed", r >= 0 && res->oom_killed),
+    };
+    an_sb_audit(sb, NULL, NULL, "exec", r, err, rf, sizeof rf / sizeof *rf);
+  }
   if (r >= 0)
     an_sb_event(sb->dir, "exec",
                 ",\"pid\":%d,\"status\":%d,\"timed_out\":%s,\"oom_killed\":%s,\"duration_ms\":%llu",

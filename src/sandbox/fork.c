@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "agentnest/approval.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
@@ -22,7 +24,10 @@ int an_sandbox_fork(struct an_sandbox *sb, struct an_sandbox **out, an_error_t *
   cleanup_close int mfd = -1;
   char op[PATH_MAX + 64];
   snprintf(op, sizeof op, "%s/%s", sb->dir, AN_SB_OPTIONS_FILE);
-  int r = an_sb_secret_values_ok(sb, err);
+  struct an_audit_field none[1];
+  int r = an_approval_checkv(sb, "fork", none, 0, err);
+  if (r < 0) return r;
+  r = an_sb_secret_values_ok(sb, err);
   if (r < 0) return r;
   if ((r = an_sandbox_opts_new(&opts, err)) < 0) return r;
   if ((r = an_sandbox_opts_load_profile(opts, op, NULL, err)) < 0) goto out;
@@ -67,5 +72,8 @@ int an_sandbox_fork(struct an_sandbox *sb, struct an_sandbox **out, an_error_t *
   *out = nsb;
 out:
   an_sandbox_opts_free(opts);
-  return r < 0 ? an_error_prefix(err, "fork sandbox %s", sb->rec.id) : 0;
+  if (r < 0) an_error_prefix(err, "fork sandbox %s", sb->rec.id);
+  struct an_audit_field af[] = {AN_AUDIT_STR("child", r >= 0 ? (*out)->rec.id : NULL)};
+  an_sb_audit(sb, NULL, NULL, "fork", r, err, af, 1);
+  return r < 0 ? r : 0;
 }

@@ -38,6 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "engine/process.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
@@ -137,6 +138,8 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
       }
     } else if (p[0].revents) {
       an_sb_event(sb->dir, "expired", NULL);
+      struct an_audit_field af[] = {AN_AUDIT_INT("deadline_ms", sb->rec.deadline_ms)};
+      an_sb_audit(NULL, sb->root, sb->rec.id, "expire", 0, NULL, af, 1);
       reason = "expired";
       tomb = true;
     } else if (pfd >= 0 && p[2].revents) {

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include "agentnest/sandbox_opts.h"
+#include "sandbox/approval_internal.h"
 #include "sandbox/opts_internal.h"
 #include "util/cleanup.h"
 #include "util/fdcopy.h"
@@ -78,6 +79,7 @@ void an_sandbox_opts_free(struct an_sandbox_opts *o) {
   strv_free(o->secret_names, false);
   strv_free(o->secret_values, true);
   an_sb_cdi_opts_free(o);
+  an_sb_approval_opts_free(o);
   free(o);
 }
 
@@ -539,6 +541,7 @@ int an_sandbox_opts_set_option(struct an_sandbox_opts *o, const char *option, co
   if (strcmp(option, "secret") == 0) return an_sandbox_opts_add_secret_arg(o, text, err);
   int cdi_r = 0;
   if (an_sb_cdi_set_option(o, option, text, &cdi_r, err)) return cdi_r;
+  if (an_sb_approval_set_option(o, option, text, &cdi_r, err)) return cdi_r;
   return an_error_set(err, EINVAL, "unknown option \"%s\"", option);
 }
 

@@ -39,6 +39,8 @@ struct an_sandbox_opts {
   char **cdi_devices;       /* qualified CDI names, NULL-terminated, or NULL */
   char **cdi_spec_dirs;     /* NULL: an_cdi_default_dirs */
   bool cdi_allow_hooks;
+  char *approve_with;       /* approval hook: absolute program path or "unix:PATH"; NULL none */
+  uint64_t approval_timeout_ms; /* 0: AN_APPROVAL_DEFAULT_TIMEOUT_MS */
 };
 
 struct an_jgen;

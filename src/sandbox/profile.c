@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <yajl/yajl_tree.h>
 #include "agentnest/sandbox_opts.h"
+#include "sandbox/approval_internal.h"
 #include "sandbox/opts_internal.h"
 #include "util/cleanup.h"
 #include "util/fdcopy.h"
@@ -161,6 +162,7 @@ static int apply_key(struct an_sandbox_opts *o, const char *profile_path, const 
   }
   int cdi_r = 0;
   if (an_sb_cdi_profile_key(o, key, v, &cdi_r, err)) return cdi_r;
+  if (an_sb_approval_profile_key(o, profile_path, key, v, &cdi_r, err)) return cdi_r;
   if (strcmp(key, "description") == 0) {
     const char *s = NULL;
     return want_string(key, v, &s, err);

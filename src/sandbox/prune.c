@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "agentnest/container.h"
 #include "sandbox/pool_internal.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "util/json_gen.h"
@@ -300,6 +301,9 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   cleanup_free char *doc = NULL;
   int r = an_jgen_finish(&j, &doc, NULL);
   if (r < 0) return an_error_set(err, -r, "prune report: JSON");
+  /* each sandbox removed has its own "destroy" record (teardown.c) */
+  struct an_audit_field af[] = {AN_AUDIT_BOOL("all", all), AN_AUDIT_STR("report", doc)};
+  an_sb_audit(NULL, root, NULL, "prune", 0, NULL, af, 2);
   if (report) *report = an_steal(&doc);
   return 0;
 }

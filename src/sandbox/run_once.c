@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "sandbox/exec_stdin.h"
+#include "agentnest/approval.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
@@ -27,6 +29,15 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
   if (!argv || !argv[0] || !argv[0][0]) return an_error_set(err, EINVAL, "run: empty command");
   if (eo->workdir) return an_error_set(err, EINVAL, "run: a per-call workdir is an exec option; set the sandbox workdir");
   if (eo->tty) return an_error_set(err, EINVAL, "run: a terminal is an exec option (create, then exec)");
+  /* asked before anything exists: a denied run leaves nothing behind */
+  cleanup_free struct an_secret *osec = NULL;
+  size_t nosec = 0;
+  if (an_sb_opts_secrets(opts, &osec, &nosec) < 0) return an_error_set(err, ENOMEM, "run");
+  struct an_audit_field af[] = {AN_AUDIT_STRV("argv", argv), AN_AUDIT_ENV_NAMES("env", eo->env),
+                                AN_AUDIT_SECRETS(osec, nosec)};
+  int ar = an_approval_check_opts(store_root, opts, NULL, an_sandbox_opts_name(opts), "run", af, 2, osec,
+                                  nosec, err);
+  if (ar < 0) return ar;
   int po[2] = {-1, -1}, pe[2] = {-1, -1}, pi[2] = {-1, -1};
   pid_t pump = 0;
   cleanup_close int devnull = -1;
@@ -98,6 +109,12 @@ out:
   res->duration_ms = an_mono_ms() - t0;
   close(po[0]);
   close(pe[0]);
+  {
+    struct an_audit_field rf[] = {af[0], af[1], AN_AUDIT_INT("status", r >= 0 ? res->status : -1),
+                                  AN_AUDIT_BOOL("timed_out", r >= 0 && res->timed_out), af[2]};
+    an_sb_audit(NULL, an_sb_root_or_default(store_root), sb ? sb->rec.id : NULL, "run", r, err, rf,
+                sizeof rf / sizeof *rf);
+  }
   if (sb) {
     an_error_t e2 = NULL;
     int d = an_sandbox_destroy(sb, 0, &e2);

@@ -16,6 +16,8 @@
 #include "agentnest/image.h"
 #include "engine/process.h"
 #include "agentnest/doctor.h"
+#include "sandbox/approval_internal.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "sandbox/seccomp_check.h"
 #include "util/cleanup.h"
@@ -177,8 +179,11 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   if (!opts) return an_error_set(err, EINVAL, "sandbox: no options");
   const char *image = an_sandbox_opts_image(opts);
   if (!image) return an_error_set(err, EINVAL, "sandbox: no image given (--image or a profile)");
+  /* an approval hook asked for must exist (fail closed) */
+  int r = an_sb_approval_validate(opts, err);
+  if (r < 0) return r;
   /* as non-root the 0700 store reads as empty: say the real cause */
-  int r = an_doctor_check_privilege(err);
+  r = an_doctor_check_privilege(err);
   if (r < 0) return r;
   r = an_sb_check_store_parents(root, err);
   if (r < 0) return r;
@@ -336,10 +341,12 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   an_sb_event(sb->dir, "created", ",\"image\":\"%s\",\"init_pid\":%d", image, (int) sb->rec.init_pid);
   an_sb_seccomp_unsafe_event(sb->dir, opts, sb->spec ? sb->spec->linux.seccomp : NULL);
   an_image_info_free(img);
+  an_sb_audit_create(root, sb->rec.id, opts, keeper == AN_SB_KEEP_CALLER, 0, NULL);
   *out = sb;
   return 0;
 
 fail:;
+  an_sb_audit_create(root, sb->rec.id, opts, keeper == AN_SB_KEEP_CALLER, r, err);
   an_error_t e = NULL;
   an_sb_teardown(root, sb->rec.id, "create failed", false, 0, false, NULL, &e);
   an_error_free(&e);
@@ -348,6 +355,7 @@ fail:;
   an_image_info_free(img);
   return r;
 fail_rec:
+  an_sb_audit_create(root, rec.id, opts, keeper == AN_SB_KEEP_CALLER, r, err);
   {
     char sj[PATH_MAX + 32];
     snprintf(sj, sizeof sj, "%s/%s", path, AN_SB_STATE_FILE);

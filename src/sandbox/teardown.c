@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "agentnest/container.h"
 #include "engine/process.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "util/safe_path.h"
@@ -204,6 +205,12 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
     an_error_free(&e);
   }
   rep->state = state_removed;
+  {
+    struct an_audit_field af[] = {AN_AUDIT_STR("reason", reason), AN_AUDIT_STR("name", have_rec ? rec.name : NULL),
+                                  AN_AUDIT_BOOL("state_removed", state_removed)};
+    int ar = first;
+    an_sb_audit(NULL, root, id, "destroy", ar, err, af, sizeof af / sizeof *af);
+  }
   an_sb_record_clear(&rec);
   return first < 0 ? an_error_prefix(err, "destroy sandbox %s", id) : 0;
 }

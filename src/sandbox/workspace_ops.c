@@ -17,6 +17,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include "agentnest/files.h"
+#include "agentnest/approval.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "util/fdcopy.h"
@@ -36,7 +38,7 @@ uint64_t an_sb_copy_cap(int fd, unsigned copies) {
   return copies ? (avail / copies ? avail / copies : 1) : avail;
 }
 
-int an_sandbox_put(struct an_sandbox *sb, const char *host_path, const char *dest, an_error_t *err) {
+static int put_impl(struct an_sandbox *sb, const char *host_path, const char *dest, an_error_t *err) {
   if (!host_path) return an_error_set(err, EINVAL, "put: no host path");
   struct an_file_opts fo;
   an_sandbox_file_opts(sb, &fo);
@@ -54,16 +56,16 @@ int an_sandbox_put(struct an_sandbox *sb, const char *host_path, const char *des
   return an_file_put_fd(sb->ws_fd, dest, fd, &fo, err);
 }
 
-int an_sandbox_put_data(struct an_sandbox *sb, const char *dest, const void *data, size_t len,
-                        mode_t mode, an_error_t *err) {
+static int put_data_impl(struct an_sandbox *sb, const char *dest, const void *data, size_t len,
+                         mode_t mode, an_error_t *err) {
   struct an_file_opts fo;
   an_sandbox_file_opts(sb, &fo);
   fo.mode = mode & 0777;
   return an_file_put(sb->ws_fd, dest, data, len, &fo, err);
 }
 
-int an_sandbox_get_data(struct an_sandbox *sb, const char *src, void **data, size_t *len,
-                        an_error_t *err) {
+static int get_data_impl(struct an_sandbox *sb, const char *src, void **data, size_t *len,
+                         an_error_t *err) {
   struct an_file_opts fo;
   an_sandbox_file_opts(sb, &fo);
   return an_file_get(sb->ws_fd, src, &fo, data, len, err);
@@ -73,8 +75,8 @@ int an_sandbox_get(struct an_sandbox *sb, const char *src, const char *host_dest
   return an_sandbox_get_warn(sb, src, host_dest, NULL, NULL, err);
 }
 
-int an_sandbox_get_warn(struct an_sandbox *sb, const char *src, const char *host_dest, an_warn_fn warn,
-                        void *warn_data, an_error_t *err) {
+static int get_impl(struct an_sandbox *sb, const char *src, const char *host_dest, an_warn_fn warn,
+                    void *warn_data, an_error_t *err) {
   if (!src || !host_dest) return an_error_set(err, EINVAL, "get: no source or destination");
   struct an_file_opts fo;
   an_sandbox_file_opts(sb, &fo);
@@ -107,8 +109,8 @@ int an_sandbox_snapshot(struct an_sandbox *sb, const char *tar_path, struct an_s
   return an_sandbox_snapshot_warn(sb, tar_path, info, NULL, NULL, err);
 }
 
-int an_sandbox_snapshot_warn(struct an_sandbox *sb, const char *tar_path, struct an_snapshot_info *info,
-                             an_warn_fn warn, void *warn_data, an_error_t *err) {
+static int snapshot_impl(struct an_sandbox *sb, const char *tar_path, struct an_snapshot_info *info,
+                         an_warn_fn warn, void *warn_data, an_error_t *err) {
   /* the tar may not fill the disk it goes to (a sandbox's sparse file of
    * 100 GB is 100 GB of tar) */
   char dir[PATH_MAX];
@@ -179,8 +181,8 @@ static int move_entries(int from, int to, an_error_t *err) {
  * entries cannot fill the host's disk) and the entries move in by rename.
  * The sandbox is frozen throughout: it cannot see or race the staging
  * directory (host root's, 0700); on error the workspace is as it was. */
-int an_sandbox_restore(struct an_sandbox *sb, const char *tar_path, const char *expected_sha256,
-                       an_error_t *err) {
+static int restore_impl(struct an_sandbox *sb, const char *tar_path, const char *expected_sha256,
+                        an_error_t *err) {
   cleanup_free char *staging = an_random_name(".agentnest-restore");
   if (!staging) return an_error_set(err, ENOMEM, "restore");
   struct an_file_opts fo;
@@ -208,10 +210,102 @@ int an_sandbox_restore(struct an_sandbox *sb, const char *tar_path, const char *
   return r < 0 ? an_error_prefix(err, "sandbox %s", sb->rec.id) : 0;
 }
 
-int an_sandbox_artifacts(struct an_sandbox *sb, const char *const *globs, size_t nglobs,
-                         const struct an_artifact_opts *ao, struct an_artifact_list *out,
-                         an_error_t *err) {
+static int artifacts_impl(struct an_sandbox *sb, const char *const *globs, size_t nglobs,
+                          const struct an_artifact_opts *ao, struct an_artifact_list *out,
+                          an_error_t *err) {
   struct an_artifact_opts o = ao ? *ao : (struct an_artifact_opts){0};
   if (!o.max_bytes && sb->opts) o.max_bytes = an_sandbox_opts_max_read(sb->opts);
   return an_artifacts_collect(sb->ws_fd, globs, nglobs, &o, out, err);
+}
+
+/* ---- the public calls: approval first, then the operation, then its audit record ---------- */
+
+#define N_OF(a) (sizeof (a) / sizeof *(a))
+
+/* Ask, run `call` (an expression setting r), record. */
+#define APPROVED_OP(op, fields, call)                                   \
+  do {                                                                  \
+    r = an_approval_checkv(sb, op, fields, N_OF(fields), err);          \
+    if (r < 0) return r;                                                \
+    r = (call);                                                         \
+    an_sb_audit(sb, NULL, NULL, op, r, err, fields, N_OF(fields));      \
+  } while (0)
+
+int an_sandbox_put(struct an_sandbox *sb, const char *host_path, const char *dest, an_error_t *err) {
+  if (!sb) return an_error_set(err, EINVAL, "put: no sandbox");
+  struct an_audit_field f[] = {AN_AUDIT_STR("host_path", host_path), AN_AUDIT_STR("path", dest)};
+  int r;
+  APPROVED_OP("put", f, put_impl(sb, host_path, dest, err));
+  return r;
+}
+
+int an_sandbox_put_data(struct an_sandbox *sb, const char *dest, const void *data, size_t len,
+                        mode_t mode, an_error_t *err) {
+  if (!sb) return an_error_set(err, EINVAL, "put: no sandbox");
+  struct an_audit_field f[] = {AN_AUDIT_STR("host_path", NULL), AN_AUDIT_STR("path", dest),
+                               AN_AUDIT_INT("bytes", len)};
+  int r;
+  APPROVED_OP("put", f, put_data_impl(sb, dest, data, len, mode, err));
+  return r;
+}
+
+int an_sandbox_get_data(struct an_sandbox *sb, const char *src, void **data, size_t *len,
+                        an_error_t *err) {
+  if (!sb) return an_error_set(err, EINVAL, "get: no sandbox");
+  struct an_audit_field f[] = {AN_AUDIT_STR("path", src), AN_AUDIT_STR("host_path", NULL)};
+  int r;
+  APPROVED_OP("get", f, get_data_impl(sb, src, data, len, err));
+  return r;
+}
+
+int an_sandbox_get_warn(struct an_sandbox *sb, const char *src, const char *host_dest, an_warn_fn warn,
+                        void *warn_data, an_error_t *err) {
+  if (!sb) return an_error_set(err, EINVAL, "get: no sandbox");
+  struct an_audit_field f[] = {AN_AUDIT_STR("path", src), AN_AUDIT_STR("host_path", host_dest)};
+  int r;
+  APPROVED_OP("get", f, get_impl(sb, src, host_dest, warn, warn_data, err));
+  return r;
+}
+
+int an_sandbox_snapshot_warn(struct an_sandbox *sb, const char *tar_path, struct an_snapshot_info *info,
+                             an_warn_fn warn, void *warn_data, an_error_t *err) {
+  if (!sb) return an_error_set(err, EINVAL, "snapshot: no sandbox");
+  struct an_audit_field f[] = {AN_AUDIT_STR("tar_path", tar_path)};
+  int r = an_approval_checkv(sb, "snapshot", f, N_OF(f), err);
+  if (r < 0) return r;
+  struct an_snapshot_info local;
+  if (!info) info = &local;
+  memset(info, 0, sizeof *info);
+  r = snapshot_impl(sb, tar_path, info, warn, warn_data, err);
+  struct an_audit_field rf[] = {f[0], AN_AUDIT_STR("sha256", r >= 0 ? info->sha256 : NULL),
+                                AN_AUDIT_INT("size", r >= 0 ? info->size : 0)};
+  an_sb_audit(sb, NULL, NULL, "snapshot", r, err, rf, N_OF(rf));
+  return r;
+}
+
+int an_sandbox_restore(struct an_sandbox *sb, const char *tar_path, const char *expected_sha256,
+                       an_error_t *err) {
+  if (!sb) return an_error_set(err, EINVAL, "restore: no sandbox");
+  struct an_audit_field f[] = {AN_AUDIT_STR("tar_path", tar_path), AN_AUDIT_STR("sha256", expected_sha256)};
+  int r;
+  APPROVED_OP("restore", f, restore_impl(sb, tar_path, expected_sha256, err));
+  return r;
+}
+
+/* Artifacts copy files out (to_dir) like get: the same approval as a get
+ * of the globs when they do; a listing only is recorded, not asked. */
+int an_sandbox_artifacts(struct an_sandbox *sb, const char *const *globs, size_t nglobs,
+                         const struct an_artifact_opts *ao, struct an_artifact_list *out,
+                         an_error_t *err) {
+  if (!sb) return an_error_set(err, EINVAL, "artifacts: no sandbox");
+  cleanup_free char **gv = calloc(nglobs + 1, sizeof *gv);
+  if (!gv) return an_error_set(err, ENOMEM, "artifacts");
+  for (size_t i = 0; i < nglobs; i++) gv[i] = (char *) globs[i];
+  const char *to = ao ? ao->to_dir : NULL;
+  struct an_audit_field f[] = {AN_AUDIT_STRV("globs", gv), AN_AUDIT_STR("host_path", to)};
+  int r = to ? an_approval_checkv(sb, "artifacts", f, N_OF(f), err) : 0;
+  if (r < 0) return r;
+  r = artifacts_impl(sb, globs, nglobs, ao, out, err);
+  an_sb_audit(sb, NULL, NULL, "artifacts", r, err, f, N_OF(f));
+  return r;
 }

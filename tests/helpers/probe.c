@@ -8,6 +8,7 @@
  * forked child, so one killed attempt does not stop the others.
  *
  *   probe ACTION[:ARG[,ARG...]] ...
+ *   (connect_unix:PATH tries a unix stream socket at PATH)
  *
  * Arguments that choose an action's object (a pid, an fd, a directory) are
  * given after ':'.  Calls that would change the host if they succeeded are
@@ -25,6 +26,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
@@ -247,6 +249,17 @@ static int do_connect(char *arg) {
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t) arg_long(port, 80))};
   if (inet_pton(AF_INET, arg, &sa.sin_addr) != 1) return -EINVAL;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  return rc(connect(fd, (struct sockaddr *) &sa, sizeof sa));
+}
+
+/* connect_unix:PATH — a stream connection to the unix socket at PATH
+ * (an approval hook's socket must be out of a sandbox's reach). */
+static int do_connect_unix(const char *path) {
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (!path || strlen(path) >= sizeof sa.sun_path) return -EINVAL;
+  strcpy(sa.sun_path, path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   return rc(connect(fd, (struct sockaddr *) &sa, sizeof sa));
 }
@@ -491,6 +504,7 @@ static int run_action(const char *name, char *arg, char *text, size_t len) {
     return -errno;
   }
   if (!strcmp(name, "connect")) return do_connect(arg);
+  if (!strcmp(name, "connect_unix")) return do_connect_unix(arg);
   if (!strcmp(name, "forkbomb")) return do_forkbomb(false, text, len);
   if (!strcmp(name, "forkbomb_hold")) return do_forkbomb(true, text, len);
   if (!strcmp(name, "fill")) return do_fill(arg ? arg : "/tmp/fill", text, len);

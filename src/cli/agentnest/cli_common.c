@@ -99,7 +99,12 @@ const char cli_sandbox_opts_help[] =
     "                          nodes, read-only driver mounts and env from the specs\n"
     "  --cdi-spec-dir DIR      CDI spec directory (repeatable; default /etc/cdi and\n"
     "                          /var/run/cdi)\n"
-    "  --cdi-allow-hooks       apply CDI hooks (host programs run as root); refused otherwise\n";
+    "  --cdi-allow-hooks       apply CDI hooks (host programs run as root); refused otherwise\n"
+    "  --approve-with PROGRAM|unix:PATH\n"
+    "                          approval hook asked (JSON on stdin, answer on stdout) before\n"
+    "                          every exec, cp, snapshot, restore, fork; fixed for the\n"
+    "                          sandbox's life; no answer = deny (see APPROVALS in agentnest(1))\n"
+    "  --approval-timeout DURATION  time the hook may take (default 5s)\n";
 
 static const struct {
   int code;
@@ -121,6 +126,8 @@ static const struct {
     {CLI_OPT_GPU, "--gpu", "gpu"},                 {CLI_OPT_CDI_SPEC_DIR, "--cdi-spec-dir", "cdi_spec_dir"},
     {CLI_OPT_CDI_ALLOW_HOOKS, "--cdi-allow-hooks", "cdi_allow_hooks"},
     {CLI_OPT_SHM_SIZE, "--shm-size", "shm_size"},
+    {CLI_OPT_APPROVE_WITH, "--approve-with", "approve_with"},
+    {CLI_OPT_APPROVAL_TIMEOUT, "--approval-timeout", "approval_timeout"},
 };
 
 bool cli_sandbox_flag(struct cli_sandbox_flags *f, int code, const char *arg) {

@@ -39,6 +39,7 @@ static const struct an_command commands[] = {
     {"demo", cmd_demo, "a narrated tour on the default image"},
     {"pool", cmd_pool, "warm pools of ready sandboxes: start, ls, stop"},
     {"git", cmd_git, "git diff: a patch of a workspace repository, made inside the sandbox"},
+    {"audit", cmd_audit, "print the store's audit log (every operation, kept after destroy)"},
 };
 
 static void usage(FILE *f) {
