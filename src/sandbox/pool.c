@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "agentnest/audit.h"
 #include "engine/process.h"
 #include "sandbox/pool_internal.h"
 #include "sandbox/sandbox_internal.h"
@@ -294,6 +295,7 @@ int an_pool_claim(const char *store_root, const char *name, bool owned, struct a
     /* the one atomic step: of concurrent takers, one rename succeeds */
     if (renameat(rfd, de->d_name, tfd, de->d_name) < 0) continue;
     r = take(root, name, de->d_name, owned, out, err);
+    if (r == 0) an_audit_sandbox(*out, "pool_acquire", 0, NULL, AN_AUDIT_STR("pool", name), AN_AUDIT_END);
     if (r <= 0) return r;
   }
   return an_error_set(err, EAGAIN, "pool %s is empty", name);

@@ -21,6 +21,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include "agentnest/audit.h"
 #include <sys/wait.h>
 #include <unistd.h>
 #include "agentnest/doctor.h"
@@ -355,6 +356,8 @@ int an_pool_start(const char *store_root, const char *name, unsigned size,
     goto fail;
   }
   if (keeper_pid) *keeper_pid = m.keeper_pid;
+  an_audit_record(root, "pool_start", NULL, NULL, AN_AUDIT_STR("pool", name), AN_AUDIT_INT("size", size),
+                  AN_AUDIT_STR("image", an_sandbox_opts_image(opts)), AN_AUDIT_END);
   return 0;
 fail:;
   an_pool_remove(root, name, NULL, &e);

@@ -402,3 +402,18 @@ Test(pool, dead_ready_sandbox_is_replaced) {
   cr_assert_eq(bf_an("pool stop p"), 0, "%s", bf_err);
   bf_assert_nothing_left();
 }
+
+/* The pool's operations are in the store's audit log: its start and each hand-out, naming the
+ * pool (and the sandbox handed out). */
+Test(pool, start_and_hand_out_are_audited) {
+  start_pool("p", 1, "");
+  char id[16];
+  cr_assert(take("p", "--pool-only", id));
+  cr_assert_eq(bf_an("audit --op pool_start --json"), 0, "%s", bf_err);
+  cr_expect(strstr(bf_out, "\"pool\":\"p\"") && strstr(bf_out, "\"size\":1"), "%s", bf_out);
+  cr_assert_eq(bf_an("audit --op pool_acquire --sandbox %s --json", id), 0, "%s", bf_err);
+  cr_expect(strstr(bf_out, "\"pool\":\"p\"") && strstr(bf_out, id), "%s", bf_out);
+  cr_assert_eq(bf_an("destroy %s", id), 0);
+  cr_assert_eq(bf_an("pool stop p"), 0, "%s", bf_err);
+  bf_assert_nothing_left();
+}
