@@ -14,6 +14,9 @@
  *     creating process                       -> it exited, however (SIGKILL
  *     too): teardown (reason "owner exited").  The pidfd is opened in the
  *     creator before the fork, so a creator that dies at once is still seen.
+ * It also listens on its control socket (sandbox/control.h; ops in
+ * monitor_ctl.c) and keeps what must outlive a CLI: sessions (their
+ * helpers' pidfds are in the poll set, monitor_session.c).
  * If the monitor is killed, `prune` notices (its pid is gone) and removes
  * what is left.  What does NOT live here: the teardown (teardown.c). */
 #include <errno.h>
@@ -31,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "engine/process.h"
+#include "sandbox/monitor_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
@@ -49,6 +53,10 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
   if (owner_fd >= 0 && owner_fd != 4 && (dup2(owner_fd, 4) < 0 || (owner_fd = 4) < 0)) _exit(1);
   syscall(SYS_close_range, owner_fd >= 0 ? 5 : 4, ~0U, 0);
   if (chdir("/") < 0) {}
+  /* the handle's fds were closed above: open them again when needed (a
+   * session's spawn); the cgroup handles held directory fds */
+  sb->ws_fd = sb->init_pidfd = sb->exec_slot_fd = -1;
+  sb->cg = sb->exec_cg = NULL;
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
@@ -65,38 +73,72 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
   struct itimerspec its = {.it_value = {.tv_sec = (time_t) (sb->rec.deadline_ms / 1000),
                                         .tv_nsec = (long) (sb->rec.deadline_ms % 1000) * 1000000}};
   if (sfd < 0 || tfd < 0 || timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) _exit(1);
+  if (fcntl(tfd, F_SETFL, O_NONBLOCK) < 0) _exit(1);
   /* Once the creator exits, every heap page it dirtied is ours alone:
    * give back what is free (DESIGN: < 2 MiB per idle sandbox). */
   an_spec_free(sb->spec);
   sb->spec = NULL;
   malloc_trim(0);
+  /* the control socket exists before create returns (fail closed: no
+   * monitor without it) */
+  struct an_mon m = {.sb = sb, .tfd = tfd, .lfd = an_mon_listen(sb->dir, &e)};
+  if (m.lfd < 0) _exit(1);
+  for (size_t i = 0; i < AN_MON_MAX_CONNS; i++) m.conns[i].fd = -1;
   pid_t self = getpid();
   if (write(ready_fd, &self, sizeof self) != sizeof self) _exit(1);
   close(ready_fd);
 
-  /* a negative fd is ignored by poll(2) */
-  struct pollfd p[4] = {{.fd = tfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN},
-                        {.fd = pfd, .events = POLLIN}, {.fd = owner_fd, .events = POLLIN}};
+  enum { FIXED = 5 };
+  struct pollfd p[FIXED + AN_MON_MAX_CONNS + AN_MON_MAX_SESSIONS];
+  void *who[FIXED + AN_MON_MAX_CONNS + AN_MON_MAX_SESSIONS];
   for (;;) {
-    int n = poll(p, 4, -1);
+    /* a negative fd is ignored by poll(2) */
+    p[0] = (struct pollfd){.fd = tfd, .events = POLLIN};
+    p[1] = (struct pollfd){.fd = sfd, .events = POLLIN};
+    p[2] = (struct pollfd){.fd = pfd, .events = POLLIN};
+    p[3] = (struct pollfd){.fd = owner_fd, .events = POLLIN};
+    p[4] = (struct pollfd){.fd = m.lfd, .events = POLLIN};
+    nfds_t np = FIXED;
+    for (size_t i = 0; i < AN_MON_MAX_CONNS; i++)
+      if (m.conns[i].fd >= 0) {
+        who[np] = &m.conns[i];
+        p[np++] = (struct pollfd){.fd = m.conns[i].fd, .events = POLLIN};
+      }
+    nfds_t first_session = np;
+    for (size_t i = 0; i < AN_MON_MAX_SESSIONS; i++)
+      if (m.sessions[i].used) {
+        who[np] = &m.sessions[i];
+        p[np++] = (struct pollfd){.fd = m.sessions[i].pidfd, .events = POLLIN};
+      }
+    int n = poll(p, np, -1);
     if (n < 0) continue;
     if (p[1].revents) _exit(0);
     const char *reason = NULL;
     bool tomb = false;
     if (p[0].revents) {
-      an_sb_event(sb->dir, "expired", NULL);
-      reason = "expired";
-      tomb = true;
+      uint64_t ticks;
+      /* a re-armed timer (extend) may have nothing to read: not expired */
+      if (read(tfd, &ticks, sizeof ticks) == (ssize_t) sizeof ticks) {
+        an_sb_event(sb->dir, "expired", NULL);
+        reason = "expired";
+        tomb = true;
+      }
     } else if (pfd >= 0 && p[2].revents) {
       an_sb_event(sb->dir, "init_exited", NULL);
       reason = "init exited";
     } else if (owner_fd >= 0 && p[3].revents) {
       reason = "owner exited";
     }
-    if (!reason) continue;
-    /* SIGTERM from a concurrent destroy waits (blocked) until we are done. */
-    an_sb_teardown(sb->root, sb->rec.id, reason, tomb, 0, true, NULL, &e);
-    _exit(e ? 1 : 0);
+    if (reason) {
+      /* SIGTERM from a concurrent destroy waits (blocked) until we are done. */
+      an_sb_teardown(sb->root, sb->rec.id, reason, tomb, 0, true, NULL, &e);
+      _exit(e ? 1 : 0);
+    }
+    for (nfds_t i = first_session; i < np; i++)
+      if (p[i].revents) an_mon_session_exited(&m, who[i]);
+    for (nfds_t i = FIXED; i < first_session; i++)
+      if (p[i].revents) an_mon_conn_ready(&m, who[i]);
+    if (p[4].revents) an_mon_accept(&m);
   }
 }
 

@@ -1,0 +1,80 @@
+/* sandbox/monitor_internal.h — the monitor's state and the op table of its
+ * control channel (internal; protocol in sandbox/control.h).
+ *
+ * The monitor is single-threaded: one poll(2) loop (monitor.c) over its
+ * fixed fds (lifetime timer, signals, init's pidfd, the owner's pidfd), the
+ * listening control socket, the connections, and the pidfds of the
+ * sessions it keeps.  An op handler runs to completion inside the loop, so
+ * handlers must not block for long (spawning a helper is a few ms). */
+#ifndef AN_SANDBOX_MONITOR_INTERNAL_H
+#define AN_SANDBOX_MONITOR_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <yajl/yajl_tree.h>
+#include "agentnest/session.h"
+#include "sandbox/control.h"
+#include "sandbox/sandbox_internal.h"
+#include "util/json_gen.h"
+
+#define AN_MON_MAX_CONNS 64
+#define AN_MON_MAX_SESSIONS 32
+
+struct an_mon_conn {
+  int fd;                       /* -1: free slot */
+  struct an_ctl_reader rd;
+  char holds[AN_SESSION_NAME_MAX + 1];  /* session this connection has attached, "" none */
+};
+
+/* A session the monitor keeps: its helper process and the host ends of its
+ * fds, which the monitor holds (and hands to callers) so that the session
+ * outlives every CLI. */
+struct an_mon_session {
+  bool used;
+  char name[AN_SESSION_NAME_MAX + 1];
+  enum an_session_kind kind;
+  pid_t pid;
+  int pidfd, sock, out, err;    /* owned */
+  struct an_cgroup *cg;         /* its child cgroup session-<name> (owned) */
+  int busy_fd;                  /* the connection holding it, -1 none */
+  bool dirty;                   /* a call was left unfinished (its caller died) */
+  uint64_t started_ms;          /* CLOCK_REALTIME */
+};
+
+struct an_mon {
+  struct an_sandbox *sb;
+  int tfd;                      /* the lifetime timerfd (CLOCK_REALTIME, absolute) */
+  int lfd;                      /* listening control socket */
+  struct an_mon_conn conns[AN_MON_MAX_CONNS];
+  struct an_mon_session sessions[AN_MON_MAX_SESSIONS];
+};
+
+/* An op: read `req`, add members to the open reply map `j` (after "ok":
+ * true), and put fds to pass in fds[0..*nfds) (borrowed: still the
+ * monitor's after the send).  Return 0, or a negative errno with err set:
+ * the reply is then {"ok":false,...}. */
+typedef int (*an_mon_op_fn)(struct an_mon *m, struct an_mon_conn *c, yajl_val req,
+                            struct an_jgen *j, int *fds, size_t *nfds, an_error_t *err);
+struct an_mon_op {
+  const char *name;
+  an_mon_op_fn fn;
+};
+
+/* monitor_ctl.c: bind <dir>/control/control.sock (a fresh 0700 directory,
+ * the socket 0600); returns the listening fd or -errno. */
+int an_mon_listen(const char *dir, an_error_t *err);
+/* Accept one connection (refusing peers whose uid is not ours). */
+void an_mon_accept(struct an_mon *m);
+/* Read from connection c and answer every complete request; closes it on
+ * EOF or a protocol error. */
+void an_mon_conn_ready(struct an_mon *m, struct an_mon_conn *c);
+void an_mon_conn_close(struct an_mon *m, struct an_mon_conn *c);
+
+/* monitor_session.c: the session ops, and the reaping of a session whose
+ * helper exited (pidfd readable). */
+extern const struct an_mon_op an_mon_session_ops[];
+void an_mon_session_exited(struct an_mon *m, struct an_mon_session *s);
+void an_mon_session_release_conn(struct an_mon *m, int conn_fd);
+
+#endif
