@@ -112,7 +112,10 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
       }
     int n = poll(p, np, -1);
     if (n < 0) continue;
-    if (p[1].revents) _exit(0);
+    if (p[1].revents) {
+      an_mon_sessions_end(&m);
+      _exit(0);
+    }
     const char *reason = NULL;
     bool tomb = false;
     if (p[0].revents) {
@@ -131,6 +134,7 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
     }
     if (reason) {
       /* SIGTERM from a concurrent destroy waits (blocked) until we are done. */
+      an_mon_sessions_end(&m);
       an_sb_teardown(sb->root, sb->rec.id, reason, tomb, 0, true, NULL, &e);
       _exit(e ? 1 : 0);
     }

@@ -75,6 +75,9 @@ void an_mon_conn_close(struct an_mon *m, struct an_mon_conn *c);
  * helper exited (pidfd readable). */
 extern const struct an_mon_op an_mon_session_ops[];
 void an_mon_session_exited(struct an_mon *m, struct an_mon_session *s);
+/* Kill and reap every session (the monitor is about to exit: an orphaned
+ * helper would be a zombie on hosts whose pid 1 does not reap). */
+void an_mon_sessions_end(struct an_mon *m);
 void an_mon_session_release_conn(struct an_mon *m, int conn_fd);
 
 #endif

@@ -75,6 +75,11 @@ void an_mon_session_exited(struct an_mon *m, struct an_mon_session *s) {
   forget(m, s, "session_exited");
 }
 
+void an_mon_sessions_end(struct an_mon *m) {
+  for (size_t i = 0; i < AN_MON_MAX_SESSIONS; i++)
+    if (m->sessions[i].used) forget(m, &m->sessions[i], "session_stopped");
+}
+
 void an_mon_session_release_conn(struct an_mon *m, int conn_fd) {
   for (size_t i = 0; i < AN_MON_MAX_SESSIONS; i++)
     if (m->sessions[i].used && m->sessions[i].busy_fd == conn_fd) m->sessions[i].busy_fd = -1;
