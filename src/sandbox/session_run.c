@@ -71,6 +71,7 @@ struct call {
   struct an_ctl_reader rd;
   an_output_capture_t *cap;
   uint64_t id;
+  bool broken;      /* the helper broke the framing */
 };
 
 static void drain(struct call *c, int fd, enum an_stream st) {
@@ -96,7 +97,17 @@ static int wait_result(struct call *c, uint64_t want_id, int tfd, int cancel_fd,
     char *payload = NULL;
     size_t len = 0;
     int r = an_ctl_reader_next(&c->rd, "the session's helper", &payload, &len, err);
-    if (r < 0) return r;
+    if (r < 0) {
+      /* the sandbox wrote there (it can): the session is not to be trusted
+       * any more, nothing else is affected */
+      an_error_free(err);
+      an_error_t e = NULL;
+      an_cgroup_kill(c->cg, SIGKILL, &e);
+      an_error_free(&e);
+      c->broken = true;
+      *end = HELPER_GONE;
+      return 0;
+    }
     if (r > 0) {
       yajl_val d = NULL;
       an_error_t e = NULL;
@@ -285,9 +296,6 @@ int an_session_run(struct an_sandbox *sb, const char *name, const char *code, si
     .secrets = sec, .nsecrets = nsec, .on_data = ro->on_data, .on_data_arg = ro->on_data_arg};
   if ((r = an_cgroup_open_child(sb->cg, cgname, &c.cg, err)) < 0) goto out;
   if ((r = an_output_capture_new(&oo, &c.cap, err)) < 0) goto out;
-  if ((r = build_request(kind, 0, code, len, &req, &reqlen, err)) < 0) goto out;
-  free(req);
-  req = NULL;
   c.id = (uint64_t) getpid() << 20 ^ an_mono_ms();
   if (!c.id) c.id = 1;
   if ((r = build_request(kind, c.id, code, len, &req, &reqlen, err)) < 0) goto out;
@@ -325,7 +333,7 @@ int an_session_run(struct an_sandbox *sb, const char *name, const char *code, si
     if (!interrupt(&c, c.id, tfd, grace, &doc, &end, err))
       lost(res, "the call did not stop within the grace period after SIGINT");
   } else if (end == HELPER_GONE) {
-    lost(res, "the session's helper exited");
+    lost(res, c.broken ? "the session broke the framing of its socket (killed)" : "the session's helper exited");
   }
 finish:
   if (doc && !res->session_lost) {
