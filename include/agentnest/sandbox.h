@@ -171,6 +171,17 @@ void an_sandbox_file_opts(const struct an_sandbox *sb, struct an_file_opts *fo);
  * named (what could be removed is removed; prune retries the rest). */
 int an_sandbox_destroy(struct an_sandbox *sb, uint64_t grace_ms, an_error_t *err);
 
+/* Extend the lifetime of the live sandbox sb by by_ms: its deadline becomes
+ * the current deadline + by_ms; the monitor re-arms its timer (control
+ * channel, sandbox/control.h) and sandbox.json records it.  Bounded by the
+ * options' max_lifetime counted from creation (an_sandbox_opts_max_lifetime).
+ * *deadline_out (may be NULL): the new deadline, CLOCK_REALTIME ms.  Event
+ * "extended".  Errors: -EINVAL zero duration or over the maximum (message
+ * gives both); -ETIME already expired; -ESRCH no monitor (a one-shot) or
+ * it does not answer; errors reading or writing the record.  Thread-safety
+ * as exec. */
+int an_sandbox_extend(struct an_sandbox *sb, uint64_t by_ms, uint64_t *deadline_out, an_error_t *err);
+
 /* ---- exec ---------------------------------------------------------------------------------- */
 
 struct an_exec_opts {

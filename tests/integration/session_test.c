@@ -359,3 +359,48 @@ Test(session, bad_names_and_a_missing_interpreter_are_refused) {
   an_session_info_list_free(l, n);
   destroy(sb);
 }
+
+/* item 7: extend re-arms the monitor's timer and is bounded by max_lifetime */
+Test(session, extend_moves_the_deadline_and_is_bounded) {
+  struct an_sandbox_opts *o = NULL;
+  an_error_t err = NULL;
+  cr_assert(an_sandbox_opts_new(&o, &err) == 0);
+  cr_assert(an_sandbox_opts_set_image(o, "busybox", &err) == 0);
+  cr_assert(an_sandbox_opts_set_lifetime(o, 2000, &err) == 0);
+  cr_assert(an_sandbox_opts_set_max_lifetime(o, 8000, &err) == 0);
+  struct an_sandbox *sb = NULL;
+  cr_assert(an_sandbox_create(g_root, o, &sb, &err) == 0, "create: %s", err ? err->msg : "");
+  an_sandbox_opts_free(o);
+  char id[AN_SANDBOX_ID_LEN + 1];
+  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
+  uint64_t d0 = an_sandbox_deadline_ms(sb), d1 = 0;
+  cr_assert(an_sandbox_extend(sb, 4000, &d1, &err) == 0, "extend: %s", err ? err->msg : "");
+  cr_expect_eq(d1, d0 + 4000);
+  /* over the maximum: refused, nothing changed */
+  cr_expect(an_sandbox_extend(sb, 60000, NULL, &err) == -EINVAL);
+  cr_expect(err && strstr(err->msg, "max_lifetime"), "%s", err ? err->msg : "");
+  an_error_free(&err);
+  struct an_sandbox *again = NULL;
+  cr_assert(an_sandbox_open(g_root, id, &again, &err) == 0);
+  cr_expect_eq(an_sandbox_deadline_ms(again), d1, "the record holds the new deadline");
+  an_sandbox_close(again);
+  /* past the first deadline it still runs ... */
+  usleep(3000 * 1000);
+  char *argv[] = {"true", NULL};
+  struct an_exec_result res;
+  cr_assert(an_sandbox_open(g_root, id, &again, &err) == 0, "open after the old deadline: %s",
+            err ? err->msg : "");
+  cr_expect(an_sandbox_exec(again, argv, NULL, &res, &err) == 0, "exec: %s", err ? err->msg : "");
+  an_exec_result_release(&res);
+  an_sandbox_close(again);
+  /* ... and the re-armed timer still ends it */
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; i++) {
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/sandboxes/%s", g_root, id);
+    gone = access(p, F_OK) != 0;
+    if (!gone) usleep(50000);
+  }
+  cr_expect(gone, "the sandbox outlived its extended deadline");
+  an_sandbox_close(sb);
+}
