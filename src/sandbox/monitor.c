@@ -89,8 +89,10 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
   close(ready_fd);
 
   enum { FIXED = 5 };
-  struct pollfd p[FIXED + AN_MON_MAX_CONNS + AN_MON_MAX_SESSIONS];
-  void *who[FIXED + AN_MON_MAX_CONNS + AN_MON_MAX_SESSIONS];
+  enum { MAXFDS = FIXED + AN_MON_MAX_CONNS + AN_MON_MAX_SESSIONS + 3 * AN_MON_MAX_PROCS };
+  struct pollfd p[MAXFDS];
+  void *who[MAXFDS];
+  int which[MAXFDS];
   for (;;) {
     /* a negative fd is ignored by poll(2) */
     p[0] = (struct pollfd){.fd = tfd, .events = POLLIN};
@@ -110,10 +112,23 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
         who[np] = &m.sessions[i];
         p[np++] = (struct pollfd){.fd = m.sessions[i].pidfd, .events = POLLIN};
       }
+    nfds_t first_proc = np;
+    for (size_t i = 0; i < AN_MON_MAX_PROCS; i++) {
+      struct an_mon_proc *pr = &m.procs[i];
+      if (!pr->used) continue;
+      int fds3[3] = {pr->out, pr->err, pr->running ? pr->pidfd : -1};
+      for (int k = 0; k < 3; k++)
+        if (fds3[k] >= 0) {
+          who[np] = pr;
+          which[np] = k;
+          p[np++] = (struct pollfd){.fd = fds3[k], .events = POLLIN};
+        }
+    }
     int n = poll(p, np, -1);
     if (n < 0) continue;
     if (p[1].revents) {
       an_mon_sessions_end(&m);
+      an_mon_procs_end(&m);
       _exit(0);
     }
     const char *reason = NULL;
@@ -135,10 +150,13 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
     if (reason) {
       /* SIGTERM from a concurrent destroy waits (blocked) until we are done. */
       an_mon_sessions_end(&m);
+      an_mon_procs_end(&m);
       an_sb_teardown(sb->root, sb->rec.id, reason, tomb, 0, true, NULL, &e);
       _exit(e ? 1 : 0);
     }
-    for (nfds_t i = first_session; i < np; i++)
+    for (nfds_t i = first_proc; i < np; i++)
+      if (p[i].revents) an_mon_proc_ready(&m, who[i], which[i]);
+    for (nfds_t i = first_session; i < first_proc; i++)
       if (p[i].revents) an_mon_session_exited(&m, who[i]);
     for (nfds_t i = FIXED; i < first_session; i++)
       if (p[i].revents) an_mon_conn_ready(&m, who[i]);

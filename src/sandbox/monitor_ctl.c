@@ -64,6 +64,7 @@ void an_mon_accept(struct an_mon *m) {
     if (m->conns[i].fd >= 0) continue;
     m->conns[i].fd = fd;
     m->conns[i].holds[0] = '\0';
+    m->conns[i].wait = AN_MON_WAIT_NONE;
     an_ctl_reader_init(&m->conns[i].rd, fd);
     return;
   }
@@ -77,6 +78,7 @@ void an_mon_conn_close(struct an_mon *m, struct an_mon_conn *c) {
   close(c->fd);
   c->fd = -1;
   c->holds[0] = '\0';
+  c->wait = AN_MON_WAIT_NONE;
 }
 
 static int op_ping(struct an_mon *m, struct an_mon_conn *c, yajl_val req, struct an_jgen *j,
@@ -106,7 +108,7 @@ static const struct an_mon_op base_ops[] = {
     {NULL, NULL},
 };
 
-static const struct an_mon_op *const op_tables[] = {base_ops, an_mon_session_ops};
+static const struct an_mon_op *const op_tables[] = {base_ops, an_mon_session_ops, an_mon_proc_ops};
 
 static void reply_error(int fd, int e, const char *msg) {
   cleanup_jgen struct an_jgen j;
@@ -151,6 +153,7 @@ static void dispatch(struct an_mon *m, struct an_mon_conn *c, const char *payloa
   size_t nfds = 0;
   int r = found->fn(m, c, req, &j, fds, &nfds, &err);
   yajl_tree_free(req);
+  if (r > 0) return;  /* deferred: the op answers later (monitor_proc.c) */
   if (r < 0) {
     reply_error(c->fd, -r, err && err->msg ? err->msg : strerror(-r));
     an_error_free(&err);

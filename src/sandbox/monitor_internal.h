@@ -20,11 +20,41 @@
 
 #define AN_MON_MAX_CONNS 64
 #define AN_MON_MAX_SESSIONS 32
+#define AN_MON_MAX_PROCS 32
+#define AN_PROC_HANDLE_MAX 15
 
 struct an_mon_conn {
   int fd;                       /* -1: free slot */
   struct an_ctl_reader rd;
   char holds[AN_SESSION_NAME_MAX + 1];  /* session this connection has attached, "" none */
+  /* a deferred reply (monitor_proc.c): "proc.wait" or "proc.logs" with
+   * wait, answered when the process writes or exits */
+  enum { AN_MON_WAIT_NONE, AN_MON_WAIT_EXIT, AN_MON_WAIT_LOGS } wait;
+  char wait_handle[AN_PROC_HANDLE_MAX + 1];
+  uint64_t wait_from[2];
+};
+
+/* The output ring of one stream of a detached process. */
+struct an_mon_ring {
+  char *buf;           /* cap bytes (heap) */
+  size_t cap;
+  uint64_t total;      /* bytes ever written; the ring holds the last min(total, cap) */
+};
+
+/* A detached process (exec --detach): its own child cgroup proc-<handle>,
+ * its output read by the monitor into capped rings (redacted). */
+struct an_mon_proc {
+  bool used, running;
+  char handle[AN_PROC_HANDLE_MAX + 1];
+  char *command;                /* argv joined by spaces, for proc ls (heap) */
+  pid_t pid;
+  int pidfd, out, err;          /* owned; out/err -1 after EOF */
+  struct an_cgroup *cg;
+  struct an_mon_ring ring[2];   /* stdout, stderr */
+  an_redactor_t *redactor;
+  int status;                   /* DESIGN's exit status once ended */
+  int exit_code, signal;
+  uint64_t started_ms, ended_ms, seq;
 };
 
 /* A session the monitor keeps: its helper process and the host ends of its
@@ -48,12 +78,15 @@ struct an_mon {
   int lfd;                      /* listening control socket */
   struct an_mon_conn conns[AN_MON_MAX_CONNS];
   struct an_mon_session sessions[AN_MON_MAX_SESSIONS];
+  struct an_mon_proc procs[AN_MON_MAX_PROCS];
+  uint64_t proc_seq;            /* handles p1, p2, ... */
 };
 
 /* An op: read `req`, add members to the open reply map `j` (after "ok":
  * true), and put fds to pass in fds[0..*nfds) (borrowed: still the
  * monitor's after the send).  Return 0, or a negative errno with err set:
- * the reply is then {"ok":false,...}. */
+ * the reply is then {"ok":false,...}; or 1: no reply now, the op answers
+ * on c->fd later (a deferred wait). */
 typedef int (*an_mon_op_fn)(struct an_mon *m, struct an_mon_conn *c, yajl_val req,
                             struct an_jgen *j, int *fds, size_t *nfds, an_error_t *err);
 struct an_mon_op {
@@ -79,5 +112,12 @@ void an_mon_session_exited(struct an_mon *m, struct an_mon_session *s);
  * helper would be a zombie on hosts whose pid 1 does not reap). */
 void an_mon_sessions_end(struct an_mon *m);
 void an_mon_session_release_conn(struct an_mon *m, int conn_fd);
+
+/* monitor_proc.c: the detached processes' ops; poll entries of process
+ * `p` (which: 0 stdout, 1 stderr, 2 pidfd) and their handling; the end of
+ * every process when the monitor exits. */
+extern const struct an_mon_op an_mon_proc_ops[];
+void an_mon_proc_ready(struct an_mon *m, struct an_mon_proc *p, int which);
+void an_mon_procs_end(struct an_mon *m);
 
 #endif

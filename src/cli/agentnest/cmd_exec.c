@@ -17,6 +17,7 @@
 #include <string.h>
 #include "agentnest/sandbox.h"
 #include "cli.h"
+#include "cli_proc.h"
 #include "util/cleanup.h"
 #include "util/units.h"
 
@@ -58,6 +59,8 @@ static const char exec_usage[] =
     "  --env K=V            extra environment variable (repeatable)\n"
     "  --workdir DIR        working directory inside (absolute)\n"
     "  --json               print one JSON result document instead of streaming output\n"
+    "  -d, --detach         start CMD in the background and print its handle (see\n"
+    "                       `agentnest proc --help`); with --json: {sandbox,handle,pid}\n"
     "  -h, --help           this help\n"
     "\n"
     "Exit status: the command's own; 124 timed out; 125 runtime failure (no such sandbox,\n"
@@ -69,6 +72,7 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
       {"env", required_argument, NULL, CLI_OPT_ENV},
       {"workdir", required_argument, NULL, CLI_OPT_WORKDIR},
       {"json", no_argument, NULL, CLI_OPT_JSON},
+      {"detach", no_argument, NULL, 'd'},
       {"help", no_argument, NULL, 'h'},
       {0},
   };
@@ -76,7 +80,7 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
   struct an_exec_opts eo = {0};
   cleanup_free char **env = NULL;
   size_t nenv = 0;
-  bool json = g->json;
+  bool json = g->json, detach = false;
   int c, r;
   optind = 1;
   opterr = 0;
@@ -84,7 +88,7 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
    * operand after ID). */
   const char *id = NULL;
   while (optind < argc) {
-    c = getopt_long(argc, argv, "+:h", longopts, NULL);
+    c = getopt_long(argc, argv, "+:hd", longopts, NULL);
     if (c == -1) {
       if (!id && optind < argc && strcmp(argv[optind - 1], "--") != 0) {
         id = argv[optind++];
@@ -115,6 +119,9 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
     case CLI_OPT_JSON:
       json = true;
       break;
+    case 'd':
+      detach = true;
+      break;
     default:
       return cli_getopt_error(cmd, c, argc, argv);
     }
@@ -122,6 +129,7 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
   if (!id) return cli_usage_error(cmd, "no sandbox ID given");
   if (optind >= argc) return cli_usage_error(cmd, "no command given (agentnest exec ID -- CMD [ARG...])");
   eo.env = env;
+  if (detach) return cli_exec_detach(g, cmd, id, argv + optind, env, eo.workdir, json);
   if (!json) eo.on_data = cli_stream_output;
 
   struct an_sandbox *sb = NULL;

@@ -32,6 +32,7 @@ int cmd_profiles(struct an_global_opts *g, int argc, char **argv);
 int cmd_demo(struct an_global_opts *g, int argc, char **argv);
 int cmd_session(struct an_global_opts *g, int argc, char **argv);
 int cmd_extend(struct an_global_opts *g, int argc, char **argv);
+int cmd_proc(struct an_global_opts *g, int argc, char **argv);
 
 #define AN_EXIT_RUNTIME 125
 #endif

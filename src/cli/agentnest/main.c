@@ -38,6 +38,7 @@ static const struct an_command commands[] = {
     {"profiles", cmd_profiles, "list the shipped profiles: purpose and key limits"},
     {"demo", cmd_demo, "a narrated tour on the default image"},
     {"session", cmd_session, "stateful Python and shell sessions in a live sandbox"},
+    {"proc", cmd_proc, "list, follow, signal and wait for detached processes (exec --detach)"},
     {"extend", cmd_extend, "extend a live sandbox's lifetime (bounded by its max_lifetime)"},
 };
 
