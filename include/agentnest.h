@@ -11,4 +11,6 @@
 #include "agentnest/sandbox.h"
 #include "agentnest/doctor.h"
 #include "agentnest/batch.h"
+#include "agentnest/session.h"
+#include "agentnest/proc.h"
 #endif

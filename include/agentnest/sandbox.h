@@ -29,6 +29,10 @@
  *   <root>/sandboxes/<id>/events.jsonl  one JSON object per line (see events)
  *   <root>/sandboxes/<id>/lock          flock(2): serialises destroy/expiry/prune
  *   <root>/sandboxes/<id>/exec-slots/   flock files of the exec cgroups in use
+ *   <root>/sandboxes/<id>/control/      the monitor's control socket control.sock
+ *                                       (0700 dir, 0600 socket; sandbox/control.h):
+ *                                       sessions (session.h), detached processes
+ *                                       (proc.h), extend
  *   <root>/sandbox-names/<name>         symlink -> <id> (name uniqueness)
  *   <root>/sandbox-expired/<id>         tombstone of an expired sandbox (holds
  *                                       its name), so later calls say

@@ -191,6 +191,7 @@ int an_sandbox_opts_set_name(struct an_sandbox_opts *opts, const char *name, an_
  *   image name workdir network seccomp_profile   the string as is
  *   memory tmp_size max_output max_read          size  ("512m", "4096")
  *   timeout (the lifetime) exec_timeout          duration ("300", "1.5s", "500ms")
+ *   max_lifetime (extend's bound)                duration
  *   cpus                                         "1.5" (up to 3 decimals)
  *   pids inodes                                  decimal integer
  *   disk                                         size
