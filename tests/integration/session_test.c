@@ -212,6 +212,7 @@ Test(session, sigint_ignoring_loop_is_session_lost) {
   cr_expect(a.timed_out);
   cr_expect(a.session_lost);
   cr_expect_eq(a.status, 125);
+  an_session_result_release(&a);
   struct an_session_info *l = NULL;
   size_t n = 9;
   an_error_t err = NULL;
