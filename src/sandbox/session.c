@@ -51,8 +51,11 @@ void an_session_helper_argv(enum an_session_kind kind, const char *argv[5]) {
 }
 
 /* What the shell reads first: keep it alive on SIGINT (the foreground
- * command still dies of it), then say ready. */
-static const char shell_prologue[] = "trap : INT\nprintf '%s' '16:{\"type\":\"ready\"},' >&0\n";
+ * command still dies of it) and say "idle" then (so that a caller ending an
+ * abandoned call learns the shell is waiting), then say ready. */
+static const char shell_prologue[] =
+    "trap \"printf '%s' '15:{\\\"type\\\":\\\"idle\\\"},' >&0\" INT\n"
+    "printf '%s' '16:{\"type\":\"ready\"},' >&0\n";
 
 static int ctl_what(const struct an_sandbox *sb, char *buf, size_t len) {
   return snprintf(buf, len, "the monitor of sandbox %s", sb->rec.id);

@@ -5,6 +5,7 @@
 # Protocol (agentnest/session.h): netstrings of JSON documents.
 #   helper -> host  {"type":"ready","python":"3.11.2"} once at start
 #   host -> helper  {"id":N,"code":"..."}
+#   helper -> host  {"type":"idle"} when SIGINT finds it waiting for a request
 #   helper -> host  {"id":N,"type":"result","status":0|1,
 #                    "value":null|{"repr":"...","json":"<JSON text>"|null},
 #                    "error":null|{"type","message","traceback"}}
@@ -48,7 +49,8 @@ class _Reader:
             try:
                 chunk = os.read(_chan, 65536)
             except KeyboardInterrupt:
-                continue              # a late interrupt, outside any call
+                _send({"type": "idle"})   # interrupted while waiting: say so
+                continue
             if not chunk:
                 return None
             self.buf += chunk

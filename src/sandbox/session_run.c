@@ -92,6 +92,8 @@ enum wait_end { GOT_RESULT, HELPER_GONE, TIMER, CANCEL };
  * the capture, until the timer or cancel fd fires. */
 static int wait_result(struct call *c, uint64_t want_id, int tfd, int cancel_fd, yajl_val *doc,
                        enum wait_end *end, an_error_t *err) {
+  /* want_id 0 (an abandoned call): the helper's "idle" frame (a SIGINT that
+   * found it waiting for a request) ends the wait too */
   *doc = NULL;
   for (;;) {
     char *payload = NULL;
@@ -117,9 +119,10 @@ static int wait_result(struct call *c, uint64_t want_id, int tfd, int cancel_fd,
       if (r < 0) continue;  /* not ours to trust: the sandbox can write there */
       const char *type = an_json_member_str(d, "type");
       int64_t id = 0;
-      if (type && !strcmp(type, "result") &&
-          an_json_get_i64(an_json_member(d, "id"), "id", 0, INT64_MAX, &id, &e) == 0 &&
-          (!want_id || (uint64_t) id == want_id)) {
+      if ((!want_id && type && !strcmp(type, "idle")) ||
+          (type && !strcmp(type, "result") &&
+           an_json_get_i64(an_json_member(d, "id"), "id", 0, INT64_MAX, &id, &e) == 0 &&
+           (!want_id || (uint64_t) id == want_id))) {
         *doc = d;
         *end = GOT_RESULT;
         drain(c, c->out, AN_STREAM_STDOUT);
@@ -221,11 +224,12 @@ static int build_request(enum an_session_kind kind, uint64_t id, const char *cod
 
 /* Interrupt, then wait up to the grace; false when nothing came back (the
  * session is then killed). */
-static bool interrupt(struct call *c, uint64_t want, int tfd, uint64_t grace_ms, yajl_val *doc,
-                      enum wait_end *end, an_error_t *err) {
+static bool interrupt(struct call *c, uint64_t want, int tfd, uint64_t grace_ms, const char *probe,
+                      yajl_val *doc, enum wait_end *end, an_error_t *err) {
   an_error_t e = NULL;
   an_cgroup_kill(c->cg, SIGINT, &e);
   an_error_free(&e);
+  if (probe && an_ctl_write_all(c->sock, probe, strlen(probe), &e) < 0) an_error_free(&e);
   arm(tfd, grace_ms);
   if (wait_result(c, want, tfd, -1, doc, end, err) < 0) {
     an_error_free(err);
@@ -305,7 +309,10 @@ int an_session_run(struct an_sandbox *sb, const char *name, const char *code, si
     an_output_capture_t *keep = c.cap;
     struct an_output_opts quiet = {.max_total = 1};
     if (an_output_capture_new(&quiet, &c.cap, err) < 0) { c.cap = keep; r = -ENOMEM; goto out; }
-    bool ok = interrupt(&c, 0, tfd, grace, &doc, &end, err);
+    /* an idle sh runs its SIGINT trap only once it reads a command: give
+     * it one that says "idle" (queued after an old call that still runs) */
+    static const char shell_probe[] = "printf '%s' '15:{\"type\":\"idle\"},' >&0\n";
+    bool ok = interrupt(&c, 0, tfd, grace, kind == AN_SESSION_SHELL ? shell_probe : NULL, &doc, &end, err);
     an_output_capture_free(c.cap);
     c.cap = keep;
     yajl_tree_free(doc);
@@ -330,7 +337,7 @@ int an_session_run(struct an_sandbox *sb, const char *name, const char *code, si
   if (end == TIMER || end == CANCEL) {
     if (end == TIMER) res->timed_out = true;
     else res->cancelled = true;
-    if (!interrupt(&c, c.id, tfd, grace, &doc, &end, err))
+    if (!interrupt(&c, c.id, tfd, grace, NULL, &doc, &end, err))
       lost(res, "the call did not stop within the grace period after SIGINT");
   } else if (end == HELPER_GONE) {
     lost(res, c.broken ? "the session broke the framing of its socket (killed)" : "the session's helper exited");

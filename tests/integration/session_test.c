@@ -22,6 +22,7 @@
 #include "agentnest/sandbox.h"
 #include "agentnest/session.h"
 #include "util.h"
+#include "sandbox/session_internal.h"
 
 #define CACHE "/var/cache/agentnest/images"
 static char g_root[PATH_MAX];
@@ -404,4 +405,79 @@ Test(session, extend_moves_the_deadline_and_is_bounded) {
   }
   cr_expect(gone, "the sandbox outlived its extended deadline");
   an_sandbox_close(sb);
+}
+
+/* A caller killed mid-call leaves the session dirty: the next call first
+ * interrupts what is left (SIGINT), then runs; the state survives. */
+Test(session, call_of_a_killed_caller_is_interrupted_by_the_next) {
+  struct an_sandbox *sb = make_sb("python", NULL);
+  start(sb, AN_SESSION_PYTHON, "py");
+  struct an_session_result a = call(sb, "py", "kept = 5", 0);
+  an_session_result_release(&a);
+  pid_t p = fork();
+  cr_assert(p >= 0);
+  if (p == 0) {
+    struct an_sandbox *sb2 = NULL;
+    an_error_t err = NULL;
+    if (an_sandbox_open(g_root, an_sandbox_id(sb), &sb2, &err) < 0) _exit(2);
+    struct an_session_result r;
+    const char *code = "import time\nwhile True: time.sleep(0.01)";
+    an_session_run(sb2, "py", code, strlen(code), NULL, &r, &err);
+    _exit(1);
+  }
+  bool busy = false;
+  for (int i = 0; i < 400 && !busy; i++) {
+    struct an_session_info *l = NULL;
+    size_t n = 0;
+    an_error_t err = NULL;
+    cr_assert(an_session_list(sb, &l, &n, &err) == 0);
+    busy = n == 1 && l[0].busy;
+    an_session_info_list_free(l, n);
+    if (!busy) usleep(10000);
+  }
+  cr_assert(busy);
+  kill(p, SIGKILL);
+  waitpid(p, NULL, 0);
+  struct an_session_result b = call(sb, "py", "kept + 1", 0);
+  cr_expect(!b.session_lost, "lost: %s", b.lost_reason ? b.lost_reason : "");
+  cr_expect_str_eq(b.value_repr, "6");
+  an_session_result_release(&b);
+  destroy(sb);
+}
+
+/* A caller that died after attaching but before sending its code leaves the
+ * helper idle: the next call's interrupt finds it waiting ("idle"), and the
+ * session is not taken as lost (python and shell). */
+Test(session, abandoned_attach_without_a_call_is_not_a_lost_session) {
+  struct an_sandbox *sb = make_sb("python", NULL);
+  start(sb, AN_SESSION_PYTHON, "py");
+  start(sb, AN_SESSION_SHELL, "sh");
+  struct an_session_result a = call(sb, "py", "kept = 5", 0);
+  struct an_session_result a2 = call(sb, "sh", "kept=7", 0);
+  an_session_result_release(&a);
+  an_session_result_release(&a2);
+  const char *names[] = {"py", "sh"};
+  for (int i = 0; i < 2; i++) {
+    pid_t p = fork();
+    cr_assert(p >= 0);
+    if (p == 0) {
+      int conn, fds[3];
+      enum an_session_kind k;
+      bool dirty;
+      an_error_t err = NULL;
+      _exit(an_session_attach(sb, names[i], &conn, fds, &k, &dirty, &err) == 0 ? 0 : 1);
+    }
+    int st;
+    waitpid(p, &st, 0);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  struct an_session_result b = call(sb, "py", "kept + 1", 0);
+  cr_expect(!b.session_lost, "python lost: %s", b.lost_reason ? b.lost_reason : "");
+  cr_expect_str_eq(b.value_repr, "6");
+  struct an_session_result c = call(sb, "sh", "echo $kept", 0);
+  cr_expect(!c.session_lost, "shell lost: %s", c.lost_reason ? c.lost_reason : "");
+  cr_expect_str_eq(c.output.stdout_buf, "7\n");
+  an_session_result_release(&b);
+  an_session_result_release(&c);
+  destroy(sb);
 }
