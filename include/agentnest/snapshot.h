@@ -59,6 +59,12 @@ struct an_snapshot_opts {
   void *warn_data;
   uint64_t max_entries;/* entries archived / extracted; 0 =
                           AN_TREE_DEFAULT_MAX_ENTRIES.  Over it: -E2BIG */
+  uint32_t id_base;    /* snapshot: when id_count > 0, owners are written as the
+                          sandbox sees them: a host id in [id_base, id_base +
+                          id_count) as id - id_base, any other as 65534 (the
+                          overflow id, as the kernel shows an unmapped id) —
+                          never the host's ids */
+  uint32_t id_count;
 };
 
 /* What a snapshot produced. */

@@ -108,16 +108,23 @@ static __attribute__((noinline, cold)) int arch_error(struct walk *w, an_error_t
                       archive_error_string(w->a));
 }
 
+/* An owner id as the tar records it (an_snapshot_opts.id_base/id_count). */
+static la_int64_t tar_id(const struct an_snapshot_opts *o, uint32_t id) {
+  if (!o->id_count) return id;
+  return id >= o->id_base && id - o->id_base < o->id_count ? id - o->id_base : 65534;
+}
+
 /* Header common to all entry types: name, type, permission bits, numeric
  * owner, mtime.  uname/gname are never set (BL-24: no NSS lookups). */
-static struct archive_entry *make_entry(const char *path, const struct stat *st, mode_t type) {
+static struct archive_entry *make_entry(const struct an_snapshot_opts *o, const char *path,
+                                        const struct stat *st, mode_t type) {
   struct archive_entry *e = archive_entry_new();
   if (!e) return NULL;
   archive_entry_set_pathname(e, path);
   archive_entry_set_filetype(e, type);
   archive_entry_set_perm(e, st->st_mode & 0777);
-  archive_entry_set_uid(e, st->st_uid);
-  archive_entry_set_gid(e, st->st_gid);
+  archive_entry_set_uid(e, tar_id(o, st->st_uid));
+  archive_entry_set_gid(e, tar_id(o, st->st_gid));
   archive_entry_set_mtime(e, st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
   return e;
 }
@@ -155,7 +162,7 @@ static __attribute__((noinline)) int add_file(struct walk *w, int dfd, const cha
   if (fd == -ENOENT) return 1; /* removed meanwhile: not counted */
   if (fd < 0) return an_error_set(err, -fd, "snapshot \"%s\"", AN_QUOTED(path));
   uint64_t size = (uint64_t) st.st_size;
-  __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(path, &st, AE_IFREG);
+  __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(w->o, path, &st, AE_IFREG);
   if (!e) return an_error_set(err, ENOMEM, "snapshot \"%s\"", AN_QUOTED(path));
   archive_entry_set_size(e, (la_int64_t) size);
   /* A file with more links is archived once; its other names become hard
@@ -227,7 +234,7 @@ static __attribute__((noinline)) int add_symlink(struct walk *w, int dfd, const 
   ssize_t k = readlinkat(dfd, name, target, sizeof target - 1);
   if (k < 0) return errno == ENOENT ? 1 : path_err(err, errno, "snapshot: readlink", path);
   target[k] = '\0';
-  __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(path, st, AE_IFLNK);
+  __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(w->o, path, st, AE_IFLNK);
   if (!e) return path_err(err, ENOMEM, "snapshot", path);
   archive_entry_set_symlink(e, target);
   if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
@@ -285,7 +292,7 @@ static int add_dir(struct walk *w, int dfd, const char *name, const char *path, 
   cleanup_free char *dpath = NULL;
   if (asprintf(&dpath, "%s/", path) < 0) return an_error_set(err, ENOMEM, "snapshot");
   {
-    __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(dpath, &dst, AE_IFDIR);
+    __attribute__((cleanup(entry_freep))) struct archive_entry *e = make_entry(w->o, dpath, &dst, AE_IFDIR);
     if (!e) return path_err(err, ENOMEM, "snapshot", path);
     if (archive_write_header(w->a, e) != ARCHIVE_OK) return arch_error(w, err, path);
   }

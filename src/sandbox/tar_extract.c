@@ -23,6 +23,10 @@ struct extract {
   const struct an_snapshot_opts *o;
   uint64_t content;   /* logical bytes declared by the file entries so far */
   uint64_t entries;
+  /* directories' mtimes, set once everything is extracted (creating an
+   * entry inside a directory changes its mtime, as tar(1) knows) */
+  struct dir_time { char *name; struct timespec mtime; } *dirs;
+  size_t ndirs, cap;
 };
 
 static void read_freep(struct archive **a) { if (*a) archive_read_free(*a); }
@@ -108,6 +112,36 @@ static int make_hardlink(struct extract *x, const char *target, const char *qtar
   return 0;
 }
 
+static int remember_dir(struct extract *x, const char *name, struct archive_entry *e, an_error_t *err) {
+  if (x->ndirs == x->cap) {
+    size_t cap = x->cap ? x->cap * 2 : 64;
+    struct dir_time *d = realloc(x->dirs, cap * sizeof *d);
+    if (!d) return an_error_set(err, ENOMEM, "read tar");
+    x->dirs = d;
+    x->cap = cap;
+  }
+  char *copy = strdup(name);
+  if (!copy) return an_error_set(err, ENOMEM, "read tar");
+  x->dirs[x->ndirs++] = (struct dir_time){copy, {archive_entry_mtime(e), archive_entry_mtime_nsec(e)}};
+  return 0;
+}
+
+/* Deepest first (the reverse of the tar's order, where parents come first),
+ * each opened beneath the destination again (no symlink followed). */
+static void set_dir_times(struct extract *x) {
+  for (size_t i = x->ndirs; i-- > 0;) {
+    cleanup_error an_error_t why = NULL;
+    cleanup_close int d = an_openat_beneath(x->dest, x->dirs[i].name, O_RDONLY | O_DIRECTORY, 0, &why);
+    struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, x->dirs[i].mtime};
+    if (d >= 0) futimens(d, ts);
+  }
+}
+
+static void extract_free(struct extract *x) {
+  for (size_t i = 0; i < x->ndirs; i++) free(x->dirs[i].name);
+  free(x->dirs);
+}
+
 static int extract_entry(struct extract *x, struct archive_entry *e, an_error_t *err) {
   const char *rawname = archive_entry_pathname(e);
   if (!rawname || !*rawname) return an_error_set(err, EINVAL, "entry with an empty name");
@@ -177,7 +211,7 @@ static int extract_entry(struct extract *x, struct archive_entry *e, an_error_t 
     if (d < 0) return an_error_set(err, -d, "entry \"%s\": %s", raw, why->msg);
     if (fchown(d, uid, gid) < 0) return an_error_set(err, errno, "entry \"%s\": chown", raw);
     if (fchmod(d, archive_entry_perm(e) & 0777) < 0) return an_error_set(err, errno, "entry \"%s\": chmod", raw);
-    return 0;
+    return remember_dir(x, name, e, err);
   }
   case AE_IFLNK: {
     const char *target = archive_entry_symlink(e);
@@ -200,7 +234,8 @@ int an_tar_extract_safe(int tar_fd, int dest_dirfd, const struct an_snapshot_opt
       archive_read_support_filter_none(a) != ARCHIVE_OK ||
       archive_read_open_fd(a, tar_fd, 65536) != ARCHIVE_OK)
     return an_error_set(err, EINVAL, "read tar: %s", archive_error_string(a));
-  struct extract x = {.a = a, .dest = dest_dirfd, .o = opts ? opts : &none};
+  __attribute__((cleanup(extract_free))) struct extract x = {.a = a, .dest = dest_dirfd,
+                                                             .o = opts ? opts : &none};
   uint64_t max_entries = x.o->max_entries ? x.o->max_entries : AN_TREE_DEFAULT_MAX_ENTRIES;
   struct archive_entry *e;
   int ar;
@@ -211,5 +246,6 @@ int an_tar_extract_safe(int tar_fd, int dest_dirfd, const struct an_snapshot_opt
     if (r < 0) return r;
   }
   if (ar != ARCHIVE_EOF) return an_error_set(err, EINVAL, "read tar: %s", archive_error_string(a));
+  set_dir_times(&x);
   return 0;
 }

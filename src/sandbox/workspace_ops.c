@@ -115,7 +115,12 @@ int an_sandbox_snapshot_warn(struct an_sandbox *sb, const char *tar_path, struct
   snprintf(dir, sizeof dir, "%s", tar_path);
   cleanup_close int dfd = open(dirname(dir), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return an_error_set(err, errno, "snapshot: directory of %s", tar_path);
-  struct an_snapshot_opts so = {.max_bytes = an_sb_copy_cap(dfd, 1), .warn = warn, .warn_data = warn_data};
+  struct stat tst;
+  if (stat(tar_path, &tst) == 0 && S_ISDIR(tst.st_mode))
+    return an_error_set(err, EISDIR, "snapshot: %s is a directory (give the tar file's name)", tar_path);
+  /* owners as the sandbox sees them, never the host's ids */
+  struct an_snapshot_opts so = {.max_bytes = an_sb_copy_cap(dfd, 1), .warn = warn, .warn_data = warn_data,
+                                .id_base = sb->rec.ids.host_uid_base, .id_count = sb->rec.ids.size};
   int r = an_sb_freeze(sb, true, err);
   if (r < 0) return r;
   r = an_workspace_snapshot(sb->ws_fd, tar_path, &so, info, err);

@@ -28,6 +28,7 @@
 #include "agentnest.h"
 #include "agentnest/sandbox.h"
 #include "escape_fixture.h"
+#include "store_fixture.h"
 #include "util.h"
 #include "ws_fixture.h"
 
@@ -38,20 +39,6 @@ static char g_store[PATH_MAX];
 static struct an_sandbox *SB, *SB2;
 static struct an_sandbox_opts *OPTS;
 static struct esc_host_evidence E;
-
-static void import_image(const char *name) {
-  an_error_t err = NULL;
-  struct an_image_info *info = NULL;
-  if (an_image_resolve(g_store, name, &info, &err) == 0) {
-    an_image_info_free(info);
-    return;
-  }
-  an_error_free(&err);
-  char layout[PATH_MAX];
-  snprintf(layout, sizeof layout, CACHE "/%s/layout", name);
-  cr_assert(an_image_import(g_store, layout, name, NULL, NULL, &err) == 0, "import %s: %s", name,
-            err ? err->msg : "");
-}
 
 static struct an_sandbox *create_sandbox(void) {
   struct an_sandbox *sb = NULL;
@@ -64,25 +51,10 @@ static struct an_sandbox *create_sandbox(void) {
 }
 
 static void setup(void) {
-  if (access(CACHE "/busybox/layout", F_OK) != 0) cr_skip_test("image cache absent: make images");
-  /* the build under test ($AN_TEST_BUILD: build-asan in check-asan) */
-  const char *bdir = getenv("AN_TEST_BUILD"), *sdir = getenv("AN_TEST_SRC");
-  char p[PATH_MAX], q[PATH_MAX + 32];
-  snprintf(q, sizeof q, "%s/agentnest-init", bdir && *bdir ? bdir : "build");
-  if (!realpath(q, p)) cr_skip_test("%s missing (make)", q);
-  setenv("AGENTNEST_INIT", p, 1);
-  snprintf(q, sizeof q, "%s/profiles", sdir && *sdir ? sdir : ".");
-  if (realpath(q, p)) setenv("AGENTNEST_PROFILES", p, 1);
+  an_test_lib_env(NULL, 0);   /* the build under test ($AN_TEST_BUILD: build-asan in check-asan) */
   snprintf(g_store, sizeof g_store, "/tmp/an-esc-store-%d", (int) getppid());
-  mkdir(g_store, 0711);
-  char lock[PATH_MAX + 16];
-  snprintf(lock, sizeof lock, "%s.lock", g_store);
-  int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  cr_assert(fd >= 0);
-  flock(fd, LOCK_EX);
-  import_image("busybox");
-  flock(fd, LOCK_UN);
-  close(fd);
+  an_test_store_make(g_store);
+  an_test_store_image(g_store, "busybox", false);
   an_error_t err = NULL;
   cr_assert(an_sandbox_opts_new(&OPTS, &err) == 0);
   cr_assert(an_sandbox_opts_set_image(OPTS, "busybox", &err) == 0);

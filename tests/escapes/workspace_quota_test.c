@@ -29,42 +29,20 @@
 #include "agentnest/doctor.h"
 #include "agentnest/sandbox.h"
 #include "sandbox/sandbox_internal.h"
+#include "store_fixture.h"
 #include "util.h"
 
 #define CACHE "/var/cache/agentnest/images"
 static char g_root[PATH_MAX / 2];
 
-static void msleep(int ms) {
-  struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
-static void import_busybox(const char *root) {
-  an_error_t err = NULL;
-  struct an_image_info *info = NULL;
-  if (an_image_resolve(root, "busybox", &info, &err) == 0) {
-    an_image_info_free(info);
-    return;
-  }
-  an_error_free(&err);
-  cr_assert(an_image_import(root, CACHE "/busybox/layout", "busybox", NULL, NULL, &err) == 0,
-            "import busybox: %s", err ? err->msg : "");
-}
+#define msleep an_test_msleep
+static void import_busybox(const char *root) { an_test_store_image(root, "busybox", false); }
 
 /* One store per test (a fresh directory), its own id ranges. */
 static void setup(void) {
-  if (access(CACHE "/busybox/layout", F_OK) != 0)
-    cr_skip_test("image cache %s absent: run `make images`", CACHE "/busybox/layout");
-  const char *bdir = getenv("AN_TEST_BUILD"), *sdir = getenv("AN_TEST_SRC");
-  char p[PATH_MAX], q[PATH_MAX + 32];
-  snprintf(q, sizeof q, "%s/agentnest-init", bdir && *bdir ? bdir : "build");
-  if (!realpath(q, p)) cr_skip_test("%s missing: run `make`", q);
-  setenv("AGENTNEST_INIT", p, 1);
-  snprintf(q, sizeof q, "%s/profiles", sdir && *sdir ? sdir : ".");
-  if (realpath(q, p)) setenv("AGENTNEST_PROFILES", p, 1);
+  an_test_lib_env(NULL, 0);
   snprintf(g_root, sizeof g_root, "/tmp/an-quotatest-%d", (int) getpid());
-  mkdir(g_root, 0711);
-  setenv("AGENTNEST_IDRANGE_ROOT", g_root, 1);
+  an_test_store_make(g_root);
   import_busybox(g_root);
 }
 

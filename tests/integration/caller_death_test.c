@@ -23,35 +23,20 @@
 #include <unistd.h>
 #include "agentnest.h"
 #include "agentnest/sandbox.h"
+#include "store_fixture.h"
 #include "util.h"
 
 #define CACHE "/var/cache/agentnest/images"
 static char g_root[PATH_MAX / 2];
 static char g_bin[PATH_MAX];
 
-static void msleep(int ms) {
-  struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
+#define msleep an_test_msleep
 
 static void setup(void) {
-  if (access(CACHE "/busybox/layout", F_OK) != 0)
-    cr_skip_test("image cache %s absent: run `make images`", CACHE "/busybox/layout");
-  const char *bdir = getenv("AN_TEST_BUILD"), *sdir = getenv("AN_TEST_SRC");
-  char p[PATH_MAX], q[PATH_MAX + 32];
-  snprintf(q, sizeof q, "%s/agentnest-init", bdir && *bdir ? bdir : "build");
-  if (!realpath(q, p)) cr_skip_test("%s missing: run `make`", q);
-  setenv("AGENTNEST_INIT", p, 1);
-  snprintf(q, sizeof q, "%s/agentnest", bdir && *bdir ? bdir : "build");
-  if (!realpath(q, g_bin)) cr_skip_test("%s missing: run `make`", q);
-  snprintf(q, sizeof q, "%s/profiles", sdir && *sdir ? sdir : ".");
-  if (realpath(q, p)) setenv("AGENTNEST_PROFILES", p, 1);
+  an_test_lib_env(g_bin, sizeof g_bin);
   snprintf(g_root, sizeof g_root, "/tmp/an-callertest-%d", (int) getpid());
-  mkdir(g_root, 0711);
-  setenv("AGENTNEST_IDRANGE_ROOT", g_root, 1);
-  an_error_t err = NULL;
-  cr_assert(an_image_import(g_root, CACHE "/busybox/layout", "busybox", NULL, NULL, &err) == 0,
-            "import busybox: %s", err ? err->msg : "");
+  an_test_store_make(g_root);
+  an_test_store_image(g_root, "busybox", false);
 }
 
 static void teardown_store(void) {

@@ -27,75 +27,29 @@
 #include <yajl/yajl_tree.h>
 #include "agentnest/spec.h"
 #include "oci_common.h"
+#include "cli_fixture.h"
 #include "rm_tree.h"
 #include "util.h"
 
-static char an_bin[4096];
-static char root[256];   /* shared state root of this run */
-static char work[256];   /* this test's scratch dir: cdi/, lib/, fakegpu0 */
-static char out_path[300], err_path[300];
-static char *out_text, *err_text;
+/* the shared driver (tests/lib/cli_fixture.h), under this file's old names */
+#define an an_cli_run
+#define out_text (an_cli.out)
+#define err_text (an_cli.err)
+#define root (an_cli.root)
+#define work (an_cli.work)
 
+/* A file's content ("" when unreadable; heap). */
 static char *slurp(const char *path) {
-  size_t len = 0;
-  struct stat st;
-  if (stat(path, &st) != 0) return strdup("");
-  return an_test_read_file(path, &len);
+  char *t = an_test_read_file(path, NULL);
+  return t ? t : strdup("");
 }
 
-static int an(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int an(const char *fmt, ...) {
-  char *args = NULL, *cmd = NULL;
-  va_list ap;
-  va_start(ap, fmt);
-  cr_assert_geq(vasprintf(&args, fmt, ap), 0);
-  va_end(ap);
-  cr_assert_geq(asprintf(&cmd, "cd '%s' && '%s' --root '%s' %s >'%s' 2>'%s'", work, an_bin, root,
-                         args, out_path, err_path), 0);
-  int st = system(cmd);
-  free(args);
-  free(cmd);
-  free(out_text);
-  free(err_text);
-  out_text = slurp(out_path);
-  err_text = slurp(err_path);
-  cr_assert(WIFEXITED(st), "sh did not exit");
-  return WEXITSTATUS(st);
-}
-
-static void import_busybox(void) {
-  const char *lay = "/var/cache/agentnest/images/busybox/layout";
-  const char *cache = getenv("AN_IMAGE_CACHE");
-  char path[512];
-  snprintf(path, sizeof path, "%s/busybox/layout", cache && *cache ? cache : "/var/cache/agentnest/images");
-  lay = path;
-  struct stat st;
-  if (stat(lay, &st) != 0) cr_skip_test("no busybox image at %s (make images)", lay);
-  char stamp[400];
-  snprintf(stamp, sizeof stamp, "%s/.imported-busybox", root);
-  if (stat(stamp, &st) == 0) return;
-  cr_assert_eq(an("image import '%s' --name busybox", lay), 0, "import: %s", err_text);
-  an_test_write_file(stamp, "", 0, 0644);
-}
+static void import_busybox(void) { an_cli_import("busybox"); }
 
 /* The fixture: work/fakegpu0 (c 1:3, 0666), work/lib/libfake.so.1, and the
  * spec directory work/cdi (written per test). */
 static void setup(void) {
-  const char *b = getenv("AN_TEST_BUILD");
-  char rel[4096];
-  snprintf(rel, sizeof rel, "%s/agentnest", b && *b ? b : "./build");
-  cr_assert_not_null(realpath(rel, an_bin), "agentnest not built at %s", rel);
-  const char *src = getenv("AN_TEST_SRC");
-  char prof[4096], real[4096];
-  snprintf(prof, sizeof prof, "%s/profiles", src && *src ? src : ".");
-  if (realpath(prof, real)) setenv("AGENTNEST_PROFILES", real, 1);
-  snprintf(root, sizeof root, "/tmp/an-cdi-%d", (int) getppid());
-  mkdir(root, 0755);
-  snprintf(work, sizeof work, "/tmp/an-cdi-%d-%d", (int) getppid(), (int) getpid());
-  cr_assert(mkdir(work, 0755) == 0 || errno == EEXIST);
-  cr_assert_eq(chmod(work, 0755), 0);
-  snprintf(out_path, sizeof out_path, "%s/.out", work);
-  snprintf(err_path, sizeof err_path, "%s/.err", work);
+  an_cli_setup("cdi", 0755);
   char p[400];
   snprintf(p, sizeof p, "%s/fakegpu0", work);
   cr_assert_eq(mknod(p, S_IFCHR | 0666, makedev(1, 3)), 0, "mknod %s: %s", p, strerror(errno));
@@ -108,27 +62,12 @@ static void setup(void) {
   an_test_mkdirs(p);
 }
 
-static void teardown(void) {
-  free(out_text);
-  free(err_text);
-  out_text = err_text = NULL;
-  an_test_rm_tree(work);
-}
-
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
   (void) stats;
-  char r[256];
-  snprintf(r, sizeof r, "/tmp/an-cdi-%d", (int) getpid());
-  struct stat st;
-  if (stat(r, &st) != 0) return;
-  const char *b = getenv("AN_TEST_BUILD");
-  char rel[4096], bin[4096];
-  snprintf(rel, sizeof rel, "%s/agentnest", b && *b ? b : "./build");
-  if (realpath(rel, bin)) an_test_sh("'%s' --root '%s' prune --all >/dev/null 2>&1", bin, r);
-  an_test_rm_tree(r);
+  an_cli_remove_root("cdi");
 }
 
-TestSuite(cdi_cli, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(cdi_cli, .init = setup, .fini = an_cli_teardown, .timeout = 120);
 
 /* Write work/cdi/<name> from `text` where each "%s" stands for the work dir. */
 static void write_spec(const char *name, const char *text) {
@@ -289,10 +228,7 @@ Test(cdi_cli, hooks_are_refused_without_cdi_allow_hooks) {
   cr_expect(strstr(err_text, "no-such-hook") && strstr(err_text, "--cdi-allow-hooks"), "%s", err_text);
 }
 
-static const char *jstr(yajl_val v) {
-  const char *s = YAJL_IS_STRING(v) ? v->u.string : NULL;
-  return s ? s : "";
-}
+#define jstr an_cli_jstr
 
 Test(cdi_cli, profiles_lists_every_shipped_profile_with_its_purpose) {
   cr_assert_eq(an("profiles --json"), 0, "%s", err_text);
@@ -333,7 +269,7 @@ Test(cdi_cli, profiles_lists_every_shipped_profile_with_its_purpose) {
 static struct oci_bundle B;
 static void fini_bundle(void) {
   oci_bundle_destroy(&B);
-  teardown();
+  an_cli_teardown();
 }
 
 Test(cdi_cli, oci_applies_cdi_device_annotations, .fini = fini_bundle) {

@@ -24,64 +24,38 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
-#include "rm_tree.h"
+#include "cli_fixture.h"
 #include "util.h"
 
 #define CACHE "/var/cache/agentnest/images"
 
-static char an_bin[4096];
-static char profiles[4096];
-static char root[256];   /* shared state root of this run */
-static char work[256];   /* this test's scratch dir */
-static char out_path[300], err_path[300];
-static char *out_text, *err_text;
+/* the shared driver (tests/lib/cli_fixture.h), under this file's old names */
+#define out_text (an_cli.out)
+#define err_text (an_cli.err)
+#define root (an_cli.root)
+#define work (an_cli.work)
 
 enum run_as { AS_ROOT, AS_NOBODY, AS_ROOT_WITHOUT_LANDLOCK };
 
-/* In a forked child: become nobody, or hide Landlock from everything this
- * child runs (landlock_create_ruleset -> ENOSYS), then run `cmd` with sh. */
-static int run_child(enum run_as as, const char *cmd) {
-  pid_t pid = fork();
-  cr_assert_geq(pid, 0);
-  if (pid == 0) {
-    if (as == AS_NOBODY &&
-        (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
-         setresuid(65534, 65534, 65534) < 0))
-      _exit(99);
-    if (as == AS_ROOT_WITHOUT_LANDLOCK) {
-      scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-      if (!ctx || seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) < 0 ||
-          seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(landlock_create_ruleset), 0) < 0 ||
-          seccomp_load(ctx) < 0)
-        _exit(98);
-    }
-    execl("/bin/sh", "sh", "-c", cmd, (char *) NULL);
-    _exit(97);
-  }
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0) cr_assert_eq(errno, EINTR);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+static int become_nobody(void) {
+  return setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0;
 }
 
-/* Run `agentnest --root R <args>` in the test's scratch dir as `as`;
- * stdout/stderr land in out_text/err_text.  Returns the exit status. */
+/* Hide Landlock from everything the child runs (landlock_create_ruleset -> ENOSYS). */
+static int hide_landlock(void) {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  return !ctx || seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) < 0 ||
+         seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(landlock_create_ruleset), 0) < 0 ||
+         seccomp_load(ctx) < 0;
+}
+
 static int an_v(enum run_as as, const char *store, const char *fmt, va_list ap) {
-  char *args = NULL, *cmd = NULL;
+  char *args = NULL;
   cr_assert_geq(vasprintf(&args, fmt, ap), 0);
-  cr_assert_geq(asprintf(&cmd, "cd '%s' && AGENTNEST_PROFILES='%s' '%s' --root '%s' %s >'%s' 2>'%s'",
-                         work, profiles, an_bin, store, args, out_path, err_path), 0);
-  an_test_write_file(out_path, "", 0, 0666);   /* writable for AS_NOBODY too */
-  an_test_write_file(err_path, "", 0, 0666);
-  int st = run_child(as, cmd);
+  int r = an_cli_run_with(as == AS_NOBODY ? become_nobody : as == AS_ROOT_WITHOUT_LANDLOCK ? hide_landlock : NULL,
+                          store, "%s", args);
   free(args);
-  free(cmd);
-  free(out_text);
-  free(err_text);
-  out_text = an_test_read_file(out_path, NULL);
-  err_text = an_test_read_file(err_path, NULL);
-  if (!out_text) out_text = strdup("");
-  if (!err_text) err_text = strdup("");
-  return st;
+  return r;
 }
 
 static int an(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -126,53 +100,22 @@ static void chomp(char *s) {
   while (n && s[n - 1] == '\n') s[--n] = 0;
 }
 
-static void import_busybox(void) {
-  struct stat st;
-  if (stat(CACHE "/busybox/layout", &st) != 0) cr_skip_test("no busybox image in " CACHE);
-  char stamp[400];
-  snprintf(stamp, sizeof stamp, "%s/.imported-busybox", root);
-  if (stat(stamp, &st) == 0) return;
-  cr_assert_eq(an("image import '" CACHE "/busybox/layout' --name busybox"), 0, "import: %s", err_text);
-  an_test_write_file(stamp, "", 0, 0644);
-}
+static void import_busybox(void) { an_cli_import("busybox"); }
 
-static void setup(void) {
-  const char *b = getenv("AN_TEST_BUILD");
-  char rel[4096];
-  snprintf(rel, sizeof rel, "%s/agentnest", b && *b ? b : "./build");
-  cr_assert_not_null(realpath(rel, an_bin), "agentnest not built at %s", rel);
-  const char *src = getenv("AN_TEST_SRC");
-  snprintf(rel, sizeof rel, "%s/profiles", src && *src ? src : ".");
-  cr_assert_not_null(realpath(rel, profiles));
-  snprintf(root, sizeof root, "/tmp/an-clipol-%d", (int) getppid());
-  mkdir(root, 0755);
-  snprintf(work, sizeof work, "/tmp/an-clipol-%d-%d", (int) getppid(), (int) getpid());
-  cr_assert(mkdir(work, 0755) == 0 || errno == EEXIST);
-  snprintf(out_path, sizeof out_path, "%s/.out", work);
-  snprintf(err_path, sizeof err_path, "%s/.err", work);
-}
-
-static void teardown(void) {
-  free(out_text);
-  free(err_text);
-  out_text = err_text = NULL;
-  an_test_rm_tree(work);
-}
+static void setup(void) { an_cli_setup("clipol", 0755); }
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
   (void) stats;
-  char r[256];
-  snprintf(r, sizeof r, "/tmp/an-clipol-%d", (int) getpid());
-  an_test_store_remove(r);
+  an_cli_remove_root("clipol");
 }
 
-TestSuite(cli_policy, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(cli_policy, .init = setup, .fini = an_cli_teardown, .timeout = 120);
 
 /* The default profile with one more syscalls[] rule, written to work/NAME. */
 static const char *widened_profile(const char *name, const char *rule) {
   static char path[600];
   char def[4200];
-  snprintf(def, sizeof def, "%s/seccomp/default.json", profiles);
+  snprintf(def, sizeof def, "%s/seccomp/default.json", getenv("AGENTNEST_PROFILES"));
   char *text = an_test_read_file(def, NULL);
   cr_assert_not_null(text);
   char *open = strchr(strstr(text, "\"syscalls\""), '[');

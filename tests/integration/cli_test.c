@@ -22,141 +22,43 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
+#include "cli_fixture.h"
 #include "image_fixture.h"
 
 #define CACHE "/var/cache/agentnest/images"
 
-static char an_bin[4096];
-static char root[256];   /* shared state root of this run */
-static char work[256];   /* this test's scratch dir */
-static char out_path[300], err_path[300];
-static char *out_text, *err_text;
+/* the shared driver (tests/lib/cli_fixture.h), under this file's old names */
+#define an an_cli_run
+#define out_text (an_cli.out)
+#define err_text (an_cli.err)
+#define root (an_cli.root)
+#define work (an_cli.work)
+#define an_bin (an_cli.bin)
+#define parse_json an_cli_json
+#define jget an_cli_jget
+#define jstr an_cli_jstr
+#define chomp an_cli_chomp
+#define import_image an_cli_import
+#define err_path (an_cli.err_path)
 
+/* A file's content ("" when unreadable; heap). */
 static char *slurp(const char *path) {
-  FILE *f = fopen(path, "re");
-  if (!f) return strdup("");
-  char *buf = NULL;
-  size_t cap = 0, len = 0;
-  for (;;) {
-    if (len + 4096 + 1 > cap) {
-      cap = (cap + 4096) * 2;
-      buf = realloc(buf, cap);
-      cr_assert_not_null(buf);
-    }
-    size_t r = fread(buf + len, 1, 4096, f);
-    len += r;
-    if (r == 0) break;
-  }
-  fclose(f);
-  buf[len] = 0;
-  return buf;
-}
-
-/* Run `agentnest --root ROOT <args>` through sh in the test's scratch dir;
- * stdout and stderr land in out_text/err_text.  Returns the exit status
- * (128+N when killed). */
-static int an(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int an(const char *fmt, ...) {
-  char *args = NULL, *cmd = NULL;
-  va_list ap;
-  va_start(ap, fmt);
-  cr_assert_geq(vasprintf(&args, fmt, ap), 0);
-  va_end(ap);
-  cr_assert_geq(asprintf(&cmd, "cd '%s' && '%s' --root '%s' %s >'%s' 2>'%s'", work, an_bin, root,
-                         args, out_path, err_path), 0);
-  int st = system(cmd);
-  free(args);
-  free(cmd);
-  free(out_text);
-  free(err_text);
-  out_text = slurp(out_path);
-  err_text = slurp(err_path);
-  cr_assert(WIFEXITED(st), "sh did not exit");
-  return WEXITSTATUS(st);
-}
-
-static yajl_val parse_json(const char *text) {
-  char e[256] = "";
-  yajl_val v = yajl_tree_parse(text, e, sizeof e);
-  cr_assert_not_null(v, "not JSON (%s): %s", e, text);
-  return v;
-}
-
-static yajl_val jget(yajl_val v, const char *key, yajl_type t) {
-  const char *path[] = {key, NULL};
-  return yajl_tree_get(v, path, t);
-}
-
-/* The string of a JSON value, "" when it is not a string. */
-static const char *jstr(yajl_val v) {
-  const char *s = YAJL_IS_STRING(v) ? v->u.string : NULL;
-  return s ? s : "";
-}
-
-static void chomp(char *s) {
-  size_t n = strlen(s);
-  while (n && s[n - 1] == '\n') s[--n] = 0;
-}
-
-static void import_image(const char *name) {
-  char lay[300];
-  snprintf(lay, sizeof lay, CACHE "/%s/layout", name);
-  struct stat st;
-  if (stat(lay, &st) != 0) cr_skip_test("no %s image in " CACHE " (make images)", name);
-  char stamp[400];
-  snprintf(stamp, sizeof stamp, "%s/.imported-%s", root, name);
-  if (stat(stamp, &st) == 0) return;
-  cr_assert_eq(an("image import '%s' --name %s", lay, name), 0, "import %s: %s", name, err_text);
-  an_test_write_file(stamp, "", 0, 0644);
+  char *t = an_test_read_file(path, NULL);
+  return t ? t : strdup("");
 }
 
 static void setup(void) {
-  const char *b = getenv("AN_TEST_BUILD");
-  char rel[4096];
-  snprintf(rel, sizeof rel, "%s/agentnest", b && *b ? b : "./build");
-  cr_assert_not_null(realpath(rel, an_bin), "agentnest not built at %s", rel);
-  const char *src = getenv("AN_TEST_SRC");
-  char prof[4096];
-  snprintf(prof, sizeof prof, "%s/profiles", src && *src ? src : ".");
-  char real[4096];
-  if (realpath(prof, real)) setenv("AGENTNEST_PROFILES", real, 1);
-  /* criterion runs each test in a child of the runner: share the root per runner */
-  snprintf(root, sizeof root, "/tmp/an-cli-%d", (int) getppid());
-  mkdir(root, 0755);
-  snprintf(work, sizeof work, "/tmp/an-cli-%d-%d", (int) getppid(), (int) getpid());
-  cr_assert(mkdir(work, 0700) == 0 || errno == EEXIST);
-  snprintf(out_path, sizeof out_path, "%s/.out", work);
-  snprintf(err_path, sizeof err_path, "%s/.err", work);
-  import_image("busybox");
-  import_image("python");
-}
-
-static void teardown(void) {
-  free(out_text);
-  free(err_text);
-  out_text = err_text = NULL;
-  an_test_rm_tree(work);
+  an_cli_setup("cli", 0700);
+  an_cli_import("busybox");
+  an_cli_import("python");
 }
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
   (void) stats;
-  char r[256];
-  snprintf(r, sizeof r, "/tmp/an-cli-%d", (int) getpid());
-  struct stat st;
-  if (stat(r, &st) != 0 || !an_bin[0]) {
-    /* an_bin is only set in test children; find the binary again */
-    const char *b = getenv("AN_TEST_BUILD");
-    char rel[4096];
-    snprintf(rel, sizeof rel, "%s/agentnest", b && *b ? b : "./build");
-    if (!realpath(rel, an_bin)) an_bin[0] = 0;
-  }
-  if (stat(r, &st) == 0) {
-    if (an_bin[0]) an_test_sh("'%s' --root '%s' prune --all >/dev/null 2>&1", an_bin, r);
-    an_test_rm_tree(r);
-  }
+  an_cli_remove_root("cli");
 }
 
-TestSuite(cli, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(cli, .init = setup, .fini = an_cli_teardown, .timeout = 120);
 
 /* ---- help, options, absurd values -------------------------------------------------------- */
 
@@ -492,6 +394,33 @@ Test(cli, snapshot_and_restore) {
   cr_expect_eq(an("restore %s snap.tar --sha256 %s", id, sha), 0, "%s", err_text);
   cr_expect_eq(an("exec %s -- sh -c 'cat d/f; ls g 2>/dev/null || echo no-g'", id), 0);
   cr_expect_str_eq(out_text, "one\nno-g\n");
+  an("destroy %s", id);
+  free(id);
+}
+
+/* New-user trial: the tar recorded the host's ids (100000+65532), `tar tvf`
+ * showed strangers; restored directories got the restore's time; and
+ * `snapshot ID .` said EBUSY.  Now: the sandbox's own ids, the tar's
+ * directory mtimes, and a clear refusal of a directory target. */
+Test(cli, snapshot_records_sandbox_ids_and_restore_keeps_directory_mtimes) {
+  char *id = create_sandbox("");
+  cr_assert_eq(an("exec %s -- sh -c 'mkdir -p d/e; echo x > d/e/f; touch -d @1000000000 d/e d'", id), 0, "%s",
+               err_text);
+  cr_assert_eq(an("snapshot %s snap.tar", id), 0, "%s", err_text);
+  cr_assert_eq(an_test_sh("cd '%s' && tar --numeric-owner -tvf snap.tar | awk '{print $2}' | sort -u > list",
+                          work), 0);
+  char p[400];
+  snprintf(p, sizeof p, "%s/list", work);
+  char *list = an_test_read_file(p, NULL);
+  cr_assert_not_null(list);
+  cr_expect_str_eq(list, "65532/65532\n");
+  free(list);
+  cr_assert_eq(an("exec %s -- sh -c 'rm -r d'", id), 0);
+  cr_assert_eq(an("restore %s snap.tar", id), 0, "%s", err_text);
+  cr_assert_eq(an("exec %s -- stat -c '%%n %%Y' d d/e", id), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "d 1000000000\nd/e 1000000000\n");
+  cr_expect_eq(an("snapshot %s .", id), 125);
+  cr_expect(strstr(err_text, "is a directory"), "%s", err_text);
   an("destroy %s", id);
   free(id);
 }

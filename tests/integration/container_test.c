@@ -206,13 +206,7 @@ Test(container, bl_18_supplementary_groups_are_exactly_the_configured_set) {
 }
 
 static void assert_create_fails(struct an_spec *spec, int want_errno, const char *want_msg) {
-  struct an_container_opts o = an_test_bundle_opts(&B);
-  an_error_t err = NULL;
-  int r = an_container_create(spec, &o, &err);
-  cr_assert_eq(r, -want_errno, "create returned %d (%s)", r, err ? err->msg : "no error");
-  cr_assert(err && strstr(err->msg, want_msg), "message \"%s\" lacks \"%s\"",
-            err ? err->msg : "", want_msg);
-  an_error_free(&err);
+  an_test_assert_create_refused(&B, spec, want_errno, want_msg);
   assert_nothing_left();
 }
 

@@ -273,16 +273,7 @@ Test(embedding, seccomp_without_no_new_privileges_gives_the_program_no_capabilit
   struct an_spec *spec = an_test_bundle_spec(&B, "sh", "-c",
       "grep -E '^Cap(Prm|Eff|Bnd|Amb|Inh)' /proc/self/status", NULL);
   spec->process->no_new_privileges = false;
-  struct an_spec_seccomp *s = calloc(1, sizeof *s);
-  s->default_action = SCMP_ACT_ALLOW;
-  s->architectures = calloc(1, sizeof *s->architectures);
-  s->architectures[0] = SCMP_ARCH_X86_64;
-  s->n_architectures = 1;
-  s->syscalls = calloc(1, sizeof *s->syscalls);
-  s->n_syscalls = 1;
-  s->syscalls[0].names = calloc(2, sizeof(char *));
-  s->syscalls[0].names[0] = strdup("mkdirat");
-  s->syscalls[0].action = SCMP_ACT_ERRNO(EPERM);
+  struct an_spec_seccomp *s = an_test_seccomp_one_rule("mkdirat", SCMP_ACT_ERRNO(EPERM));
   an_spec_seccomp_free(spec->linux.seccomp);
   spec->linux.seccomp = s;
   char *out = NULL;
@@ -329,15 +320,7 @@ Test(embedding, device_node_gets_exactly_its_file_mode) {
 /* create fails with `want_errno` and a message holding `want_msg`, and
  * leaves no state directory or cgroup. */
 static void assert_refused(struct an_spec *spec, int want_errno, const char *want_msg) {
-  struct an_container_opts o = an_test_bundle_opts(&B);
-  an_error_t err = NULL;
-  int r = an_container_create(spec, &o, &err);
-  cr_assert_eq(r, -want_errno, "create returned %d (%s)", r, err ? err->msg : "no error");
-  cr_assert(err && strstr(err->msg, want_msg), "message \"%s\" lacks \"%s\"",
-            err ? err->msg : "", want_msg);
-  an_error_free(&err);
-  cr_assert(!an_test_state_exists(&B), "state directory left behind");
-  cr_assert(!an_test_cgroup_exists(B.id), "cgroup left behind");
+  an_test_assert_create_refused(&B, spec, want_errno, want_msg);
 }
 
 /* runc runs a config without a mount namespace (in its own) or joins one by

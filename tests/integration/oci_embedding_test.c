@@ -200,16 +200,7 @@ Test(oci_embedding, seccomp_leaves_no_cache_directory_in_the_state_root, .fini =
   static const char *const args[] = {"true", NULL};
   oci_bundle_make(&B, "scache", args);
   struct an_spec *spec = oci_bundle_read_spec(&B);
-  struct an_spec_seccomp *s = calloc(1, sizeof *s);
-  s->default_action = SCMP_ACT_ALLOW;
-  s->architectures = calloc(1, sizeof *s->architectures);
-  s->architectures[0] = SCMP_ARCH_X86_64;
-  s->n_architectures = 1;
-  s->syscalls = calloc(1, sizeof *s->syscalls);
-  s->n_syscalls = 1;
-  s->syscalls[0].names = calloc(2, sizeof(char *));
-  s->syscalls[0].names[0] = strdup("mkdirat");
-  s->syscalls[0].action = SCMP_ACT_ERRNO(EPERM);
+  struct an_spec_seccomp *s = an_test_seccomp_one_rule("mkdirat", SCMP_ACT_ERRNO(EPERM));
   an_spec_seccomp_free(spec->linux.seccomp);
   spec->linux.seccomp = s;
   oci_bundle_write_spec(&B, spec);

@@ -24,59 +24,25 @@
 #include "agentnest.h"
 #include "agentnest/sandbox.h"
 #include "image_fixture.h"
+#include "store_fixture.h"
 #include "util.h"
 
 #define CACHE "/var/cache/agentnest/images"
 static char g_root[PATH_MAX];
 static bool g_have_python;
 
-static void msleep(int ms) {
-  struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
+#define msleep an_test_msleep
 
 /* One store per test run (criterion forks each test from the runner:
- * getppid() names the run); images imported once, under a lock. */
+ * getppid() names the run); images imported once, under a lock.  The id
+ * ranges are the store's own, so that the prune test can check it left no
+ * reservation behind. */
 static void setup(void) {
-  if (access(CACHE "/busybox/layout", F_OK) != 0)
-    cr_skip_test("image cache %s absent: run `make images`", CACHE "/busybox/layout");
-  /* tests/run-tests.sh exports AN_TEST_BUILD and AN_TEST_SRC; else run
-   * from the worktree root */
-  const char *bdir = getenv("AN_TEST_BUILD"), *sdir = getenv("AN_TEST_SRC");
-  char p[PATH_MAX], q[PATH_MAX + 32];
-  snprintf(q, sizeof q, "%s/agentnest-init", bdir && *bdir ? bdir : "build");
-  if (!realpath(q, p)) cr_skip_test("%s missing: run `make`", q);
-  setenv("AGENTNEST_INIT", p, 1);
-  snprintf(q, sizeof q, "%s/profiles", sdir && *sdir ? sdir : ".");
-  if (realpath(q, p)) setenv("AGENTNEST_PROFILES", p, 1);
+  an_test_lib_env(NULL, 0);
   snprintf(g_root, sizeof g_root, "/tmp/an-sbtest-%d", (int) getppid());
-  mkdir(g_root, 0711);
-  /* id ranges are machine-wide; this run keeps its own so that the
-   * prune test can check it left no reservation behind */
-  setenv("AGENTNEST_IDRANGE_ROOT", g_root, 1);
-  char lock[PATH_MAX + 16];
-  snprintf(lock, sizeof lock, "%s.lock", g_root);
-  int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  cr_assert(fd >= 0);
-  flock(fd, LOCK_EX);
-  an_error_t err = NULL;
-  struct an_image_info *info = NULL;
-  if (an_image_resolve(g_root, "busybox", &info, &err) < 0) {
-    an_error_free(&err);
-    cr_assert(an_image_import(g_root, CACHE "/busybox/layout", "busybox", NULL, NULL, &err) == 0,
-              "import busybox: %s", err ? err->msg : "");
-  }
-  an_image_info_free(info);
-  info = NULL;
-  g_have_python = access(CACHE "/python/layout", F_OK) == 0;
-  if (g_have_python && an_image_resolve(g_root, "python", &info, &err) < 0) {
-    an_error_free(&err);
-    g_have_python = an_image_import(g_root, CACHE "/python/layout", "python", NULL, NULL, &err) == 0;
-    an_error_free(&err);
-  }
-  an_image_info_free(info);
-  flock(fd, LOCK_UN);
-  close(fd);
+  an_test_store_make(g_root);
+  an_test_store_image(g_root, "busybox", false);
+  g_have_python = an_test_store_image(g_root, "python", true);
 }
 
 static struct an_sandbox_opts *opts_for(const char *image) {

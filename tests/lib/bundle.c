@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <seccomp.h>
 #include <unistd.h>
 #include "bundle.h"
 #include "agentnest/cgroup.h"
@@ -189,4 +190,32 @@ void an_test_bundle_remove(struct an_test_bundle *b) {
    * a racer swapping a rootfs directory with a symlink to "/" */
   an_test_rm_tree(b->dir);
   b->dir[0] = '\0';
+}
+
+void an_test_assert_create_refused(const struct an_test_bundle *b, struct an_spec *spec, int want_errno,
+                                   const char *want_msg) {
+  struct an_container_opts o = an_test_bundle_opts(b);
+  an_error_t err = NULL;
+  int r = an_container_create(spec, &o, &err);
+  cr_assert_eq(r, -want_errno, "create returned %d (%s)", r, err ? err->msg : "no error");
+  cr_assert(err && strstr(err->msg, want_msg), "message \"%s\" lacks \"%s\"", err ? err->msg : "",
+            want_msg);
+  an_error_free(&err);
+  cr_assert(!an_test_state_exists(b), "state directory left behind");
+  cr_assert(!an_test_cgroup_exists(b->id), "cgroup left behind");
+}
+
+struct an_spec_seccomp *an_test_seccomp_one_rule(const char *name, uint32_t action) {
+  struct an_spec_seccomp *s = calloc(1, sizeof *s);
+  cr_assert_not_null(s);
+  s->default_action = SCMP_ACT_ALLOW;
+  s->architectures = calloc(1, sizeof *s->architectures);
+  s->architectures[0] = SCMP_ARCH_X86_64;
+  s->n_architectures = 1;
+  s->syscalls = calloc(1, sizeof *s->syscalls);
+  s->n_syscalls = 1;
+  s->syscalls[0].names = calloc(2, sizeof(char *));
+  s->syscalls[0].names[0] = strdup(name);
+  s->syscalls[0].action = action;
+  return s;
 }

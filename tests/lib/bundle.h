@@ -57,6 +57,17 @@ void an_test_cgroup_remove(const char *path);
 /* True when the state directory of the container exists. */
 bool an_test_state_exists(const struct an_test_bundle *b);
 
+/* an_container_create of `spec` in bundle b fails with -want_errno and a
+ * message holding want_msg, and leaves no state directory or cgroup.
+ * Asserts. */
+void an_test_assert_create_refused(const struct an_test_bundle *b, struct an_spec *spec, int want_errno,
+                                   const char *want_msg);
+
+/* A seccomp section (x86_64, default SCMP_ACT_ALLOW) whose one rule gives
+ * syscall `name` the action `action` (SCMP_ACT_ERRNO(EPERM), ...); owned by
+ * the caller (an_spec_seccomp_free, or by the spec it is put in). */
+struct an_spec_seccomp *an_test_seccomp_one_rule(const char *name, uint32_t action);
+
 /* Force-delete the container if it is still there and remove the bundle. */
 void an_test_bundle_remove(struct an_test_bundle *b);
 
