@@ -29,7 +29,9 @@
  * TIMEOUT.  At the call's timeout every process of the session's cgroup
  * gets SIGINT (the terminal's Ctrl-C: Python raises KeyboardInterrupt, the
  * shell's foreground command dies, the shell itself traps it); the call
- * returns timed_out (status 124) and the session lives on.  If no result
+ * returns timed_out (status 124) and the session lives on.  For sh the
+ * SIGINT is repeated every 100 ms of the grace (one that came before the
+ * foreground command was forked reached only the shell's trap).  If no result
  * comes within the grace period, the session's cgroup is killed (SIGKILL)
  * and the call returns session_lost; the session is gone.  A pure-shell
  * loop (`while :; do :; done`) is not interruptible by SIGINT in a

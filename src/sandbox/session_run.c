@@ -71,6 +71,7 @@ struct call {
   struct an_ctl_reader rd;
   an_output_capture_t *cap;
   uint64_t id;
+  enum an_session_kind kind;
   bool broken;      /* the helper broke the framing */
 };
 
@@ -230,10 +231,23 @@ static bool interrupt(struct call *c, uint64_t want, int tfd, uint64_t grace_ms,
   an_cgroup_kill(c->cg, SIGINT, &e);
   an_error_free(&e);
   if (probe && an_ctl_write_all(c->sock, probe, strlen(probe), &e) < 0) an_error_free(&e);
-  arm(tfd, grace_ms);
-  if (wait_result(c, want, tfd, -1, doc, end, err) < 0) {
-    an_error_free(err);
-    *end = HELPER_GONE;
+  /* sh: a SIGINT that came before the foreground command was forked only
+   * ran the trap; send it again every 100 ms (the trap makes repeats
+   * harmless).  Python gets one: a second KeyboardInterrupt could hit the
+   * helper's own handling of the first. */
+  uint64_t t0 = an_mono_ms();
+  for (;;) {
+    uint64_t spent = an_mono_ms() - t0;
+    uint64_t slice = grace_ms > spent ? grace_ms - spent : 0;
+    if (c->kind == AN_SESSION_SHELL && slice > 100) slice = 100;
+    arm(tfd, slice);
+    if (wait_result(c, want, tfd, -1, doc, end, err) < 0) {
+      an_error_free(err);
+      *end = HELPER_GONE;
+    }
+    if (*end != TIMER || an_mono_ms() - t0 >= grace_ms) break;
+    an_cgroup_kill(c->cg, SIGINT, &e);
+    an_error_free(&e);
   }
   if (*end == GOT_RESULT) return true;
   an_cgroup_kill(c->cg, SIGKILL, &e);
@@ -283,6 +297,7 @@ int an_session_run(struct an_sandbox *sb, const char *name, const char *code, si
   enum an_session_kind kind;
   bool dirty = false;
   if ((r = an_session_attach(sb, name, &conn, fds, &kind, &dirty, err)) < 0) return r;
+  c.kind = kind;
   c.sock = fds[0];
   c.out = fds[1];
   c.err = fds[2];

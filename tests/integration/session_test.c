@@ -21,49 +21,19 @@
 #include "agentnest.h"
 #include "agentnest/sandbox.h"
 #include "agentnest/session.h"
+#include "store_fixture.h"
 #include "util.h"
 #include "sandbox/session_internal.h"
 
-#define CACHE "/var/cache/agentnest/images"
 static char g_root[PATH_MAX];
 static char g_cli[PATH_MAX];
 
-static void import_once(const char *name) {
-  an_error_t err = NULL;
-  struct an_image_info *info = NULL;
-  if (an_image_resolve(g_root, name, &info, &err) < 0) {
-    an_error_free(&err);
-    char src[PATH_MAX];
-    snprintf(src, sizeof src, CACHE "/%s/layout", name);
-    cr_assert(an_image_import(g_root, src, name, NULL, NULL, &err) == 0, "import %s: %s", name,
-              err ? err->msg : "");
-  }
-  an_image_info_free(info);
-}
-
 static void setup(void) {
-  if (access(CACHE "/python/layout", F_OK) != 0 || access(CACHE "/busybox/layout", F_OK) != 0)
-    cr_skip_test("image cache %s absent: run `make images`", CACHE);
-  const char *bdir = getenv("AN_TEST_BUILD"), *sdir = getenv("AN_TEST_SRC");
-  char p[PATH_MAX], q[PATH_MAX + 32];
-  snprintf(q, sizeof q, "%s/agentnest-init", bdir && *bdir ? bdir : "build");
-  if (!realpath(q, p)) cr_skip_test("%s missing: run `make`", q);
-  setenv("AGENTNEST_INIT", p, 1);
-  snprintf(q, sizeof q, "%s/agentnest", bdir && *bdir ? bdir : "build");
-  cr_assert(realpath(q, g_cli), "%s missing", q);
-  snprintf(q, sizeof q, "%s/profiles", sdir && *sdir ? sdir : ".");
-  if (realpath(q, p)) setenv("AGENTNEST_PROFILES", p, 1);
+  an_test_lib_env(g_cli, sizeof g_cli);
   snprintf(g_root, sizeof g_root, "/tmp/an-sesstest-%d", (int) getppid());
-  mkdir(g_root, 0711);
-  char lock[PATH_MAX + 16];
-  snprintf(lock, sizeof lock, "%s.lock", g_root);
-  int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  cr_assert(fd >= 0);
-  flock(fd, LOCK_EX);
-  import_once("python");
-  import_once("busybox");
-  flock(fd, LOCK_UN);
-  close(fd);
+  an_test_store_make(g_root);
+  an_test_store_image(g_root, "busybox", false);
+  if (!an_test_store_image(g_root, "python", true)) cr_skip_test("no python image in the cache");
 }
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
