@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <yajl/yajl_tree.h>
 #include "agentnest.h"
 #include "agentnest/sandbox.h"
 #include "agentnest/session.h"
@@ -449,5 +450,60 @@ Test(session, abandoned_attach_without_a_call_is_not_a_lost_session) {
   cr_expect_str_eq(c.output.stdout_buf, "7\n");
   an_session_result_release(&b);
   an_session_result_release(&c);
+  destroy(sb);
+}
+
+/* `session run --stream`: JSON Lines, chunks then exactly one result line
+ * with the --json members; `--json`: one document (the CLI's formats). */
+Test(session, cli_stream_and_json_formats) {
+  struct an_sandbox *sb = make_sb("python", NULL);
+  start(sb, AN_SESSION_PYTHON, "py");
+  char cmd[PATH_MAX * 2 + 256];
+  snprintf(cmd, sizeof cmd,
+           "%s --root %s session run %s py --stream "
+           "'import sys; print(\"out\"); sys.stderr.write(\"err\\n\"); sys.stdout.buffer.write(b\"\\xff\\n\"); 6*7'",
+           g_cli, g_root, an_sandbox_id(sb));
+  FILE *f = popen(cmd, "r");
+  cr_assert(f);
+  char line[4096];
+  int results = 0, chunks = 0;
+  bool last_is_result = false, saw_b64 = false;
+  while (fgets(line, sizeof line, f)) {
+    yajl_val v = yajl_tree_parse(line, NULL, 0);
+    cr_assert(v, "not JSON: %s", line);
+    const char *path[] = {"type", NULL};
+    const char *type = YAJL_GET_STRING(yajl_tree_get(v, path, yajl_t_string));
+    cr_assert(type, "no type: %s", line);
+    last_is_result = !strcmp(type, "result");
+    if (last_is_result) {
+      results++;
+      const char *vp[] = {"value", "json", NULL};
+      yajl_val j = yajl_tree_get(v, vp, yajl_t_number);
+      cr_expect(j && YAJL_GET_INTEGER(j) == 42, "result: %s", line);
+    } else {
+      cr_expect(!strcmp(type, "stdout") || !strcmp(type, "stderr"), "%s", line);
+      chunks++;
+      const char *ep[] = {"encoding", NULL};
+      if (yajl_tree_get(v, ep, yajl_t_string)) saw_b64 = true;
+    }
+    yajl_tree_free(v);
+  }
+  cr_expect_eq(pclose(f), 0);
+  cr_expect_eq(results, 1);
+  cr_expect(last_is_result);
+  cr_expect(chunks >= 2);
+  cr_expect(saw_b64, "the \\xff chunk is base64");
+  snprintf(cmd, sizeof cmd, "%s --root %s session run %s py --json '1/0'", g_cli, g_root, an_sandbox_id(sb));
+  f = popen(cmd, "r");
+  cr_assert(f);
+  static char doc[65536];
+  size_t n = fread(doc, 1, sizeof doc - 1, f);
+  doc[n] = '\0';
+  cr_expect_eq(WEXITSTATUS(pclose(f)), 1);
+  yajl_val v = yajl_tree_parse(doc, NULL, 0);
+  cr_assert(v, "not JSON: %s", doc);
+  const char *tp[] = {"error", "type", NULL};
+  cr_expect_str_eq(YAJL_GET_STRING(yajl_tree_get(v, tp, yajl_t_string)), "ZeroDivisionError");
+  yajl_tree_free(v);
   destroy(sb);
 }
