@@ -40,7 +40,9 @@
  * OUTPUT.  As exec (agentnest/output.h): stdout+stderr capped (the
  * sandbox's max_output unless the call says less), secrets of the sandbox
  * redacted, also in the value and in the error strings; each string capped
- * at the output cap.
+ * at the output cap.  What a session's background jobs write between calls
+ * stays in its pipes (64 KiB each; a writer then blocks) and is read as
+ * output of the next call.
  *
  * CONCURRENCY.  One call at a time per session: a second caller gets
  * -EBUSY.  A call whose caller died leaves the session "dirty": the next
