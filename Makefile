@@ -65,6 +65,9 @@ $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# the Python session helper is embedded with .incbin (session_helper_src.c)
+$(BUILD)/src/sandbox/session_helper_src.o: src/sandbox/session_helper.py
+
 $(BUILD)/libagentnest.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@; ar rcs $@ $^

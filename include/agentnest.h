@@ -14,4 +14,6 @@
 #include "agentnest/pool.h"
 #include "agentnest/audit.h"
 #include "agentnest/approval.h"
+#include "agentnest/session.h"
+#include "agentnest/proc.h"
 #endif

@@ -29,6 +29,10 @@
  *   <root>/sandboxes/<id>/events.jsonl  one JSON object per line (see events)
  *   <root>/sandboxes/<id>/lock          flock(2): serialises destroy/expiry/prune
  *   <root>/sandboxes/<id>/exec-slots/   flock files of the exec cgroups in use
+ *   <root>/sandboxes/<id>/control/      the monitor's control socket control.sock
+ *                                       (0700 dir, 0600 socket; sandbox/control.h):
+ *                                       sessions (session.h), detached processes
+ *                                       (proc.h), extend
  *   <root>/sandbox-names/<name>         symlink -> <id> (name uniqueness)
  *   <root>/sandbox-expired/<id>         tombstone of an expired sandbox (holds
  *                                       its name), so later calls say
@@ -173,6 +177,17 @@ void an_sandbox_file_opts(const struct an_sandbox *sb, struct an_file_opts *fo);
  * Errors: -EBUSY processes could not be killed; the errno of a removal step,
  * named (what could be removed is removed; prune retries the rest). */
 int an_sandbox_destroy(struct an_sandbox *sb, uint64_t grace_ms, an_error_t *err);
+
+/* Extend the lifetime of the live sandbox sb by by_ms: its deadline becomes
+ * the current deadline + by_ms; the monitor re-arms its timer (control
+ * channel, sandbox/control.h) and sandbox.json records it.  Bounded by the
+ * options' max_lifetime counted from creation (an_sandbox_opts_max_lifetime).
+ * *deadline_out (may be NULL): the new deadline, CLOCK_REALTIME ms.  Event
+ * "extended".  Errors: -EINVAL zero duration or over the maximum (message
+ * gives both); -ETIME already expired; -ESRCH no monitor (a one-shot) or
+ * it does not answer; errors reading or writing the record.  Thread-safety
+ * as exec. */
+int an_sandbox_extend(struct an_sandbox *sb, uint64_t by_ms, uint64_t *deadline_out, an_error_t *err);
 
 /* ---- exec ---------------------------------------------------------------------------------- */
 

@@ -103,6 +103,15 @@ int an_sandbox_opts_set_shm_size(struct an_sandbox_opts *opts, uint64_t bytes, a
 /* Sandbox lifetime in ms (destroyed at expiry).  Refused: 0, > 366 days. */
 int an_sandbox_opts_set_lifetime(struct an_sandbox_opts *opts, uint64_t ms, an_error_t *err);
 
+/* The longest whole lifetime (from creation) that `extend` may give the
+ * sandbox, in ms (profile key max_lifetime).  0 (the default): the larger
+ * of AN_SANDBOX_DEFAULT_MAX_LIFETIME_MS and the lifetime.  Refused: > 366
+ * days. */
+#define AN_SANDBOX_DEFAULT_MAX_LIFETIME_MS (3600ull * 1000)
+int an_sandbox_opts_set_max_lifetime(struct an_sandbox_opts *opts, uint64_t ms, an_error_t *err);
+/* The effective bound (never 0). */
+uint64_t an_sandbox_opts_max_lifetime(const struct an_sandbox_opts *opts);  /* ms */
+
 /* Default per-exec timeout in ms; an exec is limited to the smaller of this
  * and the remaining lifetime.  Refused: 0, > 366 days. */
 int an_sandbox_opts_set_exec_timeout(struct an_sandbox_opts *opts, uint64_t ms, an_error_t *err);
@@ -189,6 +198,7 @@ int an_sandbox_opts_set_name(struct an_sandbox_opts *opts, const char *name, an_
  *   image name workdir network seccomp_profile   the string as is
  *   memory tmp_size shm_size max_output max_read size  ("512m", "4096")
  *   timeout (the lifetime) exec_timeout          duration ("300", "1.5s", "500ms")
+ *   max_lifetime (extend's bound)                duration
  *   cpus                                         "1.5" (up to 3 decimals)
  *   pids inodes                                  decimal integer
  *   disk                                         size

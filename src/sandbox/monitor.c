@@ -21,6 +21,9 @@
  * An owner that exits while the record names another owner (a pooled
  * sandbox taken from a keeper that died before SIGUSR1 was read) is not the
  * end: the monitor switches to the recorded one.
+ * It also listens on its control socket (sandbox/control.h; ops in
+ * monitor_ctl.c) and keeps what must outlive a CLI: sessions (their
+ * helpers' pidfds are in the poll set, monitor_session.c).
  * If the monitor is killed, `prune` notices (its pid is gone) and removes
  * what is left.  What does NOT live here: the teardown (teardown.c). */
 #include <errno.h>
@@ -39,6 +42,7 @@
 #include <unistd.h>
 #include "engine/process.h"
 #include "sandbox/audit_internal.h"
+#include "sandbox/monitor_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
@@ -93,6 +97,10 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
   if (owner_fd >= 0 && owner_fd != 4 && (dup2(owner_fd, 4) < 0 || (owner_fd = 4) < 0)) _exit(1);
   syscall(SYS_close_range, owner_fd >= 0 ? 5 : 4, ~0U, 0);
   if (chdir("/") < 0) {}
+  /* the handle's fds were closed above: open them again when needed (a
+   * session's spawn); the cgroup handles held directory fds */
+  sb->ws_fd = sb->init_pidfd = sb->exec_slot_fd = -1;
+  sb->cg = sb->exec_cg = NULL;
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
@@ -110,38 +118,83 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
   struct itimerspec its = {.it_value = {.tv_sec = (time_t) (sb->rec.deadline_ms / 1000),
                                         .tv_nsec = (long) (sb->rec.deadline_ms % 1000) * 1000000}};
   if (sfd < 0 || tfd < 0 || timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) _exit(1);
+  if (fcntl(tfd, F_SETFL, O_NONBLOCK) < 0) _exit(1);
   /* Once the creator exits, every heap page it dirtied is ours alone:
    * give back what is free (DESIGN: < 2 MiB per idle sandbox). */
   an_spec_free(sb->spec);
   sb->spec = NULL;
   malloc_trim(0);
+  /* the control socket exists before create returns (fail closed: no
+   * monitor without it) */
+  struct an_mon m = {.sb = sb, .tfd = tfd, .lfd = an_mon_listen(sb->dir, &e)};
+  if (m.lfd < 0) _exit(1);
+  for (size_t i = 0; i < AN_MON_MAX_CONNS; i++) m.conns[i].fd = -1;
   pid_t self = getpid();
   if (write(ready_fd, &self, sizeof self) != sizeof self) _exit(1);
   close(ready_fd);
 
-  /* a negative fd is ignored by poll(2) */
-  struct pollfd p[4] = {{.fd = tfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN},
-                        {.fd = pfd, .events = POLLIN}, {.fd = owner_fd, .events = POLLIN}};
+  enum { FIXED = 5 };
+  enum { MAXFDS = FIXED + AN_MON_MAX_CONNS + AN_MON_MAX_SESSIONS + 3 * AN_MON_MAX_PROCS };
+  struct pollfd p[MAXFDS];
+  void *who[MAXFDS];
+  int which[MAXFDS];
   for (;;) {
-    int n = poll(p, 4, -1);
+    /* a negative fd is ignored by poll(2) */
+    p[0] = (struct pollfd){.fd = tfd, .events = POLLIN};
+    p[1] = (struct pollfd){.fd = sfd, .events = POLLIN};
+    p[2] = (struct pollfd){.fd = pfd, .events = POLLIN};
+    p[3] = (struct pollfd){.fd = owner_fd, .events = POLLIN};
+    p[4] = (struct pollfd){.fd = m.lfd, .events = POLLIN};
+    nfds_t np = FIXED;
+    for (size_t i = 0; i < AN_MON_MAX_CONNS; i++)
+      if (m.conns[i].fd >= 0) {
+        who[np] = &m.conns[i];
+        p[np++] = (struct pollfd){.fd = m.conns[i].fd, .events = POLLIN};
+      }
+    nfds_t first_session = np;
+    for (size_t i = 0; i < AN_MON_MAX_SESSIONS; i++)
+      if (m.sessions[i].used) {
+        who[np] = &m.sessions[i];
+        p[np++] = (struct pollfd){.fd = m.sessions[i].pidfd, .events = POLLIN};
+      }
+    nfds_t first_proc = np;
+    for (size_t i = 0; i < AN_MON_MAX_PROCS; i++) {
+      struct an_mon_proc *pr = &m.procs[i];
+      if (!pr->used) continue;
+      int fds3[3] = {pr->out, pr->err, pr->running ? pr->pidfd : -1};
+      for (int k = 0; k < 3; k++)
+        if (fds3[k] >= 0) {
+          who[np] = pr;
+          which[np] = k;
+          p[np++] = (struct pollfd){.fd = fds3[k], .events = POLLIN};
+        }
+    }
+    int n = poll(p, np, -1);
     if (n < 0) continue;
     const char *reason = NULL;
     bool tomb = false;
     if (p[1].revents) {
       struct signalfd_siginfo si;
       if (read(sfd, &si, sizeof si) == (ssize_t) sizeof si && si.ssi_signo == SIGUSR1) {
+        /* a pooled sandbox handed out: new owner and deadline (pool.c) */
         if (!reload(sb, tfd, &owner_fd)) reason = "owner exited";
         p[3].fd = owner_fd;
         if (!reason) continue;
       } else {
+        an_mon_sessions_end(&m);
+        an_mon_procs_end(&m);
         _exit(0);
       }
     } else if (p[0].revents) {
-      an_sb_event(sb->dir, "expired", NULL);
-      struct an_audit_field af[] = {AN_AUDIT_INT("deadline_ms", sb->rec.deadline_ms)};
-      an_sb_audit(NULL, sb->root, sb->rec.id, "expire", 0, NULL, af, 1);
-      reason = "expired";
-      tomb = true;
+      uint64_t ticks;
+      /* a re-armed timer (extend, a hand-out) may have nothing to read: not expired */
+      if (read(tfd, &ticks, sizeof ticks) == (ssize_t) sizeof ticks) {
+        an_sb_event(sb->dir, "expired", NULL);
+        struct an_audit_field af[] = {AN_AUDIT_INT("deadline_ms", sb->rec.deadline_ms)};
+        an_sb_audit(NULL, sb->root, sb->rec.id, "expire", 0, NULL, af, 1);
+        reason = "expired";
+        tomb = true;
+      }
     } else if (pfd >= 0 && p[2].revents) {
       an_sb_event(sb->dir, "init_exited", NULL);
       reason = "init exited";
@@ -154,10 +207,20 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
       if (ok && (sb->rec.owner_pid != watched || sb->rec.owner_start != wstart)) continue;
       reason = "owner exited";
     }
-    if (!reason) continue;
-    /* SIGTERM from a concurrent destroy waits (blocked) until we are done. */
-    an_sb_teardown(sb->root, sb->rec.id, reason, tomb, 0, true, NULL, &e);
-    _exit(e ? 1 : 0);
+    if (reason) {
+      /* SIGTERM from a concurrent destroy waits (blocked) until we are done. */
+      an_mon_sessions_end(&m);
+      an_mon_procs_end(&m);
+      an_sb_teardown(sb->root, sb->rec.id, reason, tomb, 0, true, NULL, &e);
+      _exit(e ? 1 : 0);
+    }
+    for (nfds_t i = first_proc; i < np; i++)
+      if (p[i].revents) an_mon_proc_ready(&m, who[i], which[i]);
+    for (nfds_t i = first_session; i < first_proc; i++)
+      if (p[i].revents) an_mon_session_exited(&m, who[i]);
+    for (nfds_t i = FIXED; i < first_session; i++)
+      if (p[i].revents) an_mon_conn_ready(&m, who[i]);
+    if (p[4].revents) an_mon_accept(&m);
   }
 }
 

@@ -197,6 +197,18 @@ int an_sandbox_opts_set_lifetime(struct an_sandbox_opts *o, uint64_t ms, an_erro
   return 0;
 }
 
+int an_sandbox_opts_set_max_lifetime(struct an_sandbox_opts *o, uint64_t ms, an_error_t *err) {
+  int r = check_duration("max_lifetime", ms, err);
+  if (r < 0) return r;
+  o->max_lifetime_ms = ms;
+  return 0;
+}
+
+uint64_t an_sandbox_opts_max_lifetime(const struct an_sandbox_opts *o) {
+  if (o->max_lifetime_ms) return o->max_lifetime_ms;
+  return o->lifetime_ms > AN_SANDBOX_DEFAULT_MAX_LIFETIME_MS ? o->lifetime_ms : AN_SANDBOX_DEFAULT_MAX_LIFETIME_MS;
+}
+
 int an_sandbox_opts_set_exec_timeout(struct an_sandbox_opts *o, uint64_t ms, an_error_t *err) {
   int r = check_duration("exec_timeout", ms, err);
   if (r < 0) return r;
@@ -510,6 +522,7 @@ int an_sandbox_opts_set_option(struct an_sandbox_opts *o, const char *option, co
     {"pids", parse_count, an_sandbox_opts_set_pids},
     {"disk", an_parse_size, an_sandbox_opts_set_disk},
     {"inodes", parse_count, an_sandbox_opts_set_inodes},
+    {"max_lifetime", an_parse_duration_ms, an_sandbox_opts_set_max_lifetime},
   };
   if (!option) return an_error_set(err, EINVAL, "no option name");
   for (size_t i = 0; i < sizeof numeric / sizeof *numeric; i++)

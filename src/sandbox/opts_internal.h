@@ -20,6 +20,7 @@ struct an_sandbox_opts {
   uint64_t shm_size;        /* /dev/shm tmpfs, bytes (default AN_SANDBOX_SHM_SIZE_DEFAULT) */
   uint64_t lifetime_ms;
   uint64_t exec_timeout_ms; /* 0: the remaining lifetime */
+  uint64_t max_lifetime_ms; /* extend's bound on the whole lifetime; 0: default */
   uint64_t max_output;      /* bytes */
   uint64_t max_read;        /* bytes */
   uint64_t disk;            /* bytes: the workspace's quota */

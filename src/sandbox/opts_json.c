@@ -32,6 +32,7 @@ void an_sandbox_opts_gen(struct an_jgen *j, const struct an_sandbox_opts *o) {
   if (o->shm_size != AN_SANDBOX_SHM_SIZE_DEFAULT) an_jgen_kv_u64(j, "shm_size", o->shm_size);
   kv_ms(j, "timeout", o->lifetime_ms);
   if (o->exec_timeout_ms) kv_ms(j, "exec_timeout", o->exec_timeout_ms);
+  if (o->max_lifetime_ms) kv_ms(j, "max_lifetime", o->max_lifetime_ms);
   an_jgen_kv_u64(j, "max_output", o->max_output);
   an_jgen_kv_u64(j, "max_read", o->max_read);
   an_jgen_kv_u64(j, "disk", o->disk);
@@ -88,6 +89,7 @@ int an_sandbox_opts_dup(const struct an_sandbox_opts *o, struct an_sandbox_opts 
     .memory = o->memory, .millicpus = o->millicpus, .pids = o->pids, .tmp_size = o->tmp_size,
     .tmp_noexec = o->tmp_noexec, .shm_size = o->shm_size,
     .lifetime_ms = o->lifetime_ms, .exec_timeout_ms = o->exec_timeout_ms,
+    .max_lifetime_ms = o->max_lifetime_ms,
     .max_output = o->max_output, .max_read = o->max_read, .disk = o->disk, .inodes = o->inodes,
     .uid = o->uid, .gid = o->gid, .seccomp_unsafe = o->seccomp_unsafe, .landlock = o->landlock,
     .cdi_allow_hooks = o->cdi_allow_hooks,

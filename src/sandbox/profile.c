@@ -138,7 +138,7 @@ static int apply_key(struct an_sandbox_opts *o, const char *profile_path, const 
   static const char *const strings[] = {"image", "network", "workdir", "landlock"};
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
     if (strcmp(key, sizes[i]) == 0) return apply_quantity(o, key, v, "a size (\"512m\" or bytes)", err);
-  if (strcmp(key, "timeout") == 0 || strcmp(key, "exec_timeout") == 0)
+  if (strcmp(key, "timeout") == 0 || strcmp(key, "exec_timeout") == 0 || strcmp(key, "max_lifetime") == 0)
     return apply_quantity(o, key, v, "a duration (\"300s\" or seconds)", err);
   if (strcmp(key, "cpus") == 0) return apply_quantity(o, key, v, "a number like 1.5", err);
   if (strcmp(key, "env") == 0) return apply_env(o, v, err);

@@ -69,6 +69,24 @@ static void kill_checked(pid_t pid, uint64_t start, int sig) {
   an_error_free(&e);
 }
 
+/* The monitor: SIGTERM first, so that it kills and reaps the sessions it
+ * keeps (children of it: orphaned, they would stay zombies on a host whose
+ * pid 1 does not reap), up to 1 s; then SIGKILL. */
+static void stop_monitor(pid_t pid, uint64_t start) {
+  int fd = -1;
+  an_error_t e = NULL;
+  if (pid > 0 && an_process_pidfd_checked(pid, start, &fd, &e) == 0) {
+    if (an_process_signal(fd, SIGTERM, &e) == 0) {
+      struct pollfd p = {.fd = fd, .events = POLLIN};
+      while (poll(&p, 1, 1000) < 0 && errno == EINTR) {}
+    }
+    an_error_free(&e);
+    an_process_signal(fd, SIGKILL, &e);
+    close(fd);
+  }
+  an_error_free(&e);
+}
+
 /* SIGTERM to pid 1 (agentnest-init forwards it to every process) and wait
  * up to grace_ms for it to exit. */
 static void stop_with_grace(const struct an_sb_record *rec, uint64_t grace_ms) {
@@ -114,7 +132,7 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
   int first = 0;
 
   /* 1. the monitor (it never holds the lock while we do) */
-  if (have_rec && !skip_monitor && rec.monitor_pid) kill_checked(rec.monitor_pid, rec.monitor_start, SIGKILL);
+  if (have_rec && !skip_monitor && rec.monitor_pid) stop_monitor(rec.monitor_pid, rec.monitor_start);
   /* 2. processes: SIGTERM with grace, then the engine's forced delete */
   if (have_rec && grace_ms) stop_with_grace(&rec, grace_ms);
   char containers[PATH_MAX];

@@ -302,6 +302,19 @@ else
   na $G "agentnest exec (true)" "$why"; na $G "agentnest exec x2 concurrent (wall time of the pair)" "$why"
 fi
 
+# a call of `pass` in a live Python session vs exec of python3 -c pass (issue 13
+# item 1; DESIGN: a session call under 1 ms beyond the interpreter's own work)
+if [ -n "$LIVE" ] && have_an_cmd session && $ANR session start "$LIVE" --name bench >/dev/null 2>"$WORK/s.err"; then
+  measure $G "agentnest session run (python 'pass')" "$ANR session run $LIVE bench pass" \
+    '{"note":"one call in a live session; compare the published Docker session call (24 ms)"}'
+  measure $G "agentnest exec python3 -c pass" "$ANR exec $LIVE -- python3 -c pass" \
+    '{"note":"the same work as a fresh interpreter per call"}'
+else
+  why=${SB_WHY:-session start failed: $(tail -1 "$WORK/s.err" 2>/dev/null)}
+  [ -n "$LIVE" ] || why=${SB_WHY:-no live sandbox}
+  na $G "agentnest session run (python 'pass')" "$why"; na $G "agentnest exec python3 -c pass" "$why"
+fi
+
 # sequential throughput: create + exec + destroy, back to back.
 G=throughput
 thr() {  # METRIC CMD: THRU_N back-to-back cycles timed with hyperfine; rate = 1/mean

@@ -30,6 +30,7 @@
 #include "stream.h"
 #include "term.h"
 #include "util/fdcopy.h"
+#include "cli_proc.h"
 #include "util/cleanup.h"
 #include "util/units.h"
 
@@ -81,6 +82,8 @@ static const char exec_usage[] =
     "  --stream             print JSON Lines as output arrives: {\"type\":\"stdout\"|\"stderr\",\n"
     "                       \"data\":...} (base64 with \"encoding\":\"base64\" when not UTF-8),\n"
     "                       then one {\"type\":\"result\",...} with the --json members\n"
+    "  -d, --detach         start CMD in the background and print its handle (see\n"
+    "                       `agentnest proc --help`); with --json: {sandbox,handle,pid}\n"
     "  -h, --help           this help\n"
     "\n"
     "An option of ours after CMD is refused, not passed to CMD: put '--' before CMD to pass\n"
@@ -101,6 +104,7 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
       {"interactive", no_argument, NULL, 'i'},
       {"tty", no_argument, NULL, 't'},
       {"stdin", required_argument, NULL, CLI_OPT_STDIN},
+      {"detach", no_argument, NULL, 'd'},
       {"help", no_argument, NULL, 'h'},
       {0},
   };
@@ -109,7 +113,7 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
   struct an_exec_opts eo = {0};
   cleanup_free char **env = NULL;
   size_t nenv = 0;
-  bool json = g->json, stream = false, interactive = false;
+  bool json = g->json, stream = false, interactive = false, detach = false;
   const char *stdin_file = NULL;
   struct cli_stream st = {0};
   int c, r;
@@ -120,7 +124,7 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
    * operand after ID). */
   const char *id = NULL;
   while (optind < argc) {
-    c = getopt_long(argc, argv, "+:hit", longopts, NULL);
+    c = getopt_long(argc, argv, "+:hitd", longopts, NULL);
     if (c == -1) {
       if (!id && optind < argc && strcmp(argv[optind - 1], "--") != 0) {
         id = argv[optind++];
@@ -165,6 +169,9 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
     case CLI_OPT_STDIN:
       stdin_file = optarg;
       break;
+    case 'd':
+      detach = true;
+      break;
     default:
       return cli_command_option_error(cmd, c, argc, argv, form);
     }
@@ -173,6 +180,12 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
   if (optind >= argc) return cli_usage_error(cmd, "no command given (agentnest exec ID -- CMD [ARG...])");
   if ((r = cli_check_after_command(cmd, argc, argv, optind, longopts, form))) return r;
   if (json && stream) return cli_usage_error(cmd, "--json and --stream exclude each other");
+  if (detach && (stream || interactive || stdin_file || eo.tty))
+    return cli_usage_error(cmd, "--detach takes no -i, -t, --stdin or --stream (read its output with proc logs)");
+  if (detach) {
+    eo.env = env;
+    return cli_exec_detach(g, cmd, id, argv + optind, env, eo.workdir, json);
+  }
   if (interactive && stdin_file) return cli_usage_error(cmd, "-i and --stdin exclude each other");
   cleanup_close int in_fd = -1;
   if (stdin_file) {

@@ -33,6 +33,9 @@ int cmd_demo(struct an_global_opts *g, int argc, char **argv);
 int cmd_pool(struct an_global_opts *g, int argc, char **argv);
 int cmd_git(struct an_global_opts *g, int argc, char **argv);
 int cmd_audit(struct an_global_opts *g, int argc, char **argv);
+int cmd_session(struct an_global_opts *g, int argc, char **argv);
+int cmd_extend(struct an_global_opts *g, int argc, char **argv);
+int cmd_proc(struct an_global_opts *g, int argc, char **argv);
 
 #define AN_EXIT_RUNTIME 125
 #endif

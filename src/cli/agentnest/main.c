@@ -40,6 +40,9 @@ static const struct an_command commands[] = {
     {"pool", cmd_pool, "warm pools of ready sandboxes: start, ls, stop"},
     {"git", cmd_git, "git diff: a patch of a workspace repository, made inside the sandbox"},
     {"audit", cmd_audit, "print the store's audit log (every operation, kept after destroy)"},
+    {"session", cmd_session, "stateful Python and shell sessions in a live sandbox"},
+    {"proc", cmd_proc, "list, follow, signal and wait for detached processes (exec --detach)"},
+    {"extend", cmd_extend, "extend a live sandbox's lifetime (bounded by its max_lifetime)"},
 };
 
 static void usage(FILE *f) {

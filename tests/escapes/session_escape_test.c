@@ -1,0 +1,191 @@
+/* tests/escapes/session_escape_test.c — a session gives the sandbox
+ * nothing a plain exec does not: the monitor's control socket is host-only
+ * (0700 directory, 0600 socket, not reachable by any path or unix socket
+ * list inside), the helper runs with exactly an exec's identity,
+ * capabilities, no_new_privs and seccomp (compared field by field in
+ * /proc/self/status), and frames the code forges on the helper's own
+ * socket are not obeyed.  Images from the cache; skips without them. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "agentnest.h"
+#include "agentnest/sandbox.h"
+#include "agentnest/session.h"
+#include "store_fixture.h"
+#include "util.h"
+
+static char g_root[PATH_MAX];
+static char g_cli[PATH_MAX];
+
+static void setup(void) {
+  an_test_lib_env(g_cli, sizeof g_cli);
+  snprintf(g_root, sizeof g_root, "/tmp/an-sessesc-%d", (int) getppid());
+  an_test_store_make(g_root);
+  an_test_store_image(g_root, "busybox", false);
+  if (!an_test_store_image(g_root, "python", true)) cr_skip_test("no python image in the cache");
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
+  (void) stats;
+  char root[PATH_MAX];
+  snprintf(root, sizeof root, "/tmp/an-sessesc-%d", (int) getpid());
+  an_test_store_remove(root);
+}
+
+TestSuite(session_escape, .init = setup, .timeout = 120);
+
+static struct an_sandbox *make_sb(const char *image, const char *secret) {
+  struct an_sandbox_opts *o = NULL;
+  an_error_t err = NULL;
+  cr_assert(an_sandbox_opts_new(&o, &err) == 0);
+  cr_assert(an_sandbox_opts_set_image(o, image, &err) == 0);
+  if (secret) cr_assert(an_sandbox_opts_add_secret(o, "API_TOKEN", secret, &err) == 0);
+  struct an_sandbox *sb = NULL;
+  cr_assert(an_sandbox_create(g_root, o, &sb, &err) == 0, "create: %s", err ? err->msg : "");
+  an_sandbox_opts_free(o);
+  return sb;
+}
+
+static void destroy(struct an_sandbox *sb) {
+  an_error_t err = NULL;
+  cr_expect(an_sandbox_destroy(sb, 0, &err) == 0, "destroy: %s", err ? err->msg : "");
+  an_error_free(&err);
+  an_sandbox_close(sb);
+}
+
+static void start(struct an_sandbox *sb, enum an_session_kind kind, const char *name) {
+  an_error_t err = NULL;
+  int r = an_session_start(sb, kind, name, 0, NULL, &err);
+  cr_assert(r == 0, "session start %s: %s", name, err ? err->msg : "");
+}
+
+static struct an_session_result call(struct an_sandbox *sb, const char *name, const char *code,
+                                     uint64_t timeout_ms) {
+  struct an_session_run_opts ro = {.timeout_ms = timeout_ms, .grace_ms = 1000};
+  struct an_session_result res;
+  an_error_t err = NULL;
+  int r = an_session_run(sb, name, code, strlen(code), &ro, &res, &err);
+  cr_assert(r == 0, "session run %s: %s", code, err ? err->msg : "");
+  return res;
+}
+
+
+static char *field_lines(const char *status) {
+  static const char *const keys[] = {"Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:",
+                                     "CapBnd:", "CapAmb:", "NoNewPrivs:", "Seccomp:",
+                                     "Seccomp_filters:", NULL};
+  char *out = calloc(1, strlen(status) + 1);
+  cr_assert(out);
+  for (const char *l = status; l && *l;) {
+    const char *nl = strchr(l, '\n');
+    size_t n = nl ? (size_t) (nl - l + 1) : strlen(l);
+    for (size_t k = 0; keys[k]; k++)
+      if (!strncmp(l, keys[k], strlen(keys[k]))) strncat(out, l, n);
+    l += n;
+  }
+  return out;
+}
+
+static char *exec_out(struct an_sandbox *sb, char *const argv[]) {
+  struct an_exec_result res;
+  an_error_t err = NULL;
+  cr_assert(an_sandbox_exec(sb, argv, NULL, &res, &err) == 0, "exec: %s", err ? err->msg : "");
+  cr_assert_eq(res.status, 0, "stderr: %s", res.output.stderr_buf);
+  char *s = strdup(res.output.stdout_buf);
+  an_exec_result_release(&res);
+  return s;
+}
+
+Test(session_escape, helper_has_exactly_the_confinement_of_an_exec) {
+  struct an_sandbox *sb = make_sb("python", NULL);
+  start(sb, AN_SESSION_PYTHON, "py");
+  start(sb, AN_SESSION_SHELL, "sh");
+  char *pyargv[] = {"python3", "-c", "print(open('/proc/self/status').read(), end='')", NULL};
+  char *shargv[] = {"cat", "/proc/self/status", NULL};
+  char *e_py = exec_out(sb, pyargv), *e_sh = exec_out(sb, shargv);
+  struct an_session_result p = call(sb, "py", "print(open('/proc/self/status').read(), end='')", 0);
+  struct an_session_result s = call(sb, "sh", "cat /proc/self/status", 0);
+  char *a = field_lines(e_py), *b = field_lines(p.output.stdout_buf);
+  cr_expect(strstr(a, "Uid:\t65532") && strstr(a, "CapEff:\t0000000000000000") &&
+                strstr(a, "NoNewPrivs:\t1") && strstr(a, "Seccomp:\t2"), "exec: %s", a);
+  cr_expect_str_eq(b, a, "python session vs exec:\n%s\nvs\n%s", b, a);
+  char *c = field_lines(e_sh), *d = field_lines(s.output.stdout_buf);
+  cr_expect_str_eq(d, c, "shell session vs exec:\n%s\nvs\n%s", d, c);
+  free(a); free(b); free(c); free(d); free(e_py); free(e_sh);
+  an_session_result_release(&p);
+  an_session_result_release(&s);
+  destroy(sb);
+}
+
+Test(session_escape, control_socket_is_unreachable_from_inside) {
+  struct an_sandbox *sb = make_sb("python", NULL);
+  start(sb, AN_SESSION_PYTHON, "py");
+  char dir[PATH_MAX + 64], sock[PATH_MAX + 96];
+  snprintf(dir, sizeof dir, "%s/sandboxes/%s/control", g_root, an_sandbox_id(sb));
+  snprintf(sock, sizeof sock, "%s/control.sock", dir);
+  struct stat st;
+  cr_assert(stat(dir, &st) == 0);
+  cr_expect(st.st_uid == 0 && (st.st_mode & 0777) == 0700, "control dir mode %o", st.st_mode & 0777);
+  cr_assert(stat(sock, &st) == 0 && S_ISSOCK(st.st_mode));
+  cr_expect((st.st_mode & 0777) == 0600, "socket mode %o", st.st_mode & 0777);
+  /* inside: no path to it, no listing of it, no socket named so anywhere */
+  char code[4 * PATH_MAX + 1024];
+  snprintf(code, sizeof code,
+           "import os, socket, stat\n"
+           "found = []\n"
+           "for top in ('/', '/workspace', '/run', '/tmp'):\n"
+           "    for d, subdirs, files in os.walk(top):\n"
+           "        if d.startswith(('/proc', '/sys')): subdirs[:] = []; continue\n"
+           "        for f in files:\n"
+           "            p = os.path.join(d, f)\n"
+           "            try:\n"
+           "                if f == 'control.sock' or stat.S_ISSOCK(os.lstat(p).st_mode): found.append(p)\n"
+           "            except OSError: pass\n"
+           "unix = open('/proc/net/unix').read()\n"
+           "s = socket.socket(socket.AF_UNIX)\n"
+           "try:\n"
+           "    s.connect('%s'); conn = 'connected'\n"
+           "except OSError as e:\n"
+           "    conn = type(e).__name__\n"
+           "(found, 'control.sock' in unix, conn)", sock);
+  struct an_session_result r = call(sb, "py", code, 60000);
+  cr_assert(r.value_repr, "error: %s", r.error_traceback ? r.error_traceback : "");
+  cr_expect_str_eq(r.value_repr, "([], False, 'FileNotFoundError')");
+  an_session_result_release(&r);
+  destroy(sb);
+}
+
+Test(session_escape, forged_frames_on_the_helper_socket_are_not_obeyed) {
+  struct an_sandbox *sb = make_sb("python", NULL);
+  start(sb, AN_SESSION_PYTHON, "py");
+  /* fd 3 is the helper's socket: the code writes a fake result and
+   * control requests on it; the call's real result still comes, and the
+   * session (and the monitor) ignore the rest */
+  struct an_session_result r = call(sb, "py",
+      "import os\n"
+      "for doc in (b'{\"id\":1,\"type\":\"result\",\"status\":99}', b'{\"op\":\"session.stop\",\"name\":\"py\"}',\n"
+      "            b'{\"op\":\"extend\",\"deadline_ms\":99999999999999}', b'garbage'):\n"
+      "    os.write(3, b'%d:%s,' % (len(doc), doc))\n"
+      "'real'", 0);
+  cr_expect_eq(r.status, 0);
+  cr_expect_str_eq(r.value_repr, "'real'");
+  an_session_result_release(&r);
+  struct an_session_result r2 = call(sb, "py", "'alive'", 0);
+  cr_expect_str_eq(r2.value_repr, "'alive'");
+  an_session_result_release(&r2);
+  /* broken framing: the session is lost, nothing else is */
+  struct an_session_result r3 = call(sb, "py", "import os; os.write(3, b'x:y,'); import time; time.sleep(5)", 0);
+  cr_expect(r3.session_lost, "status %d", r3.status);
+  an_session_result_release(&r3);
+  start(sb, AN_SESSION_PYTHON, "py");
+  destroy(sb);
+}
