@@ -37,6 +37,7 @@ static const struct an_command commands[] = {
     {"policy", cmd_policy, "explain what each profile enforces, and what not, on this host"},
     {"profiles", cmd_profiles, "list the shipped profiles: purpose and key limits"},
     {"demo", cmd_demo, "a narrated tour on the default image"},
+    {"mcp", cmd_mcp, "serve the Model Context Protocol on stdio (agent tools)"},
 };
 
 static void usage(FILE *f) {
