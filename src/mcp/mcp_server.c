@@ -339,7 +339,10 @@ int an_mcp_serve(const struct an_mcp_opts *o, an_error_t *err) {
     for (size_t i = 0; i < s.ncalls; i++) p[2 + i] = (struct pollfd){.fd = an_api_job_fd(s.calls[i].job), .events = POLLIN};
     int n = poll(p, 2 + s.ncalls, s.ncalls ? 200 : -1);
     if (n < 0 && errno != EINTR) break;
-    if (n > 0 && p[1].revents) s.signalled = true;
+    if (n > 0 && p[1].revents) {
+      struct signalfd_siginfo si;   /* consumed: not delivered when the mask is restored */
+      while (read(sigfd, &si, sizeof si) == (ssize_t) sizeof si) s.signalled = true;
+    }
     if (n > 0 && p[0].revents) read_input(&s);
     for (size_t i = s.ncalls; i-- > 0;) {
       an_error_t e = NULL;
