@@ -42,11 +42,12 @@
  * makes the sandbox "owned" (an_sandbox_create_owned semantics: its
  * monitor tears it down when its owner process dies) and the worker that
  * made it stays alive as that owner ("keeper": it blocks reading
- * lifeline_fd, which only the front end holds open for writing, and dies
- * with the front end through PR_SET_PDEATHSIG).  So when the front end ends
+ * lifeline_fd, which only the front end holds open for writing: EOF when
+ * the front end process is gone, whichever of its threads forked it).  So when the front end ends
  * in any way — stdin EOF, SIGTERM, SIGKILL — every sandbox it created is
  * destroyed by its own monitor, and `agentnest prune` removes whatever a
- * monitor could not ("creator dead").  `agentnest mcp` uses this.  (fork's copy is an ordinary sandbox:
+ * monitor could not ("creator dead").  `agentnest mcp` and `agentnest
+ * serve` use this.  (fork's copy is an ordinary sandbox:
  * the front end destroys it when it ends normally; after a SIGKILL its
  * lifetime, capped by max_lifetime_ms, ends it.)
  *
@@ -177,10 +178,13 @@ int an_api_job_finish(struct an_api_job *job, char **output, size_t *len, pid_t 
 /* Kill a job still running (SIGKILL), reap it, free everything.  NULL allowed. */
 void an_api_job_free(struct an_api_job *job);
 
-/* Start, wait (cancelled when cancel_fd, if >= 0, becomes readable) and
- * finish: an_api_job_finish's results.  For threaded front ends. */
+/* Start, wait and finish: an_api_job_finish's results.  The call is
+ * cancelled when cancel_fd (>= 0) reports one of cancel_events in poll(2)
+ * (POLLIN for a pipe; POLLRDHUP for a client socket: its peer closed) or
+ * POLLHUP/POLLERR.  For threaded front ends (each thread its own call). */
 int an_api_call_sync(const struct an_api_ctx *ctx, const struct an_api_op *op, const char *input,
-                     size_t input_len, int cancel_fd, char **output, size_t *len, an_error_t *err);
+                     size_t input_len, int cancel_fd, short cancel_events, char **output, size_t *len,
+                     an_error_t *err);
 
 /* ---- documents generated from the table ----------------------------------------------------- */
 

@@ -101,6 +101,10 @@ static int worker_run(const struct an_api_ctx *ctx, const struct an_api_op *op, 
   size_t dlen = 0;
   if (r >= 0 && yajl_gen_get_buf(g, &doc, &dlen) != yajl_gen_status_ok)
     r = an_error_set(&err, EINVAL, "%s: result: not valid JSON (a string is not UTF-8?)", op->name);
+  /* An owner of a sandbox must outlive the thread that forked it (serve's
+   * connection threads end with their request): from here it ends when the
+   * lifeline reads EOF, i.e. when the front end process is gone, however. */
+  if (r >= 0 && call.keep_alive && ctx->lifeline_fd >= 0) prctl(PR_SET_PDEATHSIG, 0);
   if (warns.len) write_all(FD_RESULT, warns.text, warns.len);
   if (r >= 0) {
     if (call.keep_alive && ctx->lifeline_fd >= 0) write_all(FD_RESULT, "KEEP\n", 5);
@@ -254,9 +258,9 @@ int an_api_job_finish(struct an_api_job *job, char **output, size_t *len, pid_t 
   int status = 0;
   if (!keep) reap(job, &status);
   if (!strncmp(p, "OK\n", 3)) {
-    if (keep && keeper_pid) {
-      *keeper_pid = job->pid;
-      job->reaped = true;     /* the caller reaps the keeper */
+    if (keep) {
+      if (keeper_pid) *keeper_pid = job->pid;
+      job->reaped = true;     /* the caller reaps the keeper (waitpid) */
     }
     size_t n = job->len - (size_t) (p + 3 - job->buf);
     char *doc = malloc(n + 1);
@@ -297,14 +301,15 @@ void an_api_job_free(struct an_api_job *job) {
 }
 
 int an_api_call_sync(const struct an_api_ctx *ctx, const struct an_api_op *op, const char *input,
-                     size_t input_len, int cancel_fd, char **output, size_t *len, an_error_t *err) {
+                     size_t input_len, int cancel_fd, short cancel_events, char **output, size_t *len,
+                     an_error_t *err) {
   struct an_api_job *job = NULL;
   int r = an_api_job_start(ctx, op, input, input_len, &job, err);
   if (r < 0) return r;
   while ((r = an_api_job_pump(job, err)) == 0) {
-    struct pollfd p[2] = {{.fd = job->result_fd, .events = POLLIN}, {.fd = cancel_fd, .events = POLLIN}};
+    struct pollfd p[2] = {{.fd = job->result_fd, .events = POLLIN}, {.fd = cancel_fd, .events = cancel_events}};
     int n = poll(p, cancel_fd >= 0 ? 2 : 1, 500);
-    if (n > 0 && cancel_fd >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) an_api_job_cancel(job, 2000);
+    if (n > 0 && cancel_fd >= 0 && (p[1].revents & (cancel_events | POLLHUP | POLLERR))) an_api_job_cancel(job, 2000);
     an_api_job_tick(job);
   }
   if (r >= 0) r = an_api_job_finish(job, output, len, NULL, err);

@@ -303,7 +303,7 @@ static void destroy_owned(struct mcp_server *s) {
     char in[128], *out = NULL;
     an_error_t err = NULL;
     snprintf(in, sizeof in, "{\"sandbox\":\"%s\",\"grace_ms\":500}", s->own[i].id);
-    if (an_api_call_sync(&ctx, destroy, in, strlen(in), -1, &out, NULL, &err) < 0)
+    if (an_api_call_sync(&ctx, destroy, in, strlen(in), -1, 0, &out, NULL, &err) < 0)
       mcp_log(s, "mcp: destroy %s: %s (its monitor ends it with its owner)", s->own[i].id,
               err && err->msg ? err->msg : "failed");
     else mcp_log(s, "mcp: destroyed %s", s->own[i].id);

@@ -38,6 +38,7 @@ static const struct an_command commands[] = {
     {"profiles", cmd_profiles, "list the shipped profiles: purpose and key limits"},
     {"demo", cmd_demo, "a narrated tour on the default image"},
     {"mcp", cmd_mcp, "serve the Model Context Protocol on stdio (agent tools)"},
+    {"serve", cmd_serve, "serve the authenticated HTTP API (OpenAPI 3.1)"},
 };
 
 static void usage(FILE *f) {
