@@ -234,6 +234,10 @@ static void gen_self(yajl_gen g) {
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
+  s(g, "405");
+  yajl_gen_map_open(g);
+  s(g, "$ref"), s(g, "#/components/responses/Error");
+  yajl_gen_map_close(g);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
