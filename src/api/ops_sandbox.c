@@ -37,6 +37,15 @@ static int create_opts(struct an_api_call *call, yajl_val in, struct an_sandbox_
                      "\"profile\" and \"image\" may not be given", ctx->profile);
     goto fail;
   }
+  /* a client names a shipped profile, never a file: a path would let it load a profile it
+   * wrote itself (in a workspace) with seccomp_unsafe or network full */
+  bool named = profile && *profile && strlen(profile) <= 64;
+  for (const char *p = profile; named && *p; p++)
+    named = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || ((*p == '_' || *p == '-') && p != profile);
+  if (profile && !named) {
+    r = an_error_set(err, EINVAL, "create: \"profile\": a profile name [a-z0-9][a-z0-9_-]* (not a path)");
+    goto fail;
+  }
   if (ctx->profile) profile = ctx->profile;
   if (profile && (r = an_sandbox_opts_load_profile(o, profile, ctx->profiles_dir, err)) < 0) goto fail;
   static const char *const text_keys[] = {"image", "name", "memory", "cpus", "timeout",

@@ -155,3 +155,23 @@ Test(api, an_operation_error_keeps_its_errno_and_message) {
   cr_assert(strstr(msg, "\"sandbox\" is required"), "%s", msg);
   free(msg);
 }
+
+/* A client names shipped profiles only: a path would load a profile it wrote itself
+ * (e.g. in a workspace) with seccomp_unsafe or network full. */
+Test(api, create_refuses_a_profile_given_as_a_path) {
+  struct an_api_ctx c = ctx();
+  char prof[400], in[600];
+  snprintf(prof, sizeof prof, "%s/evil.json", bf_work);
+  FILE *f = fopen(prof, "w");
+  cr_assert_not_null(f);
+  fputs("{\"image\":\"python\",\"seccomp_unsafe\":true}", f);
+  fclose(f);
+  snprintf(in, sizeof in, "{\"profile\":\"%s\"}", prof);
+  int r;
+  char *msg = call(&c, "create", in, &r);
+  cr_assert_eq(r, -EINVAL, "a profile path was accepted: %d %s", r, msg);
+  cr_assert(strstr(msg, "not a path"), "%s", msg);
+  free(msg);
+  cr_assert_eq(bf_an("ls --json"), 0);
+  cr_assert(!strstr(bf_out, "\"id\""), "a sandbox was made: %s", bf_out);
+}

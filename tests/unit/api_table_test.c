@@ -58,6 +58,7 @@ Test(api_table, validator_refuses_bad_input_naming_the_member) {
   refuses("exec", "{\"sandbox\":\"a\",\"argv\":[\"x\"],\"env\":{\"K\":1}}", "\"K\": expected a string");
   refuses("run_code", "{\"code\":\"x\",\"language\":\"ruby\"}", "not one of the allowed values");
   refuses("create", "[]", "expected an object");
+  refuses("create", "{\"memory\":1}", "expected a string");
   refuses("restore", "{\"sandbox\":\"a\",\"snapshot\":\"abc\"}", "shorter than 64");
   yajl_val v = NULL;
   an_error_t err = NULL;
