@@ -19,13 +19,16 @@
  * the server, dies with it: api.h SANDBOXES TIED TO THE FRONT END) and
  * `agentnest prune` removes what is left.
  *
- * Single-threaded; writes only to out_fd; never exits the process. */
+ * an_mcp_serve is single-threaded and writes only to out_fd; an_mcp_http_message
+ * (the Streamable HTTP transport) may run on several threads at once, one
+ * message each.  Neither exits the process. */
 #ifndef AN_MCP_MCP_H
 #define AN_MCP_MCP_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "agentnest/api.h"
 
 struct an_mcp_opts {
@@ -41,6 +44,28 @@ struct an_mcp_opts {
  * Returns 0, or a negative errno with *err (a write to out_fd failed: the
  * client is gone; cleanup still ran). */
 int an_mcp_serve(const struct an_mcp_opts *opts, an_error_t *err);
+
+/* One POST of the Streamable HTTP transport (mcp_http.c; `agentnest serve`
+ * at /mcp).  api.may_use / lifeline come from the front end; owned lists the
+ * ids the client has (nowned); on_created / on_destroyed are told what a
+ * call made or removed (the keeper pid is the caller's to reap).  *resp: the
+ * JSON-RPC response (heap; "" for a notification: answer 202).  The call is
+ * cancelled when cancel_fd reports cancel_events. */
+struct an_mcp_http {
+  struct an_api_ctx api;
+  const char *const *allow_tools;
+  size_t max_sandboxes;
+  const char *const *owned;
+  size_t nowned;
+  int cancel_fd;
+  short cancel_events;
+  int log_fd;
+  void (*on_created)(void *data, const char *id, pid_t keeper);
+  void (*on_destroyed)(void *data, const char *id);
+  void *hook_data;
+};
+int an_mcp_http_message(const struct an_mcp_http *h, const char *body, size_t len, char **resp,
+                        size_t *resp_len, an_error_t *err);
 
 /* The MCP revisions this server speaks, newest first, NULL-terminated. */
 extern const char *const an_mcp_versions[];

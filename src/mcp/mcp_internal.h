@@ -35,9 +35,15 @@ struct mcp_server {
   size_t ncalls;
   char *in;
   size_t inlen, incap;
-  bool skipping, eof, client_gone, signalled, initialized;
+  bool skipping, eof, client_gone, signalled, initialized, no_progress;
   char version[16];
+  /* the HTTP transport's hooks: the serve front end owns what a call made */
+  void (*on_created)(void *data, const char *id, pid_t keeper);
+  void (*on_destroyed)(void *data, const char *id);
+  void *hook_data;
 };
+
+void mcp_finish_calls(struct mcp_server *s, int cancel_fd, short cancel_events);
 
 void mcp_handle_message(struct mcp_server *s, const char *line, size_t len);
 void mcp_tools_call(struct mcp_server *s, const struct rpc_id *id, yajl_val params);

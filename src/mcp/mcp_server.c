@@ -216,8 +216,15 @@ static void call_done(struct mcp_server *s, size_t i) {
     an_error_t e2 = NULL;
     if (an_json_parse(out, len, "result", &v, &e2) >= 0) {
       const char *sid = an_json_member_str(v, "id");
-      if (sid && (c->op->flags & AN_API_OP_CREATES)) own_add(s, sid, keeper), keeper = 0;
-      if (sid && (c->op->flags & AN_API_OP_DESTROYS)) own_remove(s, sid);
+      if (sid && (c->op->flags & AN_API_OP_CREATES)) {
+        if (s->on_created) s->on_created(s->hook_data, sid, keeper), own_add(s, sid, 0);
+        else own_add(s, sid, keeper);
+        keeper = 0;
+      }
+      if (sid && (c->op->flags & AN_API_OP_DESTROYS)) {
+        own_remove(s, sid);
+        if (s->on_destroyed) s->on_destroyed(s->hook_data, sid);
+      }
       yajl_tree_free(v);
     }
     an_error_free(&e2);
@@ -238,7 +245,7 @@ static void call_done(struct mcp_server *s, size_t i) {
 
 static void send_progress(struct mcp_server *s, struct mcp_call *c) {
   uint64_t el = an_api_job_elapsed_ms(c->job);
-  if (!c->token.present || c->cancelled || el < c->next_progress_ms) return;
+  if (s->no_progress || !c->token.present || c->cancelled || el < c->next_progress_ms) return;
   c->next_progress_ms = el + 1000;
   c->progress++;
   yajl_gen g = rpc_begin();
@@ -257,6 +264,26 @@ static void send_progress(struct mcp_server *s, struct mcp_call *c) {
   gstr(g, msg);
   yajl_gen_map_close(g);
   mcp_send(s, g);
+}
+
+/* Run the calls in flight to their end (the Streamable HTTP transport: one
+ * request, its response); cancelled when cancel_fd reports cancel_events. */
+void mcp_finish_calls(struct mcp_server *s, int cancel_fd, short cancel_events) {
+  while (s->ncalls) {
+    struct pollfd p[MCP_MAX_CALLS + 1];
+    for (size_t i = 0; i < s->ncalls; i++) p[i] = (struct pollfd){.fd = an_api_job_fd(s->calls[i].job), .events = POLLIN};
+    p[s->ncalls] = (struct pollfd){.fd = cancel_fd, .events = cancel_events};
+    int n = poll(p, s->ncalls + (cancel_fd >= 0), 500);
+    bool gone = n > 0 && cancel_fd >= 0 && (p[s->ncalls].revents & (cancel_events | POLLHUP | POLLERR));
+    for (size_t i = s->ncalls; i-- > 0;) {
+      if (gone && !s->calls[i].cancelled) s->calls[i].cancelled = true, an_api_job_cancel(s->calls[i].job, 2000);
+      an_error_t e = NULL;
+      int r = an_api_job_pump(s->calls[i].job, &e);
+      an_error_free(&e);
+      an_api_job_tick(s->calls[i].job);
+      if (r != 0) call_done(s, i);
+    }
+  }
 }
 
 /* ---- the loop ---------------------------------------------------------------------------- */

@@ -2,7 +2,8 @@
  * (Debian's libmicrohttpd12: a small, long-maintained C server with
  * thread-per-connection mode, connection limits and timeouts built in).
  * Routes are generated from the operations table (agentnest/api.h) under
- * /v1, plus raw file transfer and /v1/openapi.json (an_api_openapi).
+ * /v1, plus raw file transfer and /v1/openapi.json (an_api_openapi), and
+ * POST /mcp: MCP's Streamable HTTP transport (src/mcp/mcp_http.c).
  *
  * Authentication: "Authorization: Bearer TOKEN" against the tokens file,
  * compared in constant time (SHA-256 of both, CRYPTO_memcmp, every entry

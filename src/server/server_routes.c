@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 #include "server_internal.h"
+#include "mcp/mcp.h"
 #include "util/json_tree.h"
 
 struct srv_req {
@@ -339,8 +340,70 @@ done:
   return ret;
 }
 
+/* ---- MCP Streamable HTTP at /mcp ----------------------------------------------------------- */
+
+struct mcp_hook { struct srv *s; long token; };
+static void mcp_created(void *data, const char *id, pid_t keeper) {
+  struct mcp_hook *h = data;
+  owned_add(h->s, id, h->token, keeper);
+}
+static void mcp_destroyed(void *data, const char *id) { owned_remove(((struct mcp_hook *) data)->s, id); }
+
+static enum MHD_Result mcp_post(struct srv *s, struct srv_req *q, struct MHD_Connection *c, const char *method,
+                                const char *url) {
+  if (strcmp(method, "POST"))   /* no server-initiated SSE stream, no session to delete */
+    return respond_error(s, q, c, method, url, 405, 0, "this server answers POST /mcp only", "Allow", "POST");
+  if (atomic_fetch_add(&s->inflight, 1) >= s->max_concurrent) {
+    atomic_fetch_sub(&s->inflight, 1);
+    return respond_error(s, q, c, method, url, 503, 0, "too many calls in flight (--max-concurrent); retry", "Retry-After", "1");
+  }
+  struct owned_view v = {0};
+  enum MHD_Result ret = MHD_NO;
+  if (owned_view(s, q->token, &v) < 0) goto out;
+  const char **ids = calloc(v.n + 1, sizeof *ids);
+  if (!ids) goto out;
+  for (size_t i = 0; i < v.n; i++) ids[i] = v.ids[i];
+  struct mcp_hook hook = {s, q->token};
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  struct an_mcp_http h = {.api = s->ctx, .max_sandboxes = s->tokens[q->token].max_sandboxes,
+                          .owned = ids, .nowned = v.n, .cancel_fd = ci ? ci->connect_fd : -1,
+                          .cancel_events = POLLRDHUP, .log_fd = -1, .on_created = mcp_created,
+                          .on_destroyed = mcp_destroyed, .hook_data = &hook};
+  h.api.may_use = view_may_use;
+  h.api.may_use_data = &v;
+  char *resp = NULL;
+  size_t rlen = 0;
+  an_error_t err = NULL;
+  int r = an_mcp_http_message(&h, q->body ? q->body : "", q->len, &resp, &rlen, &err);
+  free(ids);
+  if (r < 0) {
+    ret = respond_error(s, q, c, method, url, 500, -r, err ? err->msg : NULL, NULL, NULL);
+    an_error_free(&err);
+  } else if (!rlen) {
+    free(resp);
+    srv_log(s, q, method, url, 202);
+    ret = respond(c, 202, "application/json", NULL, 0, NULL, NULL);
+  } else {
+    char sid[33] = "";
+    if (strstr(resp, "\"serverInfo\"")) {   /* the initialize response: a session id */
+      unsigned char rnd[16];
+      FILE *f = fopen("/dev/urandom", "re");
+      if (f && fread(rnd, 1, sizeof rnd, f) == sizeof rnd)
+        for (int i = 0; i < 16; i++) snprintf(sid + 2 * i, 3, "%02x", rnd[i]);
+      if (f) fclose(f);
+    }
+    srv_log(s, q, method, url, 200);
+    ret = respond(c, 200, "application/json", resp, rlen, *sid ? "Mcp-Session-Id" : NULL, sid);
+  }
+out:
+  free(v.ids);
+  atomic_fetch_sub(&s->inflight, 1);
+  return ret;
+}
+
 static enum MHD_Result route(struct srv *s, struct srv_req *q, struct MHD_Connection *c, const char *method,
                              const char *url) {
+  if (!strcmp(url, "/mcp")) return mcp_post(s, q, c, method, url);
   const char *path = url + 3;   /* after "/v1" */
   char sandbox[80];
   /* raw files: /v1/sandboxes/{sandbox}/files/{path...} with GET or PUT */
@@ -394,7 +457,7 @@ enum MHD_Result srv_handle(void *cls, struct MHD_Connection *c, const char *url,
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     if (cl && strtoull(cl, NULL, 10) > s->max_body)
       return respond_error(s, q, c, method, url, 413, EFBIG, "request body over --max-body", NULL, NULL);
-    if (strncmp(url, "/v1/", 4))
+    if (strncmp(url, "/v1/", 4) && strcmp(url, "/mcp"))
       return respond_error(s, q, c, method, url, 404, 0, "no such route (see /v1/openapi.json)", NULL, NULL);
     return MHD_YES;
   }

@@ -74,3 +74,21 @@ Test(mcp, official_sdk_client_drives_every_tool_and_nothing_is_left) {
   free(out);
   free(err);
 }
+
+/* The same SDK over the Streamable HTTP transport of `agentnest serve` (/mcp). */
+Test(mcp, official_sdk_client_over_streamable_http_on_serve) {
+  const char *dir = mcp_dir();
+  int port = 20000 + (int) ((getpid() + 7919) % 20000);
+  int st = an_test_sh("cd '%s' && node mcp_http_client.mjs '%s' '%s' '%s' %d >'%s/.node.out' 2>&1", dir,
+                      bf_an_bin, bf_root, bf_work, port, bf_work);
+  char p[700];
+  snprintf(p, sizeof p, "%s/.node.out", bf_work);
+  char *out = an_test_read_file(p, NULL);
+  cr_log_info("%s", out ? out : "");
+  cr_assert_eq(st, 0, "mcp_http_client.mjs failed:\n%s", out ? out : "");
+  cr_assert(out && strstr(out, "\n1.."), "the script did not finish its plan");
+  free(out);
+  cr_assert_eq(bf_an("ls --json"), 0);
+  cr_assert(!strstr(bf_out, "\"id\""), "sandboxes left in the store: %s", bf_out);
+  bf_assert_nothing_left();
+}
