@@ -32,7 +32,7 @@ async function until(pred, what, ms = 30000) {
 }
 
 // ---- the SDK client ----------------------------------------------------------------------
-const transport = new StdioClientTransport({ command: bin, args: ['--root', root, 'mcp', '--max-sandboxes', '4'], stderr: 'inherit' });
+const transport = new StdioClientTransport({ command: bin, args: ['--root', root, 'mcp', '--max-sandboxes', '4', '--max-lifetime', '20m'], stderr: 'inherit' });
 const client = new Client({ name: 'agentnest-test', version: '1.0.0' });
 await client.connect(transport);
 ok(client.getServerVersion()?.name === 'agentnest', 'initialize: serverInfo', client.getServerVersion());
@@ -63,8 +63,9 @@ ok(!r.isError && r.structuredContent.stdout === '42\n' && r.structuredContent.ex
 r = await call('run_code', { language: 'shell', code: 'echo hi; exit 3' });
 ok(r.structuredContent.stdout === 'hi\n' && r.structuredContent.exit_code === 3, 'run_code one-shot shell, exit status', r);
 
-r = await call('create', { memory: '256m', timeout: '10m' });
+r = await call('create', { memory: '256m', timeout: '10h' });
 ok(!r.isError && /^[0-9a-f]{12}$/.test(r.structuredContent.id), 'create', r);
+ok(r.structuredContent.deadline_ms <= Date.now() + 21 * 60 * 1000, '--max-lifetime 20m caps a 10h lifetime', r.structuredContent);
 const sb = r.structuredContent.id; saw(sb);
 r = await call('write_file', { sandbox: sb, path: 'dir/hello.txt', content: 'hello from mcp\n' });
 ok(!r.isError && r.structuredContent.size === 15, 'write_file', r);
