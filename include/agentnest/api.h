@@ -34,9 +34,10 @@
  *     sandbox.h EXEC), and the worker ends with the front end
  *     (PR_SET_PDEATHSIG);
  *   - one call that crashes cannot take the server down.
- * The cost is one fork per call (~0.2 ms for a small front end), measured in
- * `make bench`.  tests/integration/api_test.c checks that two execs on two
- * sandboxes run at once from threads, and that a cancelled call ends.
+ * The cost is one fork per call (not yet a `make bench` row).
+ * tests/integration/api_test.c checks that calls from two threads on two
+ * sandboxes run at once and stay apart, and that a cancelled call ends and
+ * kills its command.
  *
  * SANDBOXES TIED TO THE FRONT END.  With ctx->lifeline_fd >= 0, create
  * makes the sandbox "owned" (an_sandbox_create_owned semantics: its
