@@ -145,7 +145,7 @@ demo: deps
 	$(MAKE) all images
 	./scripts/demo.sh
 
-install: all
+install: all $(BUILD)/openapi.json
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)/agentnest \
 	  $(DESTDIR)$(DATADIR)/profiles/seccomp $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(BUILD)/agentnest $(BUILD)/agentnest-oci $(BUILD)/agentnest-init $(DESTDIR)$(BINDIR)/
@@ -158,6 +158,11 @@ install: all
 	install -m 0644 profiles/*.json $(DESTDIR)$(DATADIR)/profiles/
 	install -m 0644 profiles/seccomp/*.json $(DESTDIR)$(DATADIR)/profiles/seccomp/
 	install -m 0644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(BUILD)/openapi.json $(DESTDIR)$(DATADIR)/openapi.json
+
+# The HTTP API's OpenAPI 3.1 document, generated from the operations table (src/api/).
+$(BUILD)/openapi.json: $(BUILD)/agentnest
+	$(BUILD)/agentnest serve --openapi > $@.tmp && mv $@.tmp $@
 
 clean:
 	rm -rf build build-asan

@@ -13,6 +13,9 @@ PACKAGES=(
   libnftables-dev libssl-dev libldns-dev libmicrohttpd-dev
   # egress tests' fake internet (DNS server) and the HTTP API's load test
   dnsmasq-base wrk
+  # agent front ends' tests (tests/mcp, tests/http: npm ci of pinned lockfiles; Debian's nodejs
+  # needs `npm` too, NodeSource's ships it)
+  curl nodejs
   # runtime: mke2fs for workspace images where the store has no project quota
   e2fsprogs
   # tests, sanitizers, benchmarks

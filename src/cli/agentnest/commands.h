@@ -36,6 +36,8 @@ int cmd_audit(struct an_global_opts *g, int argc, char **argv);
 int cmd_session(struct an_global_opts *g, int argc, char **argv);
 int cmd_extend(struct an_global_opts *g, int argc, char **argv);
 int cmd_proc(struct an_global_opts *g, int argc, char **argv);
+int cmd_mcp(struct an_global_opts *g, int argc, char **argv);
+int cmd_serve(struct an_global_opts *g, int argc, char **argv);
 
 #define AN_EXIT_RUNTIME 125
 #endif

@@ -43,6 +43,8 @@ static const struct an_command commands[] = {
     {"session", cmd_session, "stateful Python and shell sessions in a live sandbox"},
     {"proc", cmd_proc, "list, follow, signal and wait for detached processes (exec --detach)"},
     {"extend", cmd_extend, "extend a live sandbox's lifetime (bounded by its max_lifetime)"},
+    {"mcp", cmd_mcp, "serve the Model Context Protocol on stdio (agent tools)"},
+    {"serve", cmd_serve, "serve the authenticated HTTP API (OpenAPI 3.1)"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,174 @@
+/* api/ops_table.c — THE operations table (agentnest/api.h): every operation
+ * the front ends offer, with its JSON Schemas and HTTP route.  `agentnest
+ * mcp` lists these as tools, `agentnest serve` routes them under /v1, and
+ * an_api_openapi describes them; nothing else lists operations.  To add
+ * one: a schema pair here, a handler, one entry in `ops`. */
+#include <string.h>
+#include "api_internal.h"
+
+#define Q(...) #__VA_ARGS__
+
+/* shared pieces of the schemas */
+#define SANDBOX_PROP "\"sandbox\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"description\":\"sandbox id or name (from create)\"}"
+#define ENV_PROP "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},\"description\":\"extra environment variables\"}"
+#define EXEC_PROPS                                                                                     \
+  "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"timeout of this command in seconds (default: the sandbox's exec timeout)\"}," \
+  ENV_PROP ","                                                                                         \
+  "\"workdir\":{\"type\":\"string\",\"description\":\"absolute working directory inside the sandbox\"}," \
+  "\"stdin\":{\"type\":\"string\",\"description\":\"text given to the command on stdin\"}"
+#define EXEC_RESULT                                                                                    \
+  "{\"type\":\"object\",\"required\":[\"exit_code\",\"status\",\"timed_out\",\"stdout\",\"stderr\"],\"properties\":{" \
+  "\"id\":{\"type\":\"string\"},"                                                                      \
+  "\"exit_code\":{\"type\":[\"integer\",\"null\"],\"description\":\"null when killed by a signal\"}," \
+  "\"signal\":{\"type\":[\"integer\",\"null\"]},"                                                       \
+  "\"status\":{\"type\":\"integer\",\"description\":\"the CLI's exit status: 124 timed out, 126, 127, 128+N\"}," \
+  "\"timed_out\":{\"type\":\"boolean\"},\"oom_killed\":{\"type\":\"boolean\"},\"cancelled\":{\"type\":\"boolean\"}," \
+  "\"duration_ms\":{\"type\":\"integer\"},"                                                            \
+  "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"                               \
+  "\"stdout_truncated\":{\"type\":\"boolean\"},\"stderr_truncated\":{\"type\":\"boolean\"},"        \
+  "\"artifacts\":{\"type\":\"array\"}}}"
+#define CREATED_RESULT                                                                                 \
+  "{\"type\":\"object\",\"required\":[\"id\"],\"properties\":{\"id\":{\"type\":\"string\"},"           \
+  "\"name\":{\"type\":[\"string\",\"null\"]},\"image\":{\"type\":\"string\"},"                        \
+  "\"deadline_ms\":{\"type\":\"integer\",\"description\":\"end of its lifetime, ms since the epoch\"}}}"
+#define SIZE_TEXT(what) "{\"type\":\"string\",\"maxLength\":32,\"description\":\"" what "\"}"
+
+static const char create_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"profile\":{\"type\":\"string\",\"maxLength\":256,\"description\":\"a shipped profile: default, python, shell, git (refused when the server pins one)\"},"
+    "\"image\":{\"type\":\"string\",\"maxLength\":256,\"description\":\"image in the store (default python)\"},"
+    "\"name\":{\"type\":\"string\",\"maxLength\":63},"
+    "\"memory\":" SIZE_TEXT("memory limit, e.g. 512m") ","
+    "\"cpus\":" SIZE_TEXT("CPUs, e.g. 1.5") ","
+    "\"pids\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":4194304},"
+    "\"timeout\":" SIZE_TEXT("lifetime, e.g. 300s or 10m (capped by the server)") ","
+    "\"exec_timeout\":" SIZE_TEXT("default timeout of each exec") ","
+    "\"max_output\":" SIZE_TEXT("output kept per exec, e.g. 10m") ","
+    "\"disk\":" SIZE_TEXT("workspace quota, e.g. 1g") ","
+    "\"workdir\":{\"type\":\"string\"}," ENV_PROP "}}";
+
+static const char sandbox_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\"],\"properties\":{" SANDBOX_PROP "}}";
+
+static const char destroy_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\"],\"properties\":{" SANDBOX_PROP ","
+    "\"grace_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":60000,\"description\":\"SIGTERM first, SIGKILL after this (default 1000)\"}}}";
+static const char destroy_out[] = Q({"type":"object","required":["id","destroyed"],"properties":{"id":{"type":"string"},"destroyed":{"type":"boolean"}}});
+
+static const char exec_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\",\"argv\"],\"properties\":{" SANDBOX_PROP ","
+    "\"argv\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"string\"},\"description\":\"the command and its arguments (no shell)\"},"
+    EXEC_PROPS "}}";
+
+static const char run_code_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"code\"],\"properties\":{"
+    "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"shell\"],\"description\":\"python (default) runs python3 -c CODE, shell runs sh -c CODE\"},"
+    "\"code\":{\"type\":\"string\",\"maxLength\":1048576},"
+    "\"sandbox\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"description\":\"run in this live sandbox; without it a one-shot sandbox is made and destroyed\"},"
+    EXEC_PROPS "}}";
+
+static const char ls_in[] = Q({"type":"object","additionalProperties":false,"properties":{}});
+static const char ls_out[] =
+    "{\"type\":\"object\",\"required\":[\"sandboxes\"],\"properties\":{\"sandboxes\":{\"type\":\"array\",\"items\":"
+    "{\"type\":\"object\",\"required\":[\"id\",\"status\"],\"properties\":{\"id\":{\"type\":\"string\"},"
+    "\"name\":{\"type\":[\"string\",\"null\"]},\"image\":{\"type\":[\"string\",\"null\"]},"
+    "\"status\":{\"type\":\"string\",\"enum\":[\"running\",\"dead\",\"expired\"]},"
+    "\"created_ms\":{\"type\":\"integer\"},\"deadline_ms\":{\"type\":\"integer\"}}}}}}";
+
+static const char inspect_out[] =
+    "{\"type\":\"object\",\"required\":[\"id\",\"status\"],\"properties\":{\"id\":{\"type\":\"string\"},"
+    "\"name\":{\"type\":[\"string\",\"null\"]},\"image\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},"
+    "\"options\":{\"type\":\"object\"}}}";
+
+static const char events_out[] =
+    Q({"type":"object","required":["events"],"properties":{"events":{"type":"array","items":{"type":"object","required":["type"],"properties":{"time":{"type":"string"},"type":{"type":"string"}}}}}});
+
+#define PATH_PROP "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"relative to /workspace (no .., no symlinks followed)\"}"
+static const char write_file_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\",\"path\",\"content\"],\"properties\":{"
+    SANDBOX_PROP "," PATH_PROP ","
+    "\"content\":{\"type\":\"string\"},"
+    "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],\"description\":\"of content (default utf-8)\"},"
+    "\"mode\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":511,\"description\":\"permission bits (default 0644 = 420)\"}}}";
+static const char write_file_out[] = Q({"type":"object","required":["path","size"],"properties":{"path":{"type":"string"},"size":{"type":"integer"}}});
+static const char read_file_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\",\"path\"],\"properties\":{"
+    SANDBOX_PROP "," PATH_PROP ","
+    "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],\"description\":\"base64 forces base64; text that is not UTF-8 comes as base64 anyway\"}}}";
+static const char read_file_out[] =
+    Q({"type":"object","required":["path","size","encoding","content"],"properties":{"path":{"type":"string"},"size":{"type":"integer"},"encoding":{"type":"string","enum":["utf-8","base64"]},"content":{"type":"string"}}});
+static const char list_files_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\"],\"properties\":{" SANDBOX_PROP ","
+    "\"path\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"directory relative to /workspace (default: all)\"}}}";
+static const char list_files_out[] =
+    Q({"type":"object","required":["files"],"properties":{"files":{"type":"array","items":{"type":"object","required":["path","type","size"],"properties":{"path":{"type":"string"},"type":{"type":"string","enum":["file","symlink"]},"size":{"type":"integer"}}}}}});
+static const char artifacts_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\"],\"properties\":{" SANDBOX_PROP ","
+    "\"globs\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"minLength\":1},\"description\":\"e.g. out/*.png, **/*.csv (default: everything)\"}}}";
+static const char artifacts_out[] =
+    Q({"type":"object","required":["artifacts"],"properties":{"artifacts":{"type":"array","items":{"type":"object","required":["path","type","size"],"properties":{"path":{"type":"string"},"type":{"type":"string"},"size":{"type":"integer"},"sha256":{"type":["string","null"]},"target":{"type":["string","null"]},"copied":{"type":"boolean"}}}}}});
+static const char snapshot_out[] =
+    Q({"type":"object","required":["snapshot","size"],"properties":{"snapshot":{"type":"string","description":"sha256 of the tar: give it to restore"},"size":{"type":"integer"},"entries":{"type":"integer"}}});
+static const char restore_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\",\"snapshot\"],\"properties\":{" SANDBOX_PROP ","
+    "\"snapshot\":{\"type\":\"string\",\"minLength\":64,\"maxLength\":64,\"description\":\"what snapshot returned\"}}}";
+static const char restore_out[] =
+    Q({"type":"object","required":["id","snapshot","restored"],"properties":{"id":{"type":"string"},"snapshot":{"type":"string"},"restored":{"type":"boolean"}}});
+
+static const struct an_api_op ops[] = {
+    {"create", "Create a sandbox",
+     "Create a persistent sandbox (isolated Linux environment with a /workspace directory) and return its id. "
+     "It lives until destroy or the end of its lifetime; the server destroys it when the client goes away.",
+     create_in, CREATED_RESULT, "POST", "/sandboxes", AN_API_OP_CREATES, an_api_op_create},
+    {"run_code", "Run Python or shell code",
+     "Run Python (python3 -c) or shell (sh -c) source code, in a live sandbox or in a one-shot sandbox made for the call, "
+     "and return its exit status, stdout and stderr.",
+     run_code_in, EXEC_RESULT, "POST", "/run", AN_API_OP_LONG, an_api_op_run_code},
+    {"exec", "Run a command in a sandbox",
+     "Run a command (an argv, no shell) in a live sandbox and return its exit status, stdout and stderr. "
+     "A timeout kills the command's whole process tree and leaves the sandbox.",
+     exec_in, EXEC_RESULT, "POST", "/sandboxes/{sandbox}/exec", AN_API_OP_LONG, an_api_op_exec},
+    {"write_file", "Write a file into a sandbox",
+     "Write a file (text or base64) into the sandbox's /workspace, atomically.",
+     write_file_in, write_file_out, "POST", "/sandboxes/{sandbox}/files/write", 0, an_api_op_write_file},
+    {"read_file", "Read a file from a sandbox",
+     "Read a file of the sandbox's /workspace (UTF-8 text, else base64).",
+     read_file_in, read_file_out, "POST", "/sandboxes/{sandbox}/files/read", AN_API_OP_READ_ONLY, an_api_op_read_file},
+    {"list_files", "List a sandbox's files",
+     "List the regular files and symlinks under a directory of /workspace.",
+     list_files_in, list_files_out, "POST", "/sandboxes/{sandbox}/files/list", AN_API_OP_READ_ONLY, an_api_op_list_files},
+    {"artifacts", "List artifacts",
+     "List the workspace files matching globs, with size and sha256.",
+     artifacts_in, artifacts_out, "POST", "/sandboxes/{sandbox}/artifacts", AN_API_OP_READ_ONLY, an_api_op_artifacts},
+    {"snapshot", "Snapshot a workspace",
+     "Save a point-in-time tar of the sandbox's /workspace on the server; returns its id for restore.",
+     sandbox_in, snapshot_out, "POST", "/sandboxes/{sandbox}/snapshot", AN_API_OP_LONG, an_api_op_snapshot},
+    {"restore", "Restore a workspace",
+     "Replace the sandbox's /workspace with a snapshot (all at once: processes see the old or the new one).",
+     restore_in, restore_out, "POST", "/sandboxes/{sandbox}/restore", AN_API_OP_LONG, an_api_op_restore},
+    {"fork", "Fork a sandbox",
+     "Make a new sandbox with the same options and a point-in-time copy of the workspace.",
+     sandbox_in, CREATED_RESULT, "POST", "/sandboxes/{sandbox}/fork", AN_API_OP_CREATES | AN_API_OP_LONG, an_api_op_fork},
+    {"ls", "List sandboxes", "List the sandboxes this client created.",
+     ls_in, ls_out, "GET", "/sandboxes", AN_API_OP_READ_ONLY, an_api_op_ls},
+    {"inspect", "Inspect a sandbox", "Describe a sandbox: status, image, limits, options.",
+     sandbox_in, inspect_out, "GET", "/sandboxes/{sandbox}", AN_API_OP_READ_ONLY, an_api_op_inspect},
+    {"events", "A sandbox's events", "The sandbox's events so far (created, exec, expired, destroyed).",
+     sandbox_in, events_out, "GET", "/sandboxes/{sandbox}/events", AN_API_OP_READ_ONLY, an_api_op_events},
+    {"destroy", "Destroy a sandbox", "Stop every process of the sandbox and delete it and its workspace.",
+     destroy_in, destroy_out, "DELETE", "/sandboxes/{sandbox}", AN_API_OP_DESTROYS, an_api_op_destroy},
+};
+
+const char an_api_error_schema[] =
+    Q({"type":"object","required":["error"],"properties":{"error":{"type":"object","required":["code","message"],"properties":{"code":{"type":"integer","description":"HTTP status"},"errno":{"type":"string","description":"symbolic errno, e.g. ENOENT"},"message":{"type":"string"}}}}});
+
+const struct an_api_op *an_api_ops(size_t *n) {
+  *n = sizeof ops / sizeof ops[0];
+  return ops;
+}
+
+const struct an_api_op *an_api_op_find(const char *name) {
+  for (size_t i = 0; name && i < sizeof ops / sizeof ops[0]; i++)
+    if (!strcmp(ops[i].name, name)) return &ops[i];
+  return NULL;
+}

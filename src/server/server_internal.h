@@ -1,0 +1,54 @@
+/* server/server_internal.h — state shared by the HTTP server's files
+ * (internal): tokens (server_auth.c), the sandboxes each token owns, and
+ * the request handler (server_routes.c); daemon and listen (server_main.c). */
+#ifndef AN_SERVER_INTERNAL_H
+#define AN_SERVER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <microhttpd.h>
+#include "server.h"
+
+struct srv_token {
+  char *name;
+  unsigned char sha256[32];
+  bool revoked;
+  size_t max_sandboxes;          /* 0: none */
+};
+
+struct srv_owned {
+  char id[16];
+  size_t token;                  /* index into tokens */
+  pid_t keeper;
+};
+
+struct srv {
+  const struct an_serve_opts *o;
+  struct an_api_ctx ctx;         /* lifeline set */
+  struct srv_token *tokens;
+  size_t ntokens;
+  pthread_mutex_t mu;            /* guards own/nown */
+  struct srv_owned *own;
+  size_t nown, capown;
+  atomic_uint inflight;
+  char *openapi;
+  size_t openapi_len;
+  uint64_t max_body;
+  unsigned max_concurrent;
+};
+
+/* Load and check the tokens file.  Errors named. */
+int srv_tokens_load(struct srv *s, const char *path, an_error_t *err);
+void srv_tokens_free(struct srv *s);
+/* Authorization header value -> token index; -1 missing/malformed/unknown. */
+long srv_token_find(const struct srv *s, const char *authorization);
+
+/* the MHD access handler and completion callback */
+enum MHD_Result srv_handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                           const char *version, const char *upload, size_t *upload_size, void **con_cls);
+void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t);
+
+/* Destroy every sandbox the server made (shutdown). */
+void srv_destroy_all(struct srv *s);
+
+#endif

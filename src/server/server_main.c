@@ -1,0 +1,124 @@
+/* server/server_main.c — `agentnest serve`'s daemon (server.h): the
+ * listening socket (ADDR:PORT, [V6]:PORT or unix:PATH; the default
+ * 127.0.0.1 only), libmicrohttpd in thread-per-connection mode with its
+ * connection cap and idle timeout, and the shutdown on SIGTERM/SIGINT
+ * that destroys every sandbox the server made. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "server_internal.h"
+
+static int listen_socket(const char *spec, an_error_t *err) {
+  int fd;
+  if (!strncmp(spec, "unix:", 5)) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    const char *path = spec + 5;
+    if (!*path || strlen(path) >= sizeof sa.sun_path)
+      return an_error_set(err, EINVAL, "--listen %s: a unix socket path of 1..%zu bytes", spec, sizeof sa.sun_path - 1);
+    strcpy(sa.sun_path, path);
+    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) return an_error_set(err, errno, "socket");
+    struct stat st;
+    /* a stale socket of ours is replaced; anything else is left alone */
+    if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) unlink(path);
+    mode_t old = umask(0177);   /* 0600: only root connects (the tokens still apply) */
+    int r = bind(fd, (struct sockaddr *) &sa, sizeof sa);
+    umask(old);
+    if (r < 0) { int e = errno; close(fd); return an_error_set(err, e, "--listen %s: bind", spec); }
+  } else {
+    char host[256];
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec || !colon[1] || (size_t) (colon - spec) >= sizeof host)
+      return an_error_set(err, EINVAL, "--listen %s: expected ADDR:PORT, [V6ADDR]:PORT or unix:PATH", spec);
+    memcpy(host, spec, (size_t) (colon - spec));
+    host[colon - spec] = 0;
+    char *h = host;
+    if (h[0] == '[' && h[strlen(h) - 1] == ']') h[strlen(h) - 1] = 0, h++;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV}, *ai = NULL;
+    int g = getaddrinfo(h, colon + 1, &hints, &ai);
+    if (g) return an_error_set(err, EINVAL, "--listen %s: %s (a numeric address and port)", spec, gai_strerror(g));
+    if ((fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+      freeaddrinfo(ai);
+      return an_error_set(err, errno, "socket");
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int r = bind(fd, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(ai);
+    if (r < 0) { int e = errno; close(fd); return an_error_set(err, e, "--listen %s: bind", spec); }
+  }
+  if (listen(fd, 128) < 0) { int e = errno; close(fd); return an_error_set(err, e, "--listen %s: listen", spec); }
+  return fd;
+}
+
+int an_serve(const struct an_serve_opts *o, an_error_t *err) {
+  struct srv s = {.o = o, .ctx = o->api, .max_body = o->max_body ? o->max_body : 16u << 20,
+                  .max_concurrent = o->max_concurrent ? o->max_concurrent : 16};
+  pthread_mutex_init(&s.mu, NULL);
+  int r = srv_tokens_load(&s, o->tokens_file, err);
+  if (r < 0) return r;
+  if ((r = an_api_openapi(&s.openapi, &s.openapi_len, err)) < 0) goto out_tokens;
+  int lifeline[2];
+  if (pipe2(lifeline, O_CLOEXEC) < 0) { r = an_error_set(err, errno, "serve: lifeline pipe"); goto out_doc; }
+  s.ctx.lifeline_fd = lifeline[0];
+  int lfd = listen_socket(o->listen ? o->listen : "127.0.0.1:8741", err);
+  if (lfd < 0) { r = lfd; goto out_pipe; }
+  /* MHD's threads inherit this mask: the signals come to sigwait below */
+  sigset_t sigs, old;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &sigs, &old);
+  struct MHD_Daemon *d = MHD_start_daemon(
+      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0,
+      NULL, NULL, srv_handle, &s,
+      MHD_OPTION_LISTEN_SOCKET, lfd,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned) (o->max_connections ? o->max_connections : 256),
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) (o->idle_timeout_s ? o->idle_timeout_s : 30),
+      MHD_OPTION_NOTIFY_COMPLETED, srv_completed, &s,
+      MHD_OPTION_END);
+  if (!d) {
+    r = an_error_set(err, EIO, "serve: libmicrohttpd did not start on %s", o->listen ? o->listen : "127.0.0.1:8741");
+    close(lfd);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    goto out_pipe;
+  }
+  if (o->log_fd >= 0) {
+    char line[512];
+    int n = snprintf(line, sizeof line, "serve: listening on %s (%zu token(s))\n",
+                     o->listen ? o->listen : "127.0.0.1:8741", s.ntokens);
+    if (write(o->log_fd, line, (size_t) n) < 0) {}
+  }
+  sigdelset(&sigs, SIGPIPE);
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  MHD_stop_daemon(d);   /* joins the connection threads: no call is running after this */
+  close(lfd);
+  if (o->listen && !strncmp(o->listen, "unix:", 5)) unlink(o->listen + 5);
+  srv_destroy_all(&s);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (o->log_fd >= 0) {
+    char line[128];
+    int n = snprintf(line, sizeof line, "serve: %s: stopped, sandboxes destroyed\n", strsignal(sig));
+    if (write(o->log_fd, line, (size_t) n) < 0) {}
+  }
+  r = 0;
+out_pipe:
+  close(lifeline[0]);
+  close(lifeline[1]);
+out_doc:
+  free(s.openapi);
+out_tokens:
+  srv_tokens_free(&s);
+  free(s.own);
+  pthread_mutex_destroy(&s.mu);
+  return r;
+}

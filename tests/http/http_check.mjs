@@ -1,0 +1,238 @@
+// tests/http/http_check.mjs — checks `agentnest serve` from outside: curl
+// against every route (and raw file routes), auth failures (missing, wrong,
+// revoked: nothing done), 413, 405, path traversal in file routes, per-token
+// ownership and cap, a client that hangs up mid-call (its command killed),
+// the concurrency cap (503), slowloris-style clients and a bounded wrk run
+// on loopback (the server keeps answering); the OpenAPI document linted by
+// Redocly's CLI and every response validated against it with ajv.
+// Run by tests/integration/http_test.c:
+//   node http_check.mjs AGENTNEST STORE WORKDIR PORT
+// Prints "ok N - what"; exits non-zero at the first failed check.
+import { spawn, execFileSync, spawnSync } from 'node:child_process';
+import { writeFileSync, chmodSync, readFileSync, openSync } from 'node:fs';
+import net from 'node:net';
+import Ajv from 'ajv';
+
+const [bin, root, work, port] = process.argv.slice(2);
+const U = `http://127.0.0.1:${port}`;
+let n = 0;
+function ok(cond, what, detail) {
+  n++;
+  if (!cond) { console.log(`not ok ${n} - ${what}${detail !== undefined ? ': ' + JSON.stringify(detail).slice(0, 2000) : ''}`); process.exit(1); }
+  console.log(`ok ${n} - ${what}`);
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const T = { alice: 'alice-0123456789abcdef', bob: 'bob-0123456789abcdefgh', old: 'old-0123456789abcdefgh' };
+writeFileSync(`${work}/tokens`, `# test tokens\n${T.alice} alice\n${T.bob} bob max-sandboxes=1\n${T.old} old revoked\n`);
+chmodSync(`${work}/tokens`, 0o600);
+const storeList = () => JSON.parse(execFileSync(bin, ['--root', root, 'ls', '--json'], { encoding: 'utf8' }));
+
+const logFd = openSync(`${work}/serve.log`, 'a');
+function startServer(extra = []) {
+  const p = spawn(bin, ['--root', root, 'serve', '--tokens', `${work}/tokens`, '--listen', `127.0.0.1:${port}`,
+                        '--max-body', '1m', '--idle-timeout', '5s', ...extra], { stdio: ['ignore', 'ignore', logFd] });
+  const exited = new Promise((res) => p.on('exit', (code, sig) => res({ code, sig })));
+  // the log goes to a file: this script blocks in spawnSync and would not drain a pipe
+  return { p, exited, log: () => readFileSync(`${work}/serve.log`, 'utf8') };
+}
+async function waitUp() {
+  for (let i = 0; i < 100; i++) {
+    if (spawnSync('curl', ['-s', '-o', '/dev/null', `${U}/v1/openapi.json`]).status === 0) return;
+    await sleep(100);
+  }
+  ok(false, 'server came up');
+}
+// curl: returns {status, body (text), json}
+function curl(method, path, { token = T.alice, body, raw, headers = [], extra = [] } = {}) {
+  const args = ['-s', '-S', '--path-as-is', '-X', method, '-o', '-', '-w', '\n%{http_code}', ...extra];
+  if (token) args.push('-H', `Authorization: Bearer ${token}`);
+  for (const h of headers) args.push('-H', h);
+  let input;
+  if (body !== undefined) { args.push('-H', 'Content-Type: application/json', '--data-binary', '@-'); input = typeof body === 'string' ? body : JSON.stringify(body); }
+  if (raw !== undefined) { args.push('-H', 'Content-Type: application/octet-stream', '--data-binary', '@-'); input = raw; }
+  args.push(U + path);
+  const r = spawnSync('curl', args, { input, maxBuffer: 64 << 20 });
+  const out = r.stdout.toString('latin1');
+  const i = out.lastIndexOf('\n');
+  const status = Number(out.slice(i + 1));
+  const text = Buffer.from(out.slice(0, i), 'latin1');
+  let json;
+  try { json = JSON.parse(text.toString('utf8')); } catch { json = undefined; }
+  return { status, body: text, json };
+}
+
+const srv = startServer();
+await waitUp();
+
+// ---- the document: Redocly lint, then the validators ---------------------------------------
+const docRes = curl('GET', '/v1/openapi.json', { token: null });
+ok(docRes.status === 200 && docRes.json?.openapi === '3.1.0', 'GET /v1/openapi.json without a token');
+const doc = docRes.json;
+writeFileSync(`${work}/openapi.json`, docRes.body);
+const installed = execFileSync(bin, ['serve', '--openapi']).toString();
+ok(JSON.stringify(JSON.parse(installed)) === JSON.stringify(doc), 'serve --openapi prints the served document');
+const lint = spawnSync('node_modules/.bin/redocly', ['lint', '--format', 'stylish', `${work}/openapi.json`], { encoding: 'utf8' });
+console.log(lint.stdout + lint.stderr);
+ok(lint.status === 0, 'redocly lint: the OpenAPI 3.1 document is valid', lint.stdout.slice(-1500));
+ok(!/You have \d+ warning/.test(lint.stdout + lint.stderr), 'redocly lint: no warning either (recommended rules)');
+const ajv = new Ajv({ strict: false });
+ajv.addSchema(doc, 'openapi.json');
+const templates = Object.keys(doc.paths);
+function templateOf(path) {
+  const p = path.split('?')[0];
+  for (const t of templates) {
+    const re = new RegExp('^' + t.replace(/\{path\}/, '.+').replace(/\{[a-z]+\}/g, '[^/]+') + '$');
+    if (re.test(p)) return t;
+  }
+}
+function check(method, path, r, what, wantStatus) {
+  ok(r.status === wantStatus, `${what}: status ${wantStatus}`, { status: r.status, body: r.body.toString().slice(0, 500) });
+  const t = templateOf(path);
+  ok(t, `${what}: a documented path`, path);
+  const op = doc.paths[t][method.toLowerCase()];
+  if (!op) return r;   // 405: no operation to validate against
+  let resp = op.responses[String(r.status)];
+  ok(resp, `${what}: status ${r.status} documented`);
+  if (resp.$ref) resp = { $ref: resp.$ref };
+  const key = resp.$ref ? resp.$ref.split('/').pop() : null;
+  const media = key ? doc.components.responses[key].content : resp.content;
+  if (media['application/json']) {
+    const ref = key ? `#/components/responses/${key}/content/application~1json/schema`
+                    : `#/paths/${t.replace(/~/g, '~0').replace(/\//g, '~1')}/${method.toLowerCase()}/responses/${r.status}/content/application~1json/schema`;
+    const v = ajv.getSchema(`openapi.json${ref}`);
+    ok(v && v(r.json), `${what}: response matches its schema`, v ? v.errors : ref);
+  }
+  return r;
+}
+
+// ---- auth --------------------------------------------------------------------------------
+const before = storeList().length;
+check('POST', '/v1/sandboxes', curl('POST', '/v1/sandboxes', { token: null, body: {} }), 'no token', 401);
+check('POST', '/v1/sandboxes', curl('POST', '/v1/sandboxes', { token: 'wrong-0123456789abcdef', body: {} }), 'wrong token', 401);
+check('POST', '/v1/sandboxes', curl('POST', '/v1/sandboxes', { token: T.old, body: {} }), 'revoked token', 403);
+check('POST', '/v1/sandboxes', curl('POST', '/v1/sandboxes', { token: null, headers: ['Authorization: Basic YWxpY2U6eA=='], body: {} }), 'not a bearer token', 401);
+ok(storeList().length === before, 'refused requests did nothing');
+ok(!srv.log().includes(T.alice) && !srv.log().includes('wrong-0123456789abcdef'), 'no token in the log');
+
+// ---- every route -------------------------------------------------------------------------
+let r = check('POST', '/v1/run', curl('POST', '/v1/run', { body: { code: 'print(6*7)' } }), 'POST /v1/run', 200);
+ok(r.json.stdout === '42\n', 'run: python output');
+r = check('POST', '/v1/sandboxes', curl('POST', '/v1/sandboxes', { body: { memory: '256m' } }), 'POST /v1/sandboxes', 200);
+const sb = r.json.id;
+const S = `/v1/sandboxes/${sb}`;
+check('GET', '/v1/sandboxes', r = curl('GET', '/v1/sandboxes'), 'GET /v1/sandboxes', 200);
+ok(r.json.sandboxes.some((s) => s.id === sb), 'ls shows it');
+check('GET', S, r = curl('GET', S), 'GET /v1/sandboxes/{sandbox}', 200);
+ok(r.json.id === sb, 'inspect');
+check('POST', `${S}/exec`, r = curl('POST', `${S}/exec`, { body: { argv: ['sh', '-c', 'echo out; echo err >&2; exit 5'] } }), 'POST exec', 200);
+ok(r.json.stdout === 'out\n' && r.json.stderr === 'err\n' && r.json.exit_code === 5, 'exec result');
+check('POST', `${S}/files/write`, curl('POST', `${S}/files/write`, { body: { path: 'd/x.txt', content: 'hi\n' } }), 'POST files/write', 200);
+check('POST', `${S}/files/read`, r = curl('POST', `${S}/files/read`, { body: { path: 'd/x.txt' } }), 'POST files/read', 200);
+ok(r.json.content === 'hi\n', 'read back');
+check('POST', `${S}/files/list`, r = curl('POST', `${S}/files/list`, { body: {} }), 'POST files/list', 200);
+const bytes = Buffer.from([0, 1, 2, 255, 254, 10]);
+check('PUT', `${S}/files/raw/b.bin`, r = curl('PUT', `${S}/files/raw/b.bin`, { raw: bytes }), 'PUT raw upload', 200);
+r = curl('GET', `${S}/files/raw/b.bin`);
+ok(r.status === 200 && r.body.equals(bytes), 'GET raw download gives the same bytes', r.status);
+check('GET', `${S}/files/raw/b.bin`, r, 'GET raw download', 200);
+check('POST', `${S}/artifacts`, r = curl('POST', `${S}/artifacts`, { body: { globs: ['**/*.bin'] } }), 'POST artifacts', 200);
+ok(r.json.artifacts.length === 1, 'artifacts found the file');
+check('POST', `${S}/snapshot`, r = curl('POST', `${S}/snapshot`), 'POST snapshot', 200);
+const snap = r.json.snapshot;
+curl('POST', `${S}/exec`, { body: { argv: ['rm', '-r', '/workspace/d'] } });
+check('POST', `${S}/restore`, curl('POST', `${S}/restore`, { body: { snapshot: snap } }), 'POST restore', 200);
+ok(curl('POST', `${S}/files/read`, { body: { path: 'd/x.txt' } }).json.content === 'hi\n', 'restore brought d/x.txt back');
+check('POST', `${S}/fork`, r = curl('POST', `${S}/fork`), 'POST fork', 200);
+const copy = r.json.id;
+check('GET', `${S}/events`, r = curl('GET', `${S}/events`), 'GET events', 200);
+ok(r.json.events.some((e) => e.type === 'created'), 'events has created');
+
+// ---- refusals ----------------------------------------------------------------------------
+for (const p of ['../../../etc/passwd', '..%2f..%2fetc%2fpasswd', 'd/../../x', '%2e%2e/%2e%2e/etc/shadow']) {
+  check('GET', `${S}/files/${p}`, curl('GET', `${S}/files/${p}`), `traversal GET files/${p}`, 400);
+  check('PUT', `${S}/files/${p}`, curl('PUT', `${S}/files/${p}`, { raw: 'x' }), `traversal PUT files/${p}`, 400);
+}
+check('POST', `${S}/files/read`, curl('POST', `${S}/files/read`, { body: { path: '/etc/passwd' } }), 'absolute path refused', 400);
+curl('POST', `${S}/exec`, { body: { argv: ['ln', '-s', '/etc/passwd', '/workspace/link'] } });
+check('GET', `${S}/files/link`, curl('GET', `${S}/files/link`), 'a symlink is not followed', 400);
+check('PUT', `${S}/files/big`, curl('PUT', `${S}/files/big`, { raw: Buffer.alloc(2 << 20) }), 'body over --max-body: 413', 413);
+check('PUT', `${S}/files/big`, curl('PUT', `${S}/files/big`, { raw: Buffer.alloc(2 << 20), headers: ['Transfer-Encoding: chunked'] }), 'chunked body over --max-body: 413', 413);
+check('POST', `${S}/exec`, curl('POST', `${S}/exec`, { body: '{not json' }), 'malformed JSON body: 400', 400);
+check('POST', `${S}/exec`, curl('POST', `${S}/exec`, { body: { argv: 'ls' } }), 'argv not an array: 400', 400);
+check('POST', `${S}/exec`, curl('POST', `${S}/exec`, { body: { argv: ['true'], sandbox: 'other' } }), 'sandbox in the body: 400', 400);
+check('GET', '/v1/sandboxes/nosuch', curl('GET', '/v1/sandboxes/nosuch'), 'no such sandbox: 404', 404);
+r = curl('PATCH', '/v1/sandboxes');
+ok(r.status === 405 && r.json.error.code === 405, 'wrong method: 405', r.status);
+r = curl('GET', '/v1/nothing');
+ok(r.status === 404 && r.json.error, 'unknown route: 404 JSON error', r.status);
+// ownership and the per-token cap
+check('GET', S, curl('GET', S, { token: T.bob }), "another token's sandbox: 403", 403);
+check('DELETE', S, curl('DELETE', S, { token: T.bob }), "another token cannot destroy it: 403", 403);
+ok(curl('GET', '/v1/sandboxes', { token: T.bob }).json.sandboxes.length === 0, "ls shows another token nothing of alice's");
+r = curl('POST', '/v1/sandboxes', { token: T.bob, body: {} });
+ok(r.status === 200, 'bob creates one');
+const bobs = r.json.id;
+check('POST', '/v1/sandboxes', curl('POST', '/v1/sandboxes', { token: T.bob, body: {} }), 'max-sandboxes=1: the second is refused', 403);
+check('DELETE', `/v1/sandboxes/${bobs}`, curl('DELETE', `/v1/sandboxes/${bobs}`, { token: T.bob }), 'bob destroys his', 200);
+
+// a client that hangs up mid-call: the command is killed, the sandbox lives
+spawnSync('curl', ['-s', '-m', '1', '-H', `Authorization: Bearer ${T.alice}`, '-d', JSON.stringify({ argv: ['sh', '-c', 'echo $$ > /workspace/sleeper.pid; exec sleep 600'] }), `${U}${S}/exec`]);
+let killed = false;
+for (let i = 0; i < 150 && !killed; i++) {
+  r = curl('POST', `${S}/exec`, { body: { argv: ['sh', '-c', 'test -s /workspace/sleeper.pid && ! kill -0 $(cat /workspace/sleeper.pid)'] } });
+  killed = r.json.exit_code === 0;
+  if (!killed) await sleep(200);
+}
+ok(killed, 'client hung up mid-exec: its command was killed');
+
+// slowloris: connections that send half a request hold a thread each, nothing more
+const slow = [];
+for (let i = 0; i < 20; i++) {
+  const sock = net.connect(Number(port), '127.0.0.1');
+  sock.on('error', () => {});
+  sock.write('POST /v1/run HTTP/1.1\r\nHost: x\r\nAuthori');
+  slow.push(sock);
+}
+await sleep(300);
+check('GET', '/v1/sandboxes', curl('GET', '/v1/sandboxes'), 'answers while 20 slow clients hang', 200);
+const slowClosed = await Promise.race([
+  Promise.all(slow.map((s) => new Promise((res) => s.on('close', res)))).then(() => true),
+  sleep(20000).then(() => false)]);
+ok(slowClosed, 'the idle timeout closed the slow clients');
+
+// wrk: many concurrent clients on loopback, bounded in time
+const wrk = spawnSync('wrk', ['-t2', '-c16', '-d3s', '--timeout', '10s', '-H', `Authorization: Bearer ${T.alice}`, `${U}${S}`], { encoding: 'utf8', timeout: 60000 });
+console.log(wrk.stdout);
+ok(wrk.status === 0 && /Requests\/sec/.test(wrk.stdout), 'wrk ran', wrk.stderr);
+ok(!/Non-2xx/.test(wrk.stdout) && !/Socket errors/.test(wrk.stdout), 'wrk: every response was 2xx, no socket errors', wrk.stdout);
+check('GET', S, curl('GET', S), 'answers after the wrk run', 200);
+
+// the concurrency cap: a second server with --max-concurrent 1
+check('DELETE', `/v1/sandboxes/${copy}`, curl('DELETE', `/v1/sandboxes/${copy}`), 'DELETE /v1/sandboxes/{sandbox}', 200);
+ok(!storeList().some((s) => s.id === copy), 'destroyed: gone from the store');
+srv.p.kill('SIGTERM');
+const ex = await srv.exited;
+ok(ex.code === 0, 'SIGTERM: serve exits 0', ex);
+ok(!storeList().some((s) => s.id === sb), 'SIGTERM: its sandboxes are destroyed');
+
+const srv2 = startServer(['--max-concurrent', '1']);
+await waitUp();
+const long = spawn('curl', ['-s', '-H', `Authorization: Bearer ${T.alice}`, '-d', JSON.stringify({ code: 'import time; time.sleep(4)' }), `${U}/v1/run`]);
+let busy = null;
+for (let i = 0; i < 30 && !busy; i++) {
+  await sleep(100);
+  const q = curl('GET', '/v1/sandboxes');
+  if (q.status === 503) busy = q;
+}
+ok(busy && busy.json.error.code === 503, '--max-concurrent: a call beyond the cap gets 503');
+await new Promise((res) => long.on('exit', res));
+check('GET', '/v1/sandboxes', curl('GET', '/v1/sandboxes'), 'after the long call ends the server answers', 200);
+// SIGKILL: the sandbox it made is torn down by its monitor
+r = curl('POST', '/v1/sandboxes', { body: {} });
+const last = r.json.id;
+srv2.p.kill('SIGKILL');
+await srv2.exited;
+let gone = false;
+for (let i = 0; i < 150 && !gone; i++) { gone = !storeList().some((s) => s.id === last && s.status === 'running'); if (!gone) await sleep(200); }
+ok(gone, 'SIGKILL of serve: its sandbox is torn down');
+console.log(`1..${n}`);
