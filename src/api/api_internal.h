@@ -68,5 +68,8 @@ int an_api_op_list_files(struct an_api_call *c, yajl_val in, yajl_gen out, an_er
 int an_api_op_artifacts(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_t *err);
 int an_api_op_snapshot(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_t *err);
 int an_api_op_restore(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_t *err);
+int an_api_op_session_start(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_t *err);
+int an_api_op_session_run(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_t *err);
+int an_api_op_session_stop(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_t *err);
 
 #endif

@@ -71,6 +71,15 @@ static int create_opts(struct an_api_call *call, yajl_val in, struct an_sandbox_
     free(kv);
     if (r < 0) { an_error_prefix(err, "create: \"env\""); goto fail; }
   }
+  yajl_val secrets = an_api_in_object(in, "secrets");
+  for (size_t i = 0; secrets && i < secrets->u.object.len; i++) {
+    yajl_val v = secrets->u.object.values[i];
+    if ((r = an_sandbox_opts_add_secret(o, secrets->u.object.keys[i], YAJL_IS_STRING(v) ? v->u.string : "",
+                                        err)) < 0) {
+      an_error_prefix(err, "create: \"secrets\"");
+      goto fail;
+    }
+  }
   if (!an_sandbox_opts_image(o) && (r = an_sandbox_opts_set_image(o, "python", err)) < 0) goto fail;
   if (ctx->max_lifetime_ms && an_sandbox_opts_lifetime(o) > ctx->max_lifetime_ms &&
       (r = an_sandbox_opts_set_lifetime(o, ctx->max_lifetime_ms, err)) < 0)

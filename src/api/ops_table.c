@@ -45,7 +45,8 @@ static const char create_in[] =
     "\"exec_timeout\":" SIZE_TEXT("default timeout of each exec") ","
     "\"max_output\":" SIZE_TEXT("output kept per exec, e.g. 10m") ","
     "\"disk\":" SIZE_TEXT("workspace quota, e.g. 1g") ","
-    "\"workdir\":{\"type\":\"string\"}," ENV_PROP "}}";
+    "\"workdir\":{\"type\":\"string\"}," ENV_PROP ","
+    "\"secrets\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"minLength\":1},\"description\":\"secrets: environment variables whose values are redacted as [REDACTED:NAME] in every output, never logged or recorded\"}}}";
 
 static const char sandbox_in[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\"],\"properties\":{" SANDBOX_PROP "}}";
@@ -115,6 +116,30 @@ static const char restore_in[] =
 static const char restore_out[] =
     Q({"type":"object","required":["id","snapshot","restored"],"properties":{"id":{"type":"string"},"snapshot":{"type":"string"},"restored":{"type":"boolean"}}});
 
+#define SESSION_PROP "\"session\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":32,\"description\":\"session name (from session_start)\"}"
+static const char session_start_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\"],\"properties\":{" SANDBOX_PROP ","
+    "\"kind\":{\"type\":\"string\",\"enum\":[\"python\",\"shell\"],\"description\":\"python (default): globals kept; shell: cwd, env and variables kept\"},"
+    "\"session\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":32,\"description\":\"a name (default: s1, s2, ...)\"}}}";
+static const char session_start_out[] =
+    Q({"type":"object","required":["session","kind"],"properties":{"session":{"type":"string"},"kind":{"type":"string"}}});
+static const char session_run_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\",\"session\",\"code\"],\"properties\":{" SANDBOX_PROP ","
+    SESSION_PROP ",\"code\":{\"type\":\"string\",\"maxLength\":1048576},"
+    "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"interrupt the call after this (the session lives on)\"}}}";
+static const char session_run_out[] =
+    "{\"type\":\"object\",\"required\":[\"session\",\"status\",\"timed_out\",\"session_lost\",\"stdout\",\"stderr\"],\"properties\":{"
+    "\"session\":{\"type\":\"string\"},\"status\":{\"type\":\"integer\"},\"timed_out\":{\"type\":\"boolean\"},"
+    "\"session_lost\":{\"type\":\"boolean\"},\"lost_reason\":{\"type\":\"string\"},\"duration_ms\":{\"type\":\"integer\"},"
+    "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+    "\"stdout_truncated\":{\"type\":\"boolean\"},\"stderr_truncated\":{\"type\":\"boolean\"},\"cancelled\":{\"type\":\"boolean\"},"
+    "\"value\":{\"type\":[\"object\",\"null\"],\"properties\":{\"repr\":{\"type\":\"string\"},\"json\":{}}},"
+    "\"error\":{\"type\":[\"object\",\"null\"],\"properties\":{\"type\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"},\"traceback\":{\"type\":\"string\"}}}}}";
+static const char session_stop_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\",\"session\"],\"properties\":{" SANDBOX_PROP "," SESSION_PROP "}}";
+static const char session_stop_out[] =
+    Q({"type":"object","required":["session","stopped"],"properties":{"session":{"type":"string"},"stopped":{"type":"boolean"}}});
+
 static const struct an_api_op ops[] = {
     {"create", "Create a sandbox",
      "Create a persistent sandbox (isolated Linux environment with a /workspace directory) and return its id. "
@@ -157,6 +182,16 @@ static const struct an_api_op ops[] = {
      sandbox_in, events_out, "GET", "/sandboxes/{sandbox}/events", AN_API_OP_READ_ONLY, an_api_op_events},
     {"destroy", "Destroy a sandbox", "Stop every process of the sandbox and delete it and its workspace.",
      destroy_in, destroy_out, "DELETE", "/sandboxes/{sandbox}", AN_API_OP_DESTROYS, an_api_op_destroy},
+    {"session_start", "Start a session",
+     "Start a Python (globals kept between calls) or shell (cwd, env and variables kept) session in a live sandbox.",
+     session_start_in, session_start_out, "POST", "/sandboxes/{sandbox}/sessions", 0, an_api_op_session_start},
+    {"session_run", "Run code in a session",
+     "Run code in a session: stdout, stderr, the final expression's value (repr and JSON) and a structured error "
+     "(type, message, traceback). A call over its timeout is interrupted and the session lives on.",
+     session_run_in, session_run_out, "POST", "/sandboxes/{sandbox}/sessions/run", AN_API_OP_LONG,
+     an_api_op_session_run},
+    {"session_stop", "Stop a session", "Stop a session and every process it started.",
+     session_stop_in, session_stop_out, "POST", "/sandboxes/{sandbox}/sessions/stop", 0, an_api_op_session_stop},
 };
 
 const char an_api_error_schema[] =

@@ -78,6 +78,8 @@ ok(!/You have \d+ warning/.test(lint.stdout + lint.stderr), 'redocly lint: no wa
 const ajv = new Ajv({ strict: false });
 ajv.addSchema(doc, 'openapi.json');
 const templates = Object.keys(doc.paths);
+const exercised = new Set();   // "method template" of every 2xx response checked
+if (docRes.status === 200) exercised.add('get /v1/openapi.json');   // checked above
 function templateOf(path) {
   const p = path.split('?')[0];
   for (const t of templates) {
@@ -91,6 +93,7 @@ function check(method, path, r, what, wantStatus) {
   ok(t, `${what}: a documented path`, path);
   const op = doc.paths[t][method.toLowerCase()];
   if (!op) return r;   // 405: no operation to validate against
+  if (r.status < 300) exercised.add(`${method.toLowerCase()} ${t}`);
   let resp = op.responses[String(r.status)];
   ok(resp, `${what}: status ${r.status} documented`);
   if (resp.$ref) resp = { $ref: resp.$ref };
@@ -146,6 +149,18 @@ check('POST', `${S}/fork`, r = curl('POST', `${S}/fork`), 'POST fork', 200);
 const copy = r.json.id;
 check('GET', `${S}/events`, r = curl('GET', `${S}/events`), 'GET events', 200);
 ok(r.json.events.some((e) => e.type === 'created'), 'events has created');
+
+check('POST', `${S}/sessions`, r = curl('POST', `${S}/sessions`, { body: { kind: 'python' } }), 'POST sessions', 200);
+const sess = r.json.session;
+check('POST', `${S}/sessions/run`, curl('POST', `${S}/sessions/run`, { body: { session: sess, code: 'x = 41' } }), 'POST sessions/run', 200);
+r = curl('POST', `${S}/sessions/run`, { body: { session: sess, code: 'x + 1' } });
+ok(r.json.value && r.json.value.repr === '42', 'a session keeps its globals', r.json);
+r = curl('POST', `${S}/sessions/run`, { body: { session: sess, code: '1/0' } });
+ok(r.json.error && r.json.error.type === 'ZeroDivisionError', 'a session error is structured', r.json);
+check('POST', `${S}/sessions/stop`, curl('POST', `${S}/sessions/stop`, { body: { session: sess } }), 'POST sessions/stop', 200);
+for (const t of templates)
+  for (const m of Object.keys(doc.paths[t]).filter((m) => ['get', 'post', 'put', 'delete'].includes(m)))
+    if (doc.paths[t][m].operationId && m !== 'delete') ok(exercised.has(`${m} ${t}`), `route ${m.toUpperCase()} ${t} was exercised`);
 
 // ---- refusals ----------------------------------------------------------------------------
 for (const p of ['../../../etc/passwd', '..%2f..%2fetc%2fpasswd', 'd/../../x', '%2e%2e/%2e%2e/etc/shadow']) {

@@ -41,7 +41,8 @@ ok(client.getServerCapabilities()?.tools !== undefined, 'initialize: tools capab
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);
 for (const want of ['create', 'run_code', 'exec', 'write_file', 'read_file', 'list_files', 'artifacts',
-                    'snapshot', 'restore', 'fork', 'ls', 'inspect', 'events', 'destroy'])
+                    'snapshot', 'restore', 'fork', 'ls', 'inspect', 'events', 'destroy',
+                    'session_start', 'session_run', 'session_stop'])
   ok(names.includes(want), `tools/list has ${want}`, names);
 const ajv = new Ajv({ strict: false });
 for (const t of tools) {
@@ -104,6 +105,14 @@ r = await call('ls', {});
 ok(r.structuredContent.sandboxes.map((s) => s.id).sort().join() === [sb, copy].sort().join(), 'ls lists what this client made', r);
 r = await call('inspect', { sandbox: sb });
 ok(r.structuredContent.id === sb && r.structuredContent.status === 'running', 'inspect', r);
+r = await call('session_start', { sandbox: sb, kind: 'python' });
+ok(!r.isError && r.structuredContent.session, 'session_start', r);
+const sess = r.structuredContent.session;
+r = await call('session_run', { sandbox: sb, session: sess, code: 'x = 41' });
+r = await call('session_run', { sandbox: sb, session: sess, code: 'x + 1' });
+ok(!r.isError && r.structuredContent.value?.repr === '42', 'session_run keeps globals and returns the value', r);
+r = await call('session_stop', { sandbox: sb, session: sess });
+ok(!r.isError && r.structuredContent.stopped === true, 'session_stop', r);
 r = await call('events', { sandbox: sb });
 ok(r.structuredContent.events.some((e) => e.type === 'exec'), 'events', r);
 
