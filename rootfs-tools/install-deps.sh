@@ -31,7 +31,7 @@ PACKAGES=(
   # the main job: CPython regression tests on the host, for comparison
   python3.11 libpython3.11-testsuite
   # the Python client (python/): its test installs it with pip, without an index
-  python3-pip python3-setuptools
+  python3-pip python3-setuptools python3-wheel python3-venv
 )
 # the browser image (build-browser.sh): npm ci of playwright-core; any npm will do (a
 # Node.js from elsewhere brings its own, and Debian's npm would conflict with it)
