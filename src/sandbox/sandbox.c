@@ -16,6 +16,7 @@
 #include "agentnest/image.h"
 #include "engine/process.h"
 #include "agentnest/doctor.h"
+#include "sandbox/opts_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "sandbox/seccomp_check.h"
 #include "util/cleanup.h"
@@ -180,6 +181,9 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   /* as non-root the 0700 store reads as empty: say the real cause */
   int r = an_doctor_check_privilege(err);
   if (r < 0) return r;
+  /* egress: a policy the mode refuses, or one this build cannot enforce, is
+   * refused before anything is made (sandbox/egress_opts.c) */
+  if ((r = an_sb_egress_check(opts, err)) < 0) return r;
   r = an_sb_check_store_parents(root, err);
   if (r < 0) return r;
   struct an_image_info *img = NULL;

@@ -55,6 +55,7 @@ enum {
   CLI_OPT_NAME, CLI_OPT_LANDLOCK, CLI_OPT_SECCOMP_UNSAFE, CLI_OPT_TMP_NOEXEC,
   CLI_OPT_DISK, CLI_OPT_INODES,
   CLI_OPT_GPU, CLI_OPT_CDI_SPEC_DIR, CLI_OPT_CDI_ALLOW_HOOKS,   /* CDI devices */
+  CLI_OPT_ALLOW, CLI_OPT_DNS_UPSTREAM,                          /* egress */
   CLI_OPT__LAST_SANDBOX,
   /* command-specific flags */
   CLI_OPT_PUT = 1100, CLI_OPT_GET, CLI_OPT_JSON, CLI_OPT_TO, CLI_OPT_SHA256, CLI_OPT_FOLLOW,
@@ -86,7 +87,9 @@ enum {
   {"inodes", required_argument, NULL, CLI_OPT_INODES},                 \
   {"gpu", required_argument, NULL, CLI_OPT_GPU},                       \
   {"cdi-spec-dir", required_argument, NULL, CLI_OPT_CDI_SPEC_DIR},     \
-  {"cdi-allow-hooks", no_argument, NULL, CLI_OPT_CDI_ALLOW_HOOKS}
+  {"cdi-allow-hooks", no_argument, NULL, CLI_OPT_CDI_ALLOW_HOOKS},    \
+  {"allow", required_argument, NULL, CLI_OPT_ALLOW},                   \
+  {"dns-upstream", required_argument, NULL, CLI_OPT_DNS_UPSTREAM}
 
 /* Help text of the sandbox flags. */
 extern const char cli_sandbox_opts_help[];

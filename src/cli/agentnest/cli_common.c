@@ -79,7 +79,10 @@ const char cli_sandbox_opts_help[] =
     "  --secret NAME           secret from the caller's environment variable NAME\n"
     "  --secret NAME=@FILE     secret read from FILE; never shown in output (repeatable)\n"
     "  --workdir DIR           working directory inside (default /workspace)\n"
-    "  --network none          network mode (only 'none': loopback only)\n"
+    "  --network MODE          egress: none (default: loopback only), allowlist (only\n"
+    "                          --allow entries) or full (any public address); the deny\n"
+    "                          set (loopback, host, link-local/metadata, private ranges,\n"
+    "                          multicast, TCP 25) applies in every mode (agentnest(1) NETWORK)\n"
     "  --seccomp-profile FILE  seccomp policy in the Docker/OCI profile format; one that\n"
     "                          allows what the default denies (mount, bpf, ptrace, keyctl,\n"
     "                          new namespaces, vsock, ...) is refused, naming the call\n"
@@ -92,7 +95,11 @@ const char cli_sandbox_opts_help[] =
     "                          nodes, read-only driver mounts and env from the specs\n"
     "  --cdi-spec-dir DIR      CDI spec directory (repeatable; default /etc/cdi and\n"
     "                          /var/run/cdi)\n"
-    "  --cdi-allow-hooks       apply CDI hooks (host programs run as root); refused otherwise\n";
+    "  --cdi-allow-hooks       apply CDI hooks (host programs run as root); refused otherwise\n"
+    "  --allow ENTRY           egress allowlist entry (repeatable): NAME[:PORTS] (that name),\n"
+    "                          *.ZONE[:PORTS] (its subdomains), CIDR[:PORTS]; PORTS like\n"
+    "                          443, 80,443 or 1-1024 (default 80,443)\n"
+    "  --dns-upstream ADDR[:PORT]  resolver the DNS filter asks (default: the host's)\n";
 
 static const struct {
   int code;
@@ -113,6 +120,7 @@ static const struct {
     {CLI_OPT_DISK, "--disk", "disk"},              {CLI_OPT_INODES, "--inodes", "inodes"},
     {CLI_OPT_GPU, "--gpu", "gpu"},                 {CLI_OPT_CDI_SPEC_DIR, "--cdi-spec-dir", "cdi_spec_dir"},
     {CLI_OPT_CDI_ALLOW_HOOKS, "--cdi-allow-hooks", "cdi_allow_hooks"},
+    {CLI_OPT_ALLOW, "--allow", "allow"},           {CLI_OPT_DNS_UPSTREAM, "--dns-upstream", "dns_upstream"},
 };
 
 bool cli_sandbox_flag(struct cli_sandbox_flags *f, int code, const char *arg) {
