@@ -48,7 +48,7 @@ enum { AN_SNI_FOUND = 1, AN_SNI_MORE = 0, AN_SNI_BAD = -1, AN_SNI_NONE = -2 };
  * host_name in server_name, the name a valid LDH host name (labels 1-63, at
  * most 253 characters, not an IPv4 literal, no trailing dot: RFC 6066 3).
  * GREASE values (RFC 8701) and unknown extensions are skipped.  A hello
- * larger than 64 KiB is AN_SNI_BAD.  AN_SNI_NONE: a valid ClientHello without
+ * larger than 32 KiB is AN_SNI_BAD.  AN_SNI_NONE: a valid ClientHello without
  * a server_name extension.  Thread-safe, no allocation. */
 int an_tls_sni_parse(const uint8_t *buf, size_t len, char *name, size_t cap);
 
