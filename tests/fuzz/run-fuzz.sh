@@ -43,4 +43,7 @@ if [ -f tests/fuzz/seccomp_profile_fuzz.c ]; then
     src/engine/seccomp_profile.c
   run seccomp_profile_fuzz tests/fuzz/corpus/seccomp_profile tests/fuzz/spec.dict
 fi
+# The egress proxy's ClientHello SNI / HTTP Host parsers (pure: no library sources).
+build sni_fuzz tests/fuzz/sni_fuzz.c src/net/sni.c
+run sni_fuzz tests/fuzz/corpus/sni tests/fuzz/sni.dict
 echo "fuzz: no crashes"
