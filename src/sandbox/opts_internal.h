@@ -78,8 +78,8 @@ int an_sb_cdi_apply(const struct an_sandbox_opts *o, const char *rootfs, struct 
  * their profile keys (same shape as the CDI ones above), their JSON members,
  * an_sb_egress_policy (the net/policy.h policy of the options; caller frees;
  * -EINVAL for entries the mode refuses) and an_sb_egress_check, called at
- * create: the policy's errors, -EOPNOTSUPP for a mode this build cannot
- * enforce yet. */
+ * create before anything is made: the policy's errors.  Enforcement (and
+ * its failures) is sandbox/egress_run.h's. */
 struct an_egress_policy;
 bool an_sb_egress_set_option(struct an_sandbox_opts *o, const char *option, const char *text, int *r,
                              an_error_t *err);

@@ -16,6 +16,7 @@
 #include "agentnest/image.h"
 #include "engine/process.h"
 #include "agentnest/doctor.h"
+#include "sandbox/egress_run.h"
 #include "sandbox/opts_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "sandbox/seccomp_check.h"
@@ -284,6 +285,7 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   free(argv);
   if (r < 0) goto fail;
   if ((r = add_init_mount(spec, init_path, err)) < 0) goto fail;
+  if ((r = an_sb_egress_start(sb, opts, img->rootfs, spec, err)) < 0) goto fail;
   free(spec->linux.cgroups_path);
   if (!(spec->linux.cgroups_path = strdup(sb->cgroup_path))) { r = an_error_set(err, ENOMEM, "spec"); goto fail; }
   if ((r = collect_secrets(opts, spec, &sb->rec, err)) < 0) goto fail;

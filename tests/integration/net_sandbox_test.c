@@ -1,0 +1,117 @@
+/* tests/integration/net_sandbox_test.c — egress through the built
+ * `agentnest` ($AN_TEST_BUILD/agentnest) on a store of the test's own: a
+ * sandbox asking for --network allowlist either runs with its egress in
+ * place or is refused naming the component that could not start — never an
+ * unfiltered sandbox — and leaves nothing either way (no sandbox state, no
+ * netns mount, no process); absurd entries and entries the mode cannot take
+ * are refused before anything is made.  The busybox image comes from the
+ * `make images` cache (skipped when missing). */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "util.h"
+
+#define CACHE "/var/cache/agentnest/images/busybox/layout"
+
+static char root[64], an[4096], errp[128];
+
+static void setup(void) {
+  if (access(CACHE, F_OK) != 0) cr_skip_test("no busybox image in %s (make images)", CACHE);
+  snprintf(root, sizeof root, "/tmp/an-netsb-XXXXXX");
+  cr_assert_not_null(mkdtemp(root));
+  snprintf(an, sizeof an, "%s/agentnest", getenv("AN_TEST_BUILD") ? getenv("AN_TEST_BUILD") : "build");
+  snprintf(errp, sizeof errp, "%s.err", root);
+  cr_assert_eq(an_test_sh("%s --root %s image import %s --name busybox >/dev/null 2>&1", an, root, CACHE), 0);
+}
+
+static void teardown(void) {
+  an_test_sh("%s --root %s prune >/dev/null 2>&1; rm -rf %s %s", an, root, root, errp);
+}
+
+TestSuite(net_sandbox, .init = setup, .fini = teardown, .timeout = 120);
+
+static int run(const char *args) {
+  return an_test_sh("%s --root %s run --image busybox %s -- true >/dev/null 2>%s", an, root, args, errp);
+}
+
+static char *err_text(void) { return an_test_read_file(errp, NULL); }
+
+static void assert_nothing_left(void) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/sandboxes", root);
+  DIR *d = opendir(path);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d)))
+      cr_assert(e->d_name[0] == '.', "sandbox state left: %s/%s", path, e->d_name);
+    closedir(d);
+  }
+  char *info = an_test_read_file("/proc/self/mountinfo", NULL);
+  cr_assert_null(strstr(info, root), "a mount under the store is left");
+  free(info);
+  /* no process still names the store in its command line (an egress
+   * process forked from `agentnest --root ROOT run` would) */
+  DIR *pd = opendir("/proc");
+  struct dirent *pe;
+  while (pd && (pe = readdir(pd))) {
+    int pid = atoi(pe->d_name);
+    if (pid <= 0 || pid == getpid()) continue;
+    char cp[64], buf[4096];
+    snprintf(cp, sizeof cp, "/proc/%d/cmdline", pid);
+    FILE *f = fopen(cp, "re");
+    if (!f) continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < n; i++)
+      if (!buf[i]) buf[i] = ' ';
+    buf[n] = 0;
+    cr_assert_null(strstr(buf, root), "process %d is left: %s", pid, buf);
+  }
+  if (pd) closedir(pd);
+}
+
+Test(net_sandbox, allowlist_runs_filtered_or_fails_closed_leaving_nothing) {
+  /* where it runs, it runs in its own netns (eth0 of the veth pair) */
+  int st = an_test_sh("%s --root %s run --image busybox --network allowlist --allow pkg.example -- "
+                      "sh -c 'test -e /sys/class/net/eth0' >/dev/null 2>%s", an, root, errp);
+  char *e = err_text();
+  if (st != 0) {
+    cr_assert_eq(st, 125, "exit %d: %s", st, e);
+    cr_assert(strstr(e, "network allowlist: "), "the refusal names the mode and the cause: %s", e);
+  }
+  free(e);
+  assert_nothing_left();
+}
+
+Test(net_sandbox, absurd_entries_are_refused_before_anything_is_made) {
+  static const struct { const char *args, *want; } cases[] = {
+    {"--network allowlist --allow 0.0.0.0/0", "\"0.0.0.0/0\": /0 is too wide"},
+    {"--network allowlist --allow '*.com'", "single-label"},
+    {"--network allowlist --allow pkg.example:0", "port out of range"},
+    {"--allow pkg.example", "needs --network allowlist or full"},
+    {"--network full --allow pkg.example", "only CIDR entries"},
+    {"--dns-upstream 192.0.2.53", "needs --network allowlist or full"},
+    {"--network allowlist --dns-upstream dns.example", "is not an IPv4 or IPv6 address"},
+    {"--network host", "unknown mode"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int st = run(cases[i].args);
+    char *e = err_text();
+    cr_assert_eq(st, 125, "%s: exit %d: %s", cases[i].args, st, e);
+    cr_assert(strstr(e, cases[i].want), "%s: message \"%s\" lacks \"%s\"", cases[i].args, e, cases[i].want);
+    free(e);
+    assert_nothing_left();
+  }
+}
+
+Test(net_sandbox, network_none_is_unchanged) {
+  cr_assert_eq(run("--network none"), 0);
+  cr_assert_eq(an_test_sh("%s --root %s run --image busybox -- sh -c "
+                          "'test ! -e /sys/class/net/eth0 && test -e /sys/class/net/lo' 2>%s", an, root, errp),
+               0, "loopback only");
+  assert_nothing_left();
+}
