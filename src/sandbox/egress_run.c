@@ -13,7 +13,8 @@
  * the sandbox's netns by a thread that joined it (127.0.0.1:53 UDP+TCP for
  * DNS, 127.0.0.1 and ::1 port AN_SB_EGRESS_PROXY_PORT for the proxy: ports
  * below 1024 the sandbox cannot bind, having no capability over that netns).
- * It ends on SIGTERM/SIGKILL from teardown; `prune` removes it with the rest
+ * SIGUSR1 makes it reload its policy from the options record (a live
+ * change, egress_change.c).  It ends on SIGTERM/SIGKILL from teardown; `prune` removes it with the rest
  * of a sandbox whose monitor or creator died.
  *
  * Fail closed: the filter and the proxy are made before the fork, in the
@@ -171,7 +172,26 @@ static void sink(void *c, const struct an_net_event *ev) {
   an_error_free(&e);
 }
 
-_Noreturn static void helper_main(struct an_dnsfilter *df, struct an_proxy *px, int ready_fd) {
+/* SIGHUP: the options record changed (egress_change.c): take its policy.
+ * A record that does not parse keeps the old policy (the ruleset was
+ * replaced already, so the stricter of the two applies meanwhile). */
+static void reload(struct helper *h) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", h->dir, AN_SB_OPTIONS_FILE);
+  struct an_sandbox_opts *o = NULL;
+  struct an_egress_policy *p = NULL;
+  an_error_t e = NULL;
+  if (an_sandbox_opts_new(&o, &e) == 0 && an_sandbox_opts_load_profile(o, path, NULL, &e) == 0 &&
+      an_sb_egress_policy(o, &p, &e) == 0 && an_egress_policy_load_host_addrs(p, &e) == 0) {
+    an_egress_policy_free((struct an_egress_policy *) h->ctx.policy);
+    h->ctx.policy = an_steal(&p);
+  }
+  an_egress_policy_free(p);
+  an_sandbox_opts_free(o);
+  an_error_free(&e);
+}
+
+_Noreturn static void helper_main(struct helper *h, struct an_dnsfilter *df, struct an_proxy *px, int ready_fd) {
   int null = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null >= 0) {
     dup2(null, 0);
@@ -185,6 +205,7 @@ _Noreturn static void helper_main(struct an_dnsfilter *df, struct an_proxy *px, 
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGUSR1);
   sigprocmask(SIG_BLOCK, &set, NULL);
   int sfd = signalfd(-1, &set, SFD_CLOEXEC);
   pid_t self = getpid();
@@ -194,14 +215,19 @@ _Noreturn static void helper_main(struct an_dnsfilter *df, struct an_proxy *px, 
                         {.fd = an_proxy_fd(px), .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
   for (;;) {
     if (poll(p, 3, -1) < 0) continue;
-    if (p[2].revents) _exit(0);
+    if (p[2].revents) {
+      struct signalfd_siginfo si;
+      if (read(sfd, &si, sizeof si) == (ssize_t) sizeof si && si.ssi_signo == SIGUSR1) reload(h);
+      else _exit(0);
+    }
     an_error_t e = NULL;
     if (p[0].revents && an_dnsfilter_dispatch(df, &e) < 0) _exit(1);
     if (p[1].revents && an_proxy_dispatch(px, &e) < 0) _exit(1);
   }
 }
 
-static int start_helper(struct an_sandbox *sb, struct an_dnsfilter *df, struct an_proxy *px, an_error_t *err) {
+static int start_helper(struct an_sandbox *sb, struct helper *h, struct an_dnsfilter *df, struct an_proxy *px,
+                        an_error_t *err) {
   int pr[2];
   if (pipe2(pr, O_CLOEXEC) < 0) return an_error_set(err, errno, "egress: pipe");
   pid_t child = fork();
@@ -216,7 +242,7 @@ static int start_helper(struct an_sandbox *sb, struct an_dnsfilter *df, struct a
     setsid();
     pid_t m = fork();
     if (m != 0) _exit(m < 0 ? 1 : 0);
-    helper_main(df, px, pr[1]);
+    helper_main(h, df, px, pr[1]);
   }
   close(pr[1]);
   while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
@@ -265,7 +291,7 @@ int an_sb_egress_start(struct an_sandbox *sb, const struct an_sandbox_opts *opts
   l.proxy4 = l.proxy6 = -1;
   if ((r = an_proxy_new(&pc, &hooks, &px, err)) < 0) goto out;
   if ((r = dns_files(sb->dir, rootfs, spec, err)) < 0 || (r = set_netns_path(spec, ns, err)) < 0) goto out;
-  r = start_helper(sb, df, px, err);
+  r = start_helper(sb, &h, df, px, err);
   if (r >= 0)
     an_sb_event(sb->dir, "egress_started", ",\"mode\":\"%s\",\"entries\":%zu", an_egress_mode_name(p->mode),
                 p->n_entries);
@@ -278,26 +304,44 @@ out:
   return r < 0 ? an_error_prefix(err, "network %s", an_sandbox_opts_network(opts)) : 0;
 }
 
-int an_sb_egress_stop(const char *dir, an_error_t *err) {
+/* a pidfd of the sandbox's egress process (checked against its start
+ * time, so a reused pid is never signalled), or -1 */
+static int egress_pidfd(const char *dir) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, PID_FILE);
   FILE *f = fopen(path, "re");
-  if (f) {
-    int pid = 0;
-    unsigned long long start = 0;
-    if (fscanf(f, "%d %llu", &pid, &start) == 2 && pid > 0) {
-      int fd = -1;
-      an_error_t e = NULL;
-      if (an_process_pidfd_checked(pid, start, &fd, &e) == 0) {
-        an_process_signal(fd, SIGKILL, &e);
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        while (poll(&pfd, 1, 5000) < 0 && errno == EINTR) {}
-        close(fd);
-      }
-      an_error_free(&e);
-    }
-    fclose(f);
+  if (!f) return -1;
+  int pid = 0, fd = -1;
+  unsigned long long start = 0;
+  if (fscanf(f, "%d %llu", &pid, &start) == 2 && pid > 0) {
+    an_error_t e = NULL;
+    if (an_process_pidfd_checked(pid, start, &fd, &e) < 0) fd = -1;
+    an_error_free(&e);
   }
+  fclose(f);
+  return fd;
+}
+
+void an_sb_egress_reload(const char *dir) {
+  int fd = egress_pidfd(dir);
+  if (fd < 0) return;
+  an_error_t e = NULL;
+  an_process_signal(fd, SIGUSR1, &e);
+  an_error_free(&e);
+  close(fd);
+}
+
+int an_sb_egress_stop(const char *dir, an_error_t *err) {
+  int fd = egress_pidfd(dir);
+  if (fd >= 0) {
+    an_error_t e = NULL;
+    an_process_signal(fd, SIGKILL, &e);
+    an_error_free(&e);
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    while (poll(&pfd, 1, 5000) < 0 && errno == EINTR) {}
+    close(fd);
+  }
+  char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, NETNS_FILE);
   return an_netns_remove(path, err);
 }

@@ -28,4 +28,8 @@ int an_sb_egress_start(struct an_sandbox *sb, const struct an_sandbox_opts *opts
  * Errors: an_netns_remove's. */
 int an_sb_egress_stop(const char *dir, an_error_t *err);
 
+/* Tell the egress process of the sandbox at `dir` to reload its policy
+ * from the options record (SIGUSR1; best effort: none running is fine). */
+void an_sb_egress_reload(const char *dir);
+
 #endif

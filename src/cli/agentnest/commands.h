@@ -30,6 +30,7 @@ int cmd_doctor(struct an_global_opts *g, int argc, char **argv);
 int cmd_policy(struct an_global_opts *g, int argc, char **argv);
 int cmd_profiles(struct an_global_opts *g, int argc, char **argv);
 int cmd_demo(struct an_global_opts *g, int argc, char **argv);
+int cmd_network(struct an_global_opts *g, int argc, char **argv);
 
 #define AN_EXIT_RUNTIME 125
 #endif

@@ -37,6 +37,7 @@ static const struct an_command commands[] = {
     {"policy", cmd_policy, "explain what each profile enforces, and what not, on this host"},
     {"profiles", cmd_profiles, "list the shipped profiles: purpose and key limits"},
     {"demo", cmd_demo, "a narrated tour on the default image"},
+    {"network", cmd_network, "print or change a live sandbox's egress policy"},
 };
 
 static void usage(FILE *f) {
