@@ -121,7 +121,9 @@ static int configure(const char *path, an_error_t *err) {
     goto out;
   }
   rtnl_link_set_name(veth, AN_NETNS_IF);
-  rtnl_link_set_name(rtnl_link_veth_get_peer(veth), AN_NETNS_PEER_IF);
+  struct rtnl_link *peer = rtnl_link_veth_get_peer(veth);   /* a reference of ours */
+  rtnl_link_set_name(peer, AN_NETNS_PEER_IF);
+  rtnl_link_put(peer);
   e = rtnl_link_add(sk, veth, NLM_F_CREATE | NLM_F_EXCL);
   rtnl_link_veth_release(veth);
   if (e < 0) {
