@@ -206,6 +206,7 @@ static void handle_message(struct an_dnsfilter *f, const uint8_t *w, size_t n, c
   q->fd = -1;
   q->peer = *p;
   int r = an_dns_q_parse(w, n, &q->q);
+  if (p->tcp) q->q.udp_max = 65535;       /* no UDP size limit over TCP (RFC 7766) */
   const char *reason = NULL;
   int rcode = -1;
   enum an_net_verdict v = AN_NET_ERROR;

@@ -106,11 +106,15 @@ static void start_proxy(struct an_proxy_limits lim) {
   atomic_store(&E.started, true);
 }
 
-static void stop_proxy(void) {
+static void join_proxy(void) {
   if (!atomic_load(&E.started)) return;
   atomic_store(&E.stop, true);
   pthread_join(E.thread, NULL);
   atomic_store(&E.started, false);
+}
+
+static void stop_proxy(void) {
+  join_proxy();
   an_proxy_free(E.p);
   E.p = NULL;
 }
@@ -343,4 +347,23 @@ Test(proxy, bad_configuration_is_refused) {
   cr_assert_eq(an_proxy_new(&bad, &hooks, &p, &err), -EINVAL);
   cr_assert(strstr(err->msg, "not a listening TCP socket"), "%s", err->msg);
   an_error_free(&err);
+}
+
+Test(proxy, connection_limit_refuses_the_newest) {
+  stop_proxy();
+  struct an_proxy_limits lim = test_limits();
+  lim.max_conns = 1;
+  lim.sniff_timeout_ms = 5000;
+  start_proxy(lim);
+  /* One connection waits in the sniff step; the second is over the limit. */
+  cr_assert_eq(nf_sh(E.sb, "/usr/bin/python3 -c \"import socket,time\n"
+                           "a=socket.create_connection(('192.0.2.10',8443),5); time.sleep(0.3)\n"
+                           "b=socket.create_connection(('192.0.2.10',8443),5); b.settimeout(5)\n"
+                           "try:\n  assert b.recv(10)==b''\nexcept ConnectionResetError: pass\n\""), 0);
+  cr_assert(event_arrives(AN_NET_EV_CONNECT, AN_NET_ERROR, NULL, "connection limit"));
+  struct an_proxy_stats st;
+  join_proxy();                        /* the proxy is used by one thread at a time */
+  an_proxy_stats(E.p, &st);
+  cr_assert_geq(st.accepted, 2);
+  cr_assert_geq(st.errors, 1);
 }
