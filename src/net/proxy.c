@@ -241,6 +241,30 @@ static void decide(struct an_proxy *p, struct conn *c) {
     conn_refuse(p, c, AN_NET_ERROR, "epoll_ctl failed");
 }
 
+/* One request per plain-HTTP connection: only the first request's Host is
+ * checked, so a second request on a kept-alive connection could name
+ * another site on the same address.  A "Connection: close" field added at
+ * the end of the first request's header block makes the server close after
+ * answering it (RFC 9112 9.6: it MUST NOT process further requests; the
+ * "close" option wins over keep-alive, RFC 9110 7.6.1). */
+static int http_force_close(struct conn *c) {
+  static const char field[] = "Connection: close\r\n";
+  const size_t flen = sizeof field - 1;
+  size_t end = 0;                      /* offset of the block's final CRLF */
+  for (size_t i = 0; i + 4 <= c->sniff_len; i++)
+    if (!memcmp(c->sniff + i, "\r\n\r\n", 4)) { end = i + 2; break; }
+  if (!end) return -1;
+  uint8_t *b = malloc(c->sniff_len + flen);
+  if (!b) return -1;
+  memcpy(b, c->sniff, end);
+  memcpy(b + end, field, flen);
+  memcpy(b + end + flen, c->sniff + end, c->sniff_len - end);
+  free(c->sniff);
+  c->sniff = b;
+  c->sniff_len += flen;
+  return 0;
+}
+
 static void sniff_readable(struct an_proxy *p, struct conn *c) {
   size_t cap = p->lim.sniff_max_bytes;
   if (!c->sniff && !(c->sniff = malloc(cap))) { conn_refuse(p, c, AN_NET_ERROR, "out of memory"); return; }
@@ -260,6 +284,10 @@ static void sniff_readable(struct an_proxy *p, struct conn *c) {
     return;
   }
   c->has_name = r == AN_SNI_FOUND;
+  if (c->sniff[0] != 22 && http_force_close(c) < 0) {
+    conn_refuse(p, c, AN_NET_ERROR, "out of memory");
+    return;
+  }
   decide(p, c);
 }
 

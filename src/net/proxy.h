@@ -20,6 +20,9 @@
  *     read within sniff_timeout_ms and parsed (first byte 22: TLS ClientHello
  *     SNI, else HTTP/1.x Host).  Malformed, neither, over the cap, or the
  *     timeout: refused without asking the policy;
+ *     A plain HTTP request gets a "Connection: close" field appended to its
+ *     header block, so that the server answers this one request only and a
+ *     second request on the connection cannot name another site;
  *  3. hooks.dest_allowed(family, addr, port, name or NULL): 0 -> refused;
  *  4. a non-blocking connect() to the original destination (connect_timeout_ms),
  *     the sniffed bytes are written first, then both directions are spliced

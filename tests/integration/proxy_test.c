@@ -367,3 +367,18 @@ Test(proxy, connection_limit_refuses_the_newest) {
   cr_assert_geq(st.accepted, 2);
   cr_assert_geq(st.errors, 1);
 }
+
+Test(proxy, second_request_on_a_kept_alive_http_connection_cannot_name_another_site) {
+  /* Pipelined: the allowed Host first, then another site's.  The server
+   * (HTTP/1.1 keep-alive) would answer both; the proxy's Connection: close
+   * makes it stop after the first. */
+  cr_assert_eq(nf_sh(E.sb, "/usr/bin/python3 -c \"import socket\n"
+                           "s=socket.create_connection(('192.0.2.10',8080),5); s.settimeout(10)\n"
+                           "s.sendall(b'GET /one HTTP/1.1\\r\\nHost: allowed.example\\r\\n\\r\\n'"
+                           "b'GET /two HTTP/1.1\\r\\nHost: other.example\\r\\n\\r\\n')\n"
+                           "d=b''\nwhile True:\n  k=s.recv(65536)\n  if not k: break\n  d+=k\n"
+                           "assert b'hello allowed.example' in d and b'other' not in d, d\n\""), 0,
+               "one answer, for the allowed name, then EOF");
+  cr_assert_geq(log_count("REQ allowed.example /one"), 1);
+  cr_assert_eq(log_count("REQ other.example"), 0, "the second request reached the server");
+}
