@@ -37,9 +37,9 @@
  * dropped except for OPT.  Upstream timeout: the next upstream is tried,
  * then SERVFAIL.  An answer larger than the client's UDP size (512, or its
  * EDNS size up to 1232) is sent truncated (TC=1, question only) so the client
- * retries over TCP, where it is sent whole.  Upstream queries always go over UDP (EDNS size 1232);
- * a truncated upstream answer is passed on truncated (TC=1), which stops
- * a TCP client (a documented limit: answers over 1232 bytes do not resolve).
+ * retries over TCP, where it is sent whole.  Upstream queries go over UDP
+ * (EDNS size 1232); a truncated upstream answer is asked again over TCP of
+ * the same upstream (RFC 7766), once.
  *
  * Bounds (struct an_dnsfilter_limits; 0 picks the default): pending upstream
  * queries, TCP clients, per-query timeout, TCP idle timeout, TTL cap/floor.

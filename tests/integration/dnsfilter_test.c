@@ -116,7 +116,8 @@ static void setup(void) {
       "--host-record=target.other.example,192.0.2.20 --cname=alias.allowed.example,target.other.example "
       "--host-record=fail.allowed.example,192.0.2.12 --txt-record=allowed.example,hello "
       "--txt-record=big.allowed.example,%s,%s,%s "
-      "--address=/exfil.example/192.0.2.99", E.dir, E.log, big, big, big);
+      "--txt-record=huge.allowed.example,%s,%s,%s,%s,%s,%s,%s "
+      "--address=/exfil.example/192.0.2.99", E.dir, E.log, big, big, big, big, big, big, big, big, big, big);
   cr_assert(nf_wait(dnsmasq_up, NULL, 250), "dnsmasq did not start (log %s)", E.log);
   E.sb = nf_sandbox_netns();
   E.f = filter_new("192.0.2.53", (struct an_dnsfilter_limits) {0});
@@ -481,5 +482,19 @@ Test(dnsfilter, answer_over_the_udp_size_is_truncated_and_complete_over_tcp) {
   cr_assert_eq(ldns_rr_list_rr_count(ldns_pkt_answer(p)), 1);
   ldns_pkt_free(p);
   close(u);
+  close(t);
+}
+
+Test(dnsfilter, upstream_truncation_is_retried_over_tcp) {
+  /* ~1.5 KiB of TXT: dnsmasq truncates it at the filter's EDNS size 1232, the
+   * filter asks again over TCP and a TCP client gets all of it. */
+  int t = client(SOCK_STREAM);
+  ldns_pkt *p = ask(t, true, "huge.allowed.example", LDNS_RR_TYPE_TXT, 11);
+  cr_assert_eq(ldns_pkt_get_rcode(p), LDNS_RCODE_NOERROR);
+  cr_assert_not(ldns_pkt_tc(p), "complete");
+  cr_assert_eq(ldns_rr_list_rr_count(ldns_pkt_answer(p)), 1);
+  cr_assert_eq(ldns_rr_rd_count(ldns_rr_list_rr(ldns_pkt_answer(p), 0)), 7, "all 7 strings");
+  ldns_pkt_free(p);
+  cr_assert_eq(dnsmasq_log_count("query[TXT] huge.allowed.example"), 2, "UDP, then TCP");
   close(t);
 }
