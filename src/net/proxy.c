@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -472,12 +474,37 @@ fail:
 
 int an_proxy_fd(const struct an_proxy *p) { return p->epfd; }
 
+/* splice(2) into a socket whose peer is gone raises SIGPIPE (it has no
+ * MSG_NOSIGNAL).  The signal is sent to the calling thread, so dispatch
+ * blocks it for its own thread, takes away any that its splices raised, and
+ * restores the mask: the process's signal dispositions are left alone. */
+static void sigpipe_block(sigset_t *old) {
+  sigset_t pipe_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, old);
+}
+
+static void sigpipe_restore(const sigset_t *old) {
+  if (!sigismember(old, SIGPIPE)) {
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE) {}
+  }
+  pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 int an_proxy_dispatch(struct an_proxy *p, an_error_t *err) {
+  sigset_t old;
+  sigpipe_block(&old);
+  int r = 0;
   for (int i = 0; i < DISPATCH_MAX; i++) {
     struct epoll_event ev;
     int n = epoll_wait(p->epfd, &ev, 1, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return an_error_set(err, errno, "transparent proxy: epoll_wait");
+    if (n < 0) { r = an_error_set(err, errno, "transparent proxy: epoll_wait"); break; }
     if (n == 0) break;
     struct ep *ep = ev.data.ptr;
     switch (ep->kind) {
@@ -490,7 +517,8 @@ int an_proxy_dispatch(struct an_proxy *p, an_error_t *err) {
     }
   }
   arm_timer(p);
-  return 0;
+  sigpipe_restore(&old);
+  return r;
 }
 
 void an_proxy_stats(const struct an_proxy *p, struct an_proxy_stats *out) {

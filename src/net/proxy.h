@@ -37,11 +37,11 @@
  *
  * Thread-safety: one proxy is used by one thread at a time; distinct proxies
  * are independent; no global state; hooks are called only from dispatch.
- * SIGPIPE: the proxy writes with send(MSG_NOSIGNAL) and splice(2), and a
- * splice to a socket whose peer is gone raises SIGPIPE (splice has no
- * MSG_NOSIGNAL), so the process that dispatches must ignore SIGPIPE
- * (signal(SIGPIPE, SIG_IGN)) — the monitor does not do so today; the
- * integration has to.
+ * SIGPIPE: a splice(2) to a socket whose peer is gone raises SIGPIPE (splice
+ * has no MSG_NOSIGNAL); an_proxy_dispatch blocks SIGPIPE for the calling
+ * thread while it runs, discards those its splices raised, and restores the
+ * thread's mask, so the caller need not ignore SIGPIPE (dispositions are
+ * never changed).
  */
 #ifndef AN_NET_PROXY_H
 #define AN_NET_PROXY_H
