@@ -172,7 +172,7 @@ int an_dns_answer(const struct an_dns_q *q, const uint8_t *upw, size_t up_len, u
   uint8_t rcode = ldns_pkt_get_rcode(up);
   r = reply_new(q, rcode);
   if (!r) goto out;
-  if (ldns_pkt_tc(up)) {                 /* passed on truncated: see dnsfilter.h */
+  if (ldns_pkt_tc(up)) {                 /* only an upstream TCP answer gets here truncated (dnsfilter.c retries UDP over TCP): passed on */
     ldns_pkt_set_tc(r, true);
   } else if (rcode == LDNS_RCODE_NOERROR || rcode == LDNS_RCODE_NXDOMAIN) {
     /* The CNAME chain from the query name, in whatever order the records come. */

@@ -19,7 +19,8 @@ struct an_dns_q {
   uint16_t qtype;
   char name[AN_NET_NAME_BUF];    /* lower case, no trailing dot; "" for the root */
   bool edns, do_bit;             /* the client sent EDNS(0) / the DO bit */
-  uint16_t udp_max;              /* largest answer the client takes over UDP */
+  uint16_t udp_max;              /* largest answer the client takes (UDP: 512 or its EDNS
+                                    size up to 1232; the caller sets 65535 for TCP) */
 };
 
 /* What to do with a query's type (see dnsfilter.h for the list). */

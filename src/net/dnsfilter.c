@@ -46,6 +46,10 @@ struct query {
   uint64_t deadline;                 /* CLOCK_MONOTONIC ms */
   struct peer peer;
   struct an_dns_q q;
+  bool via_tcp;                      /* retried over TCP after a truncated UDP answer */
+  uint8_t *tcp_buf;                  /* TCP: the query to write, then the answer read */
+  size_t tcp_len, tcp_off;
+  bool tcp_sent;
 };
 
 struct tcp_client {
@@ -163,6 +167,7 @@ static void query_free(struct an_dnsfilter *f, struct query *q) {
   f->n_queries--;
   struct tcp_client *c = q->peer.tcp;
   an_dns_q_clear(&q->q);
+  free(q->tcp_buf);
   free(q);
   if (c) {
     c->pending = NULL;
@@ -206,6 +211,7 @@ static void handle_message(struct an_dnsfilter *f, const uint8_t *w, size_t n, c
   q->fd = -1;
   q->peer = *p;
   int r = an_dns_q_parse(w, n, &q->q);
+  if (p->tcp) q->q.udp_max = 65535;       /* no UDP size limit over TCP (RFC 7766) */
   const char *reason = NULL;
   int rcode = -1;
   enum an_net_verdict v = AN_NET_ERROR;
@@ -256,7 +262,80 @@ static int add_addr_hook(void *ctx, const char *name, int family, const void *ad
   return f->hooks.add_addr(f->hooks.ctx, name, family, addr, ttl);
 }
 
-static void upstream_readable(struct an_dnsfilter *f, struct query *q) {
+/* An upstream message for q: 0 answered (q freed), 1 not ours. */
+static int deliver(struct an_dnsfilter *f, struct query *q, const uint8_t *m, size_t n) {
+  cleanup_free uint8_t *w = NULL;
+  size_t len = 0;
+  unsigned naddrs = 0;
+  int r = an_dns_answer(&q->q, m, n, q->up_id, f->lim.ttl_cap_s, f->lim.ttl_floor_s,
+                        add_addr_hook, f, &w, &len, &naddrs);
+  if (r == 1) return 1;
+  if (r < 0) { query_fail(f, q, r == -EIO ? "add_addr failed" : "out of memory"); return 0; }
+  f->stats.allowed++;
+  f->stats.addrs_added += naddrs;
+  send_answer(f, &q->peer, w, len);
+  emit(f, &q->q, AN_NET_ALLOW, len > 3 ? (w[3] & 0x0f) : 0, naddrs, "resolved upstream");
+  query_free(f, q);
+  return 0;
+}
+
+/* A truncated UDP answer: ask the same upstream again over TCP (RFC 7766),
+ * once; a failure or timeout there is SERVFAIL. */
+static int query_send_tcp(struct an_dnsfilter *f, struct query *q) {
+  epoll_ctl(f->epfd, EPOLL_CTL_DEL, q->fd, NULL);
+  close(q->fd);
+  const struct sockaddr_storage *up = &f->up[q->upstream % f->n_up];
+  socklen_t alen = up->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+  cleanup_free uint8_t *w = NULL;
+  size_t n = 0;
+  if (an_dns_upstream_query(&q->q, q->up_id, &w, &n) < 0) return -ENOMEM;
+  q->tcp_buf = malloc(2 + 65535);
+  if (!q->tcp_buf) return -ENOMEM;
+  q->tcp_buf[0] = (uint8_t) (n >> 8);
+  q->tcp_buf[1] = (uint8_t) n;
+  memcpy(q->tcp_buf + 2, w, n);
+  q->tcp_len = 2 + n;
+  q->tcp_off = 0;
+  q->via_tcp = true;
+  q->tries = 2;                                    /* no further retry */
+  q->fd = socket(up->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (q->fd < 0) return -errno;
+  if (connect(q->fd, (const struct sockaddr *) up, alen) < 0 && errno != EINPROGRESS) return -errno;
+  struct epoll_event ev = {.events = EPOLLOUT | EPOLLIN, .data.ptr = &q->ep};
+  if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, q->fd, &ev) < 0) return -errno;
+  q->deadline = now_ms() + f->lim.timeout_ms;
+  return 0;
+}
+
+static void upstream_tcp_event(struct an_dnsfilter *f, struct query *q, uint32_t events) {
+  if (!q->tcp_sent) {
+    while (q->tcp_off < q->tcp_len) {
+      ssize_t n = send(q->fd, q->tcp_buf + q->tcp_off, q->tcp_len - q->tcp_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EINPROGRESS)) return;
+      if (n < 0) { query_fail(f, q, "upstream TCP failed"); return; }
+      q->tcp_off += (size_t) n;
+    }
+    q->tcp_sent = true;
+    q->tcp_len = 0;                                /* the buffer now collects the answer */
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &q->ep};
+    epoll_ctl(f->epfd, EPOLL_CTL_MOD, q->fd, &ev);
+  }
+  for (;;) {
+    size_t want = q->tcp_len < 2 ? 2 - q->tcp_len
+                                 : 2 + ((size_t) q->tcp_buf[0] << 8 | q->tcp_buf[1]) - q->tcp_len;
+    if (q->tcp_len >= 2 && want == 0) break;
+    ssize_t n = recv(q->fd, q->tcp_buf + q->tcp_len, want, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    if (n <= 0) { query_fail(f, q, "upstream TCP failed"); return; }
+    q->tcp_len += (size_t) n;
+  }
+  if (deliver(f, q, q->tcp_buf + 2, q->tcp_len - 2) == 1) query_fail(f, q, "upstream TCP answer not ours");
+}
+
+static void upstream_readable(struct an_dnsfilter *f, struct query *q, uint32_t events) {
+  if (q->via_tcp) { upstream_tcp_event(f, q, events); return; }
   for (;;) {
     ssize_t n = recv(q->fd, f->buf, sizeof f->buf, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
@@ -267,18 +346,12 @@ static void upstream_readable(struct an_dnsfilter *f, struct query *q) {
       if (q->tries >= 2 || query_send(f, q) < 0) query_fail(f, q, "upstream unreachable");
       return;
     }
-    cleanup_free uint8_t *w = NULL;
-    size_t len = 0;
-    unsigned naddrs = 0;
-    int r = an_dns_answer(&q->q, f->buf, (size_t) n, q->up_id, f->lim.ttl_cap_s, f->lim.ttl_floor_s,
-                          add_addr_hook, f, &w, &len, &naddrs);
-    if (r == 1) continue;                               /* not ours: keep waiting */
-    if (r < 0) { query_fail(f, q, r == -EIO ? "add_addr failed" : "out of memory"); return; }
-    f->stats.allowed++;
-    f->stats.addrs_added += naddrs;
-    send_answer(f, &q->peer, w, len);
-    emit(f, &q->q, AN_NET_ALLOW, len > 3 ? (w[3] & 0x0f) : 0, naddrs, "resolved upstream");
-    query_free(f, q);
+    if (n >= LDNS_HEADER_SIZE && LDNS_ID_WIRE(f->buf) == q->up_id && LDNS_QR_WIRE(f->buf) &&
+        LDNS_TC_WIRE(f->buf)) {
+      if (query_send_tcp(f, q) < 0) query_fail(f, q, "upstream TCP failed");
+      return;
+    }
+    if (deliver(f, q, f->buf, (size_t) n) == 1) continue;   /* not ours: keep waiting */
     return;
   }
 }
@@ -532,7 +605,7 @@ int an_dnsfilter_dispatch(struct an_dnsfilter *f, an_error_t *err) {
     case EP_UDP: udp_readable(f); break;
     case EP_TCP_LISTEN: tcp_accept(f); break;
     case EP_TIMER: timer_expired(f); break;
-    case EP_UPSTREAM: upstream_readable(f, ep->obj); break;
+    case EP_UPSTREAM: upstream_readable(f, ep->obj, ev.events); break;
     case EP_TCP_CLIENT: tcp_client_event(f, ep->obj, ev.events); break;
     }
   }

@@ -15,8 +15,8 @@
  * What a query gets (each one is an AN_NET_EV_DNS event):
  *  - not a well-formed standard query (QR=0, OPCODE QUERY, exactly one
  *    question, no answer/authority records), class not IN: FORMERR /
- *    NOTIMP / REFUSED, answered locally (unparseable datagrams shorter than a
- *    DNS header are dropped);
+ *    NOTIMP / REFUSED, answered locally (datagrams shorter than a DNS
+ *    header, and responses (QR=1), are dropped unanswered);
  *  - name_allowed(name) false: REFUSED, answered locally; NOTHING is sent
  *    upstream for it, whatever its type (BL-37: no exfiltration in labels);
  *  - an allowed name with QTYPE A, AAAA, CNAME, TXT, MX, SRV, CAA, NS, SOA,
@@ -37,9 +37,9 @@
  * dropped except for OPT.  Upstream timeout: the next upstream is tried,
  * then SERVFAIL.  An answer larger than the client's UDP size (512, or its
  * EDNS size up to 1232) is sent truncated (TC=1, question only) so the client
- * retries over TCP.  Upstream queries always go over UDP (EDNS size 1232);
- * a truncated upstream answer is passed on truncated (TC=1), which stops
- * a TCP client (a documented limit: answers over 1232 bytes do not resolve).
+ * retries over TCP, where it is sent whole.  Upstream queries go over UDP
+ * (EDNS size 1232); a truncated upstream answer is asked again over TCP of
+ * the same upstream (RFC 7766), once.
  *
  * Bounds (struct an_dnsfilter_limits; 0 picks the default): pending upstream
  * queries, TCP clients, per-query timeout, TCP idle timeout, TTL cap/floor.

@@ -19,7 +19,10 @@
  *  2. on a name-checked port (limits.name_ports): up to sniff_max_bytes are
  *     read within sniff_timeout_ms and parsed (first byte 22: TLS ClientHello
  *     SNI, else HTTP/1.x Host).  Malformed, neither, over the cap, or the
- *     timeout: refused without asking the policy;
+ *     timeout: refused without asking the policy.  A plain HTTP request gets
+ *     a "Connection: close" field appended to its header block, so that the
+ *     server answers this one request only and a second request on the
+ *     connection cannot name another site;
  *  3. hooks.dest_allowed(family, addr, port, name or NULL): 0 -> refused;
  *  4. a non-blocking connect() to the original destination (connect_timeout_ms),
  *     the sniffed bytes are written first, then both directions are spliced
@@ -34,9 +37,11 @@
  *
  * Thread-safety: one proxy is used by one thread at a time; distinct proxies
  * are independent; no global state; hooks are called only from dispatch.
- * SIGPIPE: the proxy writes with MSG_NOSIGNAL and splice; splice to a socket
- * whose peer is gone can still raise SIGPIPE, so the monitor must ignore
- * SIGPIPE (it is a daemon; every AgentNest monitor does).
+ * SIGPIPE: a splice(2) to a socket whose peer is gone raises SIGPIPE (splice
+ * has no MSG_NOSIGNAL); an_proxy_dispatch blocks SIGPIPE for the calling
+ * thread while it runs, discards those its splices raised, and restores the
+ * thread's mask, so the caller need not ignore SIGPIPE (dispositions are
+ * never changed).
  */
 #ifndef AN_NET_PROXY_H
 #define AN_NET_PROXY_H

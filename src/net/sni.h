@@ -21,11 +21,12 @@
  * `name` is written only on AN_SNI_FOUND ("" otherwise when cap > 0).
  *
  * What is and is not seen (documented for the NETWORK section): only the
- * FIRST ClientHello / the FIRST request of a connection is checked.  A client
- * may still send another Host in a later request on the same plain-HTTP
- * connection, or an HTTP Host inside TLS that differs from its SNI (domain
- * fronting), or use TLS Encrypted Client Hello, whose inner name is hidden;
- * those reach a server on an allowed address that the server itself routes.
+ * FIRST ClientHello / the FIRST request of a connection is checked.  (The
+ * proxy makes a plain-HTTP connection carry one request: net/proxy.h.)  A
+ * client may still send an HTTP Host inside TLS that differs from its SNI
+ * (domain fronting), or use TLS Encrypted Client Hello, whose inner name is
+ * hidden; those reach a server on an allowed address that the server itself
+ * routes.
  */
 #ifndef AN_NET_SNI_H
 #define AN_NET_SNI_H

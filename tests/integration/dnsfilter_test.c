@@ -100,6 +100,9 @@ static void setup(void) {
   E.hk.client_fd = -1;
   if (an_test_sh("command -v dnsmasq >/dev/null") != 0) cr_skip_test("dnsmasq not installed");
   E.host = nf_host_enter();
+  char big[201];
+  memset(big, 'b', 200);
+  big[200] = '\0';
   snprintf(E.dir, sizeof E.dir, "/tmp/an-dnsfilter-%d", (int) getpid());
   cr_assert_eq(mkdir(E.dir, 0700), 0);
   snprintf(E.log, sizeof E.log, "%s/dnsmasq.log", E.dir);
@@ -112,7 +115,9 @@ static void setup(void) {
       "--host-record=cdn.allowed.example,192.0.2.11 --cname=www.allowed.example,cdn.allowed.example "
       "--host-record=target.other.example,192.0.2.20 --cname=alias.allowed.example,target.other.example "
       "--host-record=fail.allowed.example,192.0.2.12 --txt-record=allowed.example,hello "
-      "--address=/exfil.example/192.0.2.99", E.dir, E.log);
+      "--txt-record=big.allowed.example,%s,%s,%s "
+      "--txt-record=huge.allowed.example,%s,%s,%s,%s,%s,%s,%s "
+      "--address=/exfil.example/192.0.2.99", E.dir, E.log, big, big, big, big, big, big, big, big, big, big);
   cr_assert(nf_wait(dnsmasq_up, NULL, 250), "dnsmasq did not start (log %s)", E.log);
   E.sb = nf_sandbox_netns();
   E.f = filter_new("192.0.2.53", (struct an_dnsfilter_limits) {0});
@@ -127,17 +132,19 @@ static void teardown(void) {
 TestSuite(dnsfilter, .init = setup, .fini = teardown, .timeout = 120);
 
 /* A client socket in the sandbox netns, connected to the filter. */
-static int client(int type) {
+static int client_port(int type, unsigned port) {
   int back = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   nf_enter(E.sb);
   int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(53)};
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t) port)};
   inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
   cr_assert(fd >= 0 && connect(fd, (struct sockaddr *) &a, sizeof a) == 0, "client connect: %s", strerror(errno));
   nf_enter(back);
   close(back);
   return fd;
 }
+
+static int client(int type) { return client_port(type, 53); }
 
 /* Run the filter until `fd` is readable (true) or ~10 s of polling pass. */
 static bool pump(struct an_dnsfilter *f, int fd) {
@@ -451,7 +458,43 @@ Test(dnsfilter, bad_configuration_is_refused_and_fds_closed) {
   an_test_write_file(path, "nameserver 192.0.2.53\n", 22, 0644);
   cfg.udp_fd = nf_socket(E.sb, SOCK_DGRAM, "127.0.0.1", 5353);
   cr_assert_eq(an_dnsfilter_new(&cfg, &hooks, &f, &err), 0, "%s", err ? err->msg : "");
-  int u = client(SOCK_DGRAM);
-  (void) u;
+  /* The upstream read from that resolv.conf answers. */
+  int u = client_port(SOCK_DGRAM, 5353);
+  send_query(u, false, "allowed.example", LDNS_RR_TYPE_A, 77);
+  ldns_pkt *p = recv_answer(f, u, false);
+  cr_assert_not_null(p, "answer through the resolv.conf upstream");
+  cr_assert_eq(ldns_pkt_get_rcode(p), LDNS_RCODE_NOERROR);
+  cr_assert(answer_has(p, LDNS_RR_TYPE_A, "192.0.2.10", NULL));
+  ldns_pkt_free(p);
+  close(u);
   an_dnsfilter_free(f);
+}
+
+Test(dnsfilter, answer_over_the_udp_size_is_truncated_and_complete_over_tcp) {
+  /* ~620 bytes of TXT: over the 512 a client without EDNS takes. */
+  int u = client(SOCK_DGRAM), t = client(SOCK_STREAM);
+  ldns_pkt *p = ask(u, false, "big.allowed.example", LDNS_RR_TYPE_TXT, 5);
+  cr_assert(ldns_pkt_tc(p), "TC set over UDP");
+  cr_assert_eq(ldns_rr_list_rr_count(ldns_pkt_answer(p)), 0);
+  ldns_pkt_free(p);
+  p = ask(t, true, "big.allowed.example", LDNS_RR_TYPE_TXT, 6);
+  cr_assert_not(ldns_pkt_tc(p), "complete over TCP");
+  cr_assert_eq(ldns_rr_list_rr_count(ldns_pkt_answer(p)), 1);
+  ldns_pkt_free(p);
+  close(u);
+  close(t);
+}
+
+Test(dnsfilter, upstream_truncation_is_retried_over_tcp) {
+  /* ~1.5 KiB of TXT: dnsmasq truncates it at the filter's EDNS size 1232, the
+   * filter asks again over TCP and a TCP client gets all of it. */
+  int t = client(SOCK_STREAM);
+  ldns_pkt *p = ask(t, true, "huge.allowed.example", LDNS_RR_TYPE_TXT, 11);
+  cr_assert_eq(ldns_pkt_get_rcode(p), LDNS_RCODE_NOERROR);
+  cr_assert_not(ldns_pkt_tc(p), "complete");
+  cr_assert_eq(ldns_rr_list_rr_count(ldns_pkt_answer(p)), 1);
+  cr_assert_eq(ldns_rr_rd_count(ldns_rr_list_rr(ldns_pkt_answer(p), 0)), 7, "all 7 strings");
+  ldns_pkt_free(p);
+  cr_assert_eq(dnsmasq_log_count("query[TXT] huge.allowed.example"), 2, "UDP, then TCP");
+  close(t);
 }
