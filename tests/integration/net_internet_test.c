@@ -173,3 +173,64 @@ Test(net_internet, deny_set_applies_in_mode_full) {
     free(o);
   }
 }
+
+#define PY_CACHE "/var/cache/agentnest/images/python/layout"
+
+static const char tls_server[] =
+    "import http.server, ssl, sys\n"
+    "httpd = http.server.HTTPServer(('203.0.113.10', 443), http.server.SimpleHTTPRequestHandler)\n"
+    "ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
+    "ctx.load_cert_chain(sys.argv[1], sys.argv[2])\n"
+    "httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)\n"
+    "print('Serving HTTP', flush=True)\n"
+    "httpd.serve_forever()\n";
+
+/* in the sandbox: TLS to pkg.example's address with SNI pkg.example (must
+ * answer) and with SNI other.example (the proxy must close it) */
+static const char tls_client[] =
+    "import socket, ssl, sys\n"
+    "ctx = ssl.create_default_context()\n"
+    "ctx.check_hostname = False\n"
+    "ctx.verify_mode = ssl.CERT_NONE\n"
+    "def get(sni):\n"
+    "    try:\n"
+    "        s = socket.create_connection(('pkg.example', 443), timeout=5)\n"
+    "        t = ctx.wrap_socket(s, server_hostname=sni)\n"
+    "        t.sendall(b'GET / HTTP/1.0\\r\\nHost: ' + sni.encode() + b'\\r\\n\\r\\n')\n"
+    "        data = b''\n"
+    "        while True:\n"
+    "            d = t.recv(4096)\n"
+    "            if not d: break\n"
+    "            data += d\n"
+    "        return b'hello-from-pkg' in data\n"
+    "    except Exception as e:\n"
+    "        print('refused', sni, repr(e))\n"
+    "        return False\n"
+    "ok, bad = get('pkg.example'), get('other.example')\n"
+    "print('allowed', ok, 'mismatch', bad)\n"
+    "sys.exit(0 if ok and not bad else 1)\n";
+
+Test(net_internet, allowed_name_over_https_and_sni_of_another_site_refused) {
+  if (access(PY_CACHE, F_OK) != 0) cr_skip_test("no python image in %s", PY_CACHE);
+  cr_assert_eq(an_test_sh("%s --root %s image import %s --name python >/dev/null 2>&1", E.an, E.root, PY_CACHE), 0);
+  cr_assert_eq(an_test_sh("cd %s && openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem "
+                          "-days 1 -subj /CN=pkg.example -addext subjectAltName=DNS:pkg.example,DNS:other.example "
+                          ">/dev/null 2>&1 && chmod a+r key.pem cert.pem", E.dir), 0, "openssl");
+  char srv[128], cli[128], tlog[160];
+  snprintf(srv, sizeof srv, "%s/tls_server.py", E.dir);
+  snprintf(cli, sizeof cli, "%s/tls_client.py", E.dir);
+  snprintf(tlog, sizeof tlog, "%s/https.log", E.dir);
+  an_test_write_file(srv, tls_server, strlen(tls_server), 0644);
+  an_test_write_file(cli, tls_client, strlen(tls_client), 0644);
+  pid_t https = nf_spawn(E.inet, tlog, "cd %s/www && exec setpriv --reuid=65534 --regid=65534 --clear-groups "
+                                       "/usr/bin/python3 -u %s %s/cert.pem %s/key.pem", E.dir, srv, E.dir, E.dir);
+  bool started = nf_wait(up, tlog, 1000);
+  int st = an_test_sh("%s --root %s python --image python --dns-upstream 192.0.2.53 --network allowlist "
+                      "--allow pkg.example %s > %s 2>&1", E.an, E.root, cli, E.out);
+  nf_stop(https);
+  cr_assert(started, "the HTTPS server did not start");
+  char *o = out();
+  cr_assert_eq(st, 0, "HTTPS: %s", o);
+  cr_assert(strstr(o, "allowed True mismatch False"), "%s", o);
+  free(o);
+}
