@@ -177,3 +177,38 @@ Test(net_sandbox, live_change_fork_and_prune_after_sigkill) {
   unlink(fp);
   assert_nothing_left();
 }
+
+/* BL-39: in a sandbox with egress, raw and packet sockets fail with EPERM
+ * (seccomp denies AF_PACKET; no process has CAP_NET_RAW over the netns, whose
+ * owner is the initial user namespace).  Root of a user namespace inside
+ * such a netns: net_ruleset_test bl_39_no_raw_or_packet_socket_for_root_of_a_user_namespace. */
+Test(net_sandbox, bl_39_raw_and_packet_sockets_fail_with_eperm) {
+  const char *py = "/var/cache/agentnest/images/python/layout";
+  if (access(py, F_OK) != 0) cr_skip_test("no python image in %s", py);
+  cr_assert_eq(an_test_sh("%s --root %s image import %s --name python >/dev/null 2>&1", an, root, py), 0);
+  static const char code[] =
+      "import errno, socket\n"
+      "bad = []\n"
+      "for fam, typ, proto in ((17, 3, 768), (2, 3, 255), (10, 3, 58), (2, 3, 1)):\n"
+      "    try:\n"
+      "        socket.socket(fam, typ, proto).close(); bad.append((fam, proto, 'made'))\n"
+      "    except OSError as e:\n"
+      "        if e.errno != errno.EPERM: bad.append((fam, proto, e.errno))\n"
+      "print('bad', bad)\n"
+      "raise SystemExit(1 if bad else 0)\n";
+  char file[160];
+  snprintf(file, sizeof file, "%s.raw.py", root);
+  an_test_write_file(file, code, strlen(code), 0644);
+  int st = an_test_sh("%s --root %s python --image python --network allowlist --allow pkg.example %s >%s 2>&1",
+                      an, root, file, errp);
+  char *e = err_text();
+  if (st != 0 && strstr(e, "not implemented yet")) {
+    free(e);
+    unlink(file);
+    cr_skip_test("egress is refused by this build");
+  }
+  cr_assert_eq(st, 0, "a raw or packet socket was made or failed otherwise: %s", e);
+  free(e);
+  unlink(file);
+  assert_nothing_left();
+}
