@@ -234,3 +234,30 @@ Test(net_internet, allowed_name_over_https_and_sni_of_another_site_refused) {
   cr_assert(strstr(o, "allowed True mismatch False"), "%s", o);
   free(o);
 }
+
+/* every DNS decision and connection verdict is an event of the sandbox */
+Test(net_internet, dns_decisions_and_connections_are_events) {
+  char idp[160];
+  snprintf(idp, sizeof idp, "%s/id", E.dir);
+  cr_assert_eq(an_test_sh("%s --root %s create --image busybox --dns-upstream 192.0.2.53 --network allowlist "
+                          "--allow pkg.example > %s 2>&1", E.an, E.root, idp), 0);
+  char *id = an_test_read_file(idp, NULL);
+  id[strcspn(id, "\n")] = 0;
+  an_test_sh("%s --root %s exec %s -- sh -c '%s; nslookup other.example' > %s 2>&1", E.an, E.root, id,
+             GET("pkg.example", "203.0.113.10"), E.out);
+  cr_assert_eq(an_test_sh("%s --root %s events %s > %s 2>&1", E.an, E.root, id, E.out), 0);
+  char *ev = out();
+  cr_assert(strstr(ev, "\"type\":\"egress_started\""), "%s", ev);
+  const char *want[] = {"\"kind\":\"dns\",\"verdict\":\"deny\",\"name\":\"other.example\"",
+                        "\"kind\":\"dns\",\"verdict\":\"allow\",\"name\":\"pkg.example\"",
+                        "\"kind\":\"connect\",\"verdict\":\"allow\",\"name\":\"pkg.example\""};
+  for (size_t i = 0; i < 3; i++) cr_assert(strstr(ev, want[i]), "no event %s in:\n%s", want[i], ev);
+  free(ev);
+  cr_assert_eq(an_test_sh("%s --root %s network %s > %s", E.an, E.root, id, E.out), 0);
+  ev = out();
+  cr_assert(strstr(ev, "\"redirected_packets\"") && !strstr(ev, "\"redirected_packets\": 0,"),
+            "counters count the redirected connection: %s", ev);
+  free(ev);
+  an_test_sh("%s --root %s destroy %s >/dev/null 2>&1", E.an, E.root, id);
+  free(id);
+}
