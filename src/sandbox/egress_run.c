@@ -21,6 +21,7 @@
  * creator, so any failure refuses the sandbox with its reason; every step's
  * leftovers (netns mount, files, process) are removed by teardown. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -159,10 +160,34 @@ static int set_netns_path(struct an_spec *spec, const char *path, an_error_t *er
   return an_error_set(err, EINVAL, "egress: the spec has no network namespace");
 }
 
+#define FD_SET_MAX 4096
+
 struct helper {
   const char *dir;
   struct an_egress_ctx ctx;
+  /* the creator's fds open before the filter and proxy were made: the
+   * egress process closes them (a caller's pipe held there would keep
+   * `agentnest create | cat` waiting, a lock or workspace fd would outlive
+   * the creator); what was opened after is the filter's and the proxy's */
+  uint64_t inherited[FD_SET_MAX / 64];
 };
+
+static void note_open_fds(struct helper *h) {
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *e;
+  int self = d ? dirfd(d) : -1;
+  while (d && (e = readdir(d))) {
+    int fd = atoi(e->d_name);
+    if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == self || fd < 3 || fd >= FD_SET_MAX) continue;
+    h->inherited[fd / 64] |= 1ull << (fd % 64);
+  }
+  if (d) closedir(d);
+}
+
+static void close_inherited(const struct helper *h, int keep) {
+  for (int fd = 3; fd < FD_SET_MAX; fd++)
+    if (fd != keep && (h->inherited[fd / 64] & (1ull << (fd % 64)))) close(fd);
+}
 
 static void sink(void *c, const struct an_net_event *ev) {
   struct helper *h = c;
@@ -192,11 +217,13 @@ static void reload(struct helper *h) {
 }
 
 _Noreturn static void helper_main(struct helper *h, struct an_dnsfilter *df, struct an_proxy *px, int ready_fd) {
+  close_inherited(h, ready_fd);
   int null = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null >= 0) {
     dup2(null, 0);
     dup2(null, 1);
     dup2(null, 2);
+    if (null > 2) close(null);
   }
   if (chdir("/") < 0) {}
   signal(SIGPIPE, SIG_IGN);
@@ -273,6 +300,7 @@ int an_sb_egress_start(struct an_sandbox *sb, const struct an_sandbox_opts *opts
   char ns[4096];
   snprintf(ns, sizeof ns, "%s/%s", sb->dir, NETNS_FILE);
   if (p->mode == AN_EGRESS_NONE) goto out;
+  note_open_fds(&h);
   if ((r = an_egress_policy_load_host_addrs(p, err)) < 0 || (r = an_netns_create(ns, err)) < 0 ||
       (r = an_ruleset_load(ns, p, AN_SB_EGRESS_PROXY_PORT, err)) < 0 ||
       (r = an_netns_run_in(ns, make_listeners, &l, err)) < 0)
