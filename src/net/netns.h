@@ -8,7 +8,8 @@
  * Inside it: lo up; a veth pair made with libnl-route-3 whose BOTH ends stay
  * in the netns (the sandbox's `eth0` with AN_NETNS_ADDR4/AN_NETNS_ADDR6 and
  * the default routes through it; `an-up`, the other end, up with the peer
- * addresses, which is where the DNS filter listens).  Nothing is routed out
+ * addresses, which nothing uses: the egress process listens on 127.0.0.1 and
+ * ::1, see sandbox/egress_run.c).  Nothing is routed out
  * of the netns: egress leaves only through the monitor's userspace uplink
  * (the DNS filter and the transparent proxy), so the host's routes, firewall
  * and sysctls are never changed and the addresses cannot collide with the
