@@ -10,7 +10,7 @@
  * the default routes through it; `an-up`, the other end, up with the peer
  * addresses, which nothing uses: the egress process listens on 127.0.0.1 and
  * ::1, see sandbox/egress_run.c).  Nothing is routed out
- * of the netns: egress leaves only through the monitor's userspace uplink
+ * of the netns: egress leaves only through the egress process's userspace uplink
  * (the DNS filter and the transparent proxy), so the host's routes, firewall
  * and sysctls are never changed and the addresses cannot collide with the
  * host's (they exist in this netns only).
