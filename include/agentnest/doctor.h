@@ -21,6 +21,9 @@
  *    "image_store": {"path": ROOT, "images": N, "error": "..."?},
  *    "state_dir": {"path": ROOT, "writable": bool, "error": "..."?},
  *    "workspace_quota": {"mechanism": "project_quota"|"image"|"none", "detail": "..."},
+ *    "egress": {"netns": bool, "veth": bool, "nftables": bool, "available": bool,
+ *               "error": "..."?}   (what --network allowlist|full needs, tried
+ *               in a scratch netns under ROOT that is removed again),
  *    "missing": ["<what is required and absent>", ...], "ok": bool}
  *
  * Required (listed in "missing" when absent; "ok" is false then): the user,
@@ -28,8 +31,8 @@
  * defaults"), a cgroup hierarchy enforcing memory and pids, seccomp filter
  * mode, openat2(2) (path-safe file operations), a writable state
  * directory, and a way to enforce the workspace quota (a project quota on
- * the store's file system, or loop devices, mke2fs and ext4 for an image).  Landlock, nftables, idmapped mounts and the image count are
- * reported but not required.
+ * the store's file system, or loop devices, mke2fs and ext4 for an image).  Landlock, nftables, idmapped mounts, egress and the image count
+ * are reported but not required.
  */
 #ifndef AGENTNEST_DOCTOR_H
 #define AGENTNEST_DOCTOR_H

@@ -419,6 +419,26 @@ int an_sandbox_events(const char *store_root, const char *id_or_name, bool follo
  * problems are listed in "errors". */
 int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t *err);
 
+/* Change a live sandbox's egress policy (`agentnest network ID`): `mode`
+ * ("allowlist" or "full", NULL: unchanged), entries to add (`allow`, the
+ * an_sandbox_opts_add_allow grammar) and to remove (`deny`, the exact text
+ * of an entry).  The new policy is checked whole, then the sandbox's
+ * nftables ruleset is replaced in ONE transaction (no packet sees a mix;
+ * addresses admitted for names are forgotten and resolved again), the
+ * options record is rewritten (fork and restore keep the new policy) and
+ * the egress process reloads it.  Errors (prefixed "network ID: "):
+ * -EINVAL a sandbox made with --network none (it has no egress), --mode
+ * none, a bad entry (named); -ENOENT a --deny entry that is not there; -EIO
+ * the nft transaction failed (the old rules stay). */
+int an_sandbox_network_change(struct an_sandbox *sb, const char *mode, const char *const *allow,
+                              size_t nallow, const char *const *deny, size_t ndeny, an_error_t *err);
+
+/* The sandbox's egress policy and counters as JSON:
+ *   {"id","mode","allow":[..],"dns_upstream":[..],
+ *    "counters":{"redirected_packets","dropped_packets","dropped_bytes","dns_packets"}|null}
+ * (null for mode none or when the ruleset cannot be read).  *json heap. */
+int an_sandbox_network_json(struct an_sandbox *sb, char **json, an_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -158,10 +158,30 @@ int an_sandbox_opts_add_secret_arg(struct an_sandbox_opts *opts, const char *arg
  * never be a magic link), < 4096 bytes.  Default /workspace. */
 int an_sandbox_opts_set_workdir(struct an_sandbox_opts *opts, const char *path, an_error_t *err);
 
-/* Network mode.  "none" (an empty netns with loopback only) is the only mode
- * implemented; "allowlist" and "full" return -EOPNOTSUPP until the egress
- * layer lands; anything else -EINVAL. */
+/* Egress mode (agentnest(1) NETWORK): "none" (default: an empty netns with
+ * loopback only), "allowlist" (only the --allow entries, under the deny set)
+ * or "full" (any public destination, under the deny set); anything else
+ * -EINVAL.  The mode is recorded here; whether it can be enforced is checked
+ * when the sandbox is created (an_sandbox_create: -EOPNOTSUPP where this
+ * build or host cannot enforce it, never an unfiltered sandbox). */
 int an_sandbox_opts_set_network(struct an_sandbox_opts *opts, const char *mode, an_error_t *err);
+
+/* Add an egress allowlist entry (repeatable; a duplicate is kept once):
+ * NAME[:PORTS] (that name only), *.ZONE[:PORTS] (strict subdomains of ZONE),
+ * ADDR, CIDR[:PORTS], [IPV6]:PORTS or [IPV6/LEN]:PORTS; PORTS "443",
+ * "80,443", "1-1024" (default 80,443).  An entry inside a deny range (RFC
+ * 1918, loopback, link-local, ...) opens that part of it.  Checked now for
+ * syntax, and at create against the mode (an entry needs allowlist, or full
+ * for CIDRs).  Errors: -EINVAL naming the entry and the reason (bad name,
+ * bad port, host bits set, too wide: 0.0.0.0/0, shorter than /8 or IPv6
+ * /16); -E2BIG more than 256 entries; -ENOMEM. */
+int an_sandbox_opts_add_allow(struct an_sandbox_opts *opts, const char *entry, an_error_t *err);
+
+/* Add a DNS upstream for the sandbox's DNS filter: "ADDR", "ADDR:PORT",
+ * "[IPV6]:PORT" (default port 53; default upstreams: the host's
+ * /etc/resolv.conf).  Queried from the host, never by the sandbox.
+ * Errors: -EINVAL not an address or bad port; -E2BIG more than 4; -ENOMEM. */
+int an_sandbox_opts_add_dns_upstream(struct an_sandbox_opts *opts, const char *addr, an_error_t *err);
 
 /* seccomp profile file in the Docker/OCI profile format.  Must name an
  * existing regular file (-ENOENT / -EINVAL "not a regular file", stat(2)
@@ -209,6 +229,7 @@ int an_sandbox_opts_set_name(struct an_sandbox_opts *opts, const char *name, an_
  *   gpu, cdi_spec_dir                            add_gpu, add_cdi_spec_dir
  *   cdi_allow_hooks                              "true" or "false"
  *   secret                                       "NAME" or "NAME=@FILE" (add_secret_arg)
+ *   allow, dns_upstream                          add_allow, add_dns_upstream
  * Errors: -EINVAL unknown option (`unknown option "memroy"`) or bad text;
  * -ERANGE overflow; otherwise the setter's errors.  Messages name the
  * option and the value; callers add "--memory" or a profile key. */
@@ -243,6 +264,9 @@ char *const *an_sandbox_opts_env(const struct an_sandbox_opts *opts);
 /* Secret values, NULL-terminated (never NULL): what the output module
  * redacts.  Secret names with their values are in the built spec's env. */
 char *const *an_sandbox_opts_secret_values(const struct an_sandbox_opts *opts);
+/* --allow entries and --dns-upstream addresses as given, NULL-terminated (never NULL). */
+char *const *an_sandbox_opts_allow(const struct an_sandbox_opts *opts);
+char *const *an_sandbox_opts_dns_upstreams(const struct an_sandbox_opts *opts);
 
 /* Copy an options object, secrets included.  *copy is owned by the caller
  * (an_sandbox_opts_free).  Errors: -ENOMEM. */
@@ -301,7 +325,8 @@ const char *an_sandbox_profiles_dir(void);
  *   seccomp_unsafe (boolean), landlock (string), workdir
  *   (string), tmp_noexec (boolean), gpu (string, as an_sandbox_opts_add_gpu), devices (array of
  *   qualified CDI names), cdi_spec_dirs (array of paths), cdi_allow_hooks
- *   (boolean), description (string, ignored), unsupported (string: the profile
+ *   (boolean), allow and dns_upstream (arrays of strings, as
+ *   an_sandbox_opts_add_allow / add_dns_upstream), description (string, ignored), unsupported (string: the profile
  *   exists but cannot run yet; loading it fails with -EOPNOTSUPP and that
  *   text).
  * Each value goes through the matching setter, so the same limits apply.
@@ -312,7 +337,7 @@ const char *an_sandbox_profiles_dir(void);
  *   -EINVAL  invalid name; not JSON (also: a string or key holding U+0000,
  *            a duplicate key: util/json_tree.h); not an object; `key "memroy": unknown
  *            key`; `key "memory": <setter's message>`; wrong JSON type
- *   -EOPNOTSUPP the profile carries "unsupported"; network mode not there yet
+ *   -EOPNOTSUPP the profile carries "unsupported"
  *   -ENOENT / -EACCES / -EFBIG  the file cannot be read (message names it)
  *   -ERANGE  a size or duration overflows */
 int an_sandbox_opts_load_profile(struct an_sandbox_opts *opts, const char *name_or_path,

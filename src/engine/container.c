@@ -99,7 +99,7 @@ struct launch {
 static void launch_init(struct launch *l) {
   memset(l, 0, sizeof *l);
   l->dirfd = l->sync_fd = l->start_fd = l->pidfd = l->root_mnt_fd = -1;
-  l->ns.userns_fd = l->ns.pidns_fd = l->ns.timens_fd = -1;
+  l->ns.userns_fd = l->ns.pidns_fd = l->ns.timens_fd = l->ns.netns_fd = -1;
 }
 
 /* Release what the parent holds (not what it made). */
@@ -267,9 +267,12 @@ static bool spec_has_child_hooks(const struct an_spec *s) {
 }
 
 /* clone3 the init, entering a pid/time namespace to join around the call
- * (setns on those only affects children, see setns(2)). */
+ * (setns on those only affects children, see setns(2)), and a network
+ * namespace to join (this thread moves; the child inherits it: the child,
+ * inside a new user namespace, could not join a netns owned by the initial
+ * one, see namespaces.h).  Our own ones are entered again after. */
 static int clone_init(struct launch *l, const struct an_init_config *cfg, an_error_t *err) {
-  cleanup_close int own_pid = -1, own_time = -1;
+  cleanup_close int own_pid = -1, own_time = -1, own_net = -1;
   if (l->ns.pidns_fd >= 0) {
     own_pid = open("/proc/thread-self/ns/pid", O_RDONLY | O_CLOEXEC);
     if (own_pid < 0 || setns(l->ns.pidns_fd, CLONE_NEWPID) < 0)
@@ -280,6 +283,15 @@ static int clone_init(struct launch *l, const struct an_init_config *cfg, an_err
     if (own_time < 0 || setns(l->ns.timens_fd, CLONE_NEWTIME) < 0)
       return an_error_set(err, errno, "join time namespace");
   }
+  if (l->ns.netns_fd >= 0) {
+    own_net = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (own_net < 0 || setns(l->ns.netns_fd, CLONE_NEWNET) < 0) {
+      int e = errno;
+      if (own_pid >= 0) setns(own_pid, CLONE_NEWPID);
+      if (own_time >= 0) setns(own_time, CLONE_NEWTIME);
+      return an_error_set(err, e, "join network namespace");
+    }
+  }
   /* A new user namespace is owned by the host ids container root maps to,
    * not host root: per-user kernel budgets are then the container's own
    * (userns.h, an_userns_owner_enter). */
@@ -288,6 +300,7 @@ static int clone_init(struct launch *l, const struct an_init_config *cfg, an_err
   if (r < 0) {
     if (own_pid >= 0) setns(own_pid, CLONE_NEWPID);
     if (own_time >= 0) setns(own_time, CLONE_NEWTIME);
+    if (own_net >= 0) setns(own_net, CLONE_NEWNET);
     return r;
   }
   /* a new time namespace with offsets is made by init itself (procview.h) */
@@ -299,6 +312,11 @@ static int clone_init(struct launch *l, const struct an_init_config *cfg, an_err
   an_userns_owner_leave(&owner);
   if (own_pid >= 0) setns(own_pid, CLONE_NEWPID);
   if (own_time >= 0) setns(own_time, CLONE_NEWTIME);
+  if (own_net >= 0 && setns(own_net, CLONE_NEWNET) < 0) {
+    /* this thread must never stay in the container's netns */
+    if (pid > 0) kill(pid, SIGKILL);
+    return an_error_set(err, errno, "re-enter the runtime's network namespace");
+  }
   if (pid < 0) return pid;
   l->pid = pid;
   l->pidfd = pidfd;

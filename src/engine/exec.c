@@ -90,7 +90,8 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
   /* The joiner (exec_join.h) enters every namespace of the container's init
    * before the process exists: the process has nothing left to join. */
   int flags = t->spec->linux.ns_flags;
-  struct an_ns_plan plan = {.userns_fd = -1, .pidns_fd = -1, .timens_fd = -1, .all_flags = flags};
+  struct an_ns_plan plan = {.userns_fd = -1, .pidns_fd = -1, .timens_fd = -1, .netns_fd = -1,
+                           .all_flags = flags};
 
   /* the joiner wipes the runtime's argv and environment areas: the
    * process's strings must not live there */

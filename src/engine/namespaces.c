@@ -30,13 +30,14 @@ void an_ns_plan_close(struct an_ns_plan *p) {
   if (p->userns_fd >= 0) close(p->userns_fd);
   if (p->pidns_fd >= 0) close(p->pidns_fd);
   if (p->timens_fd >= 0) close(p->timens_fd);
+  if (p->netns_fd >= 0) close(p->netns_fd);
   for (int i = 0; i < p->n_join; i++) close(p->join_fd[i]);
-  p->userns_fd = p->pidns_fd = p->timens_fd = -1;
+  p->userns_fd = p->pidns_fd = p->timens_fd = p->netns_fd = -1;
   p->n_join = 0;
 }
 
 int an_ns_plan_make(const struct an_spec_linux *l, struct an_ns_plan *p, an_error_t *err) {
-  *p = (struct an_ns_plan){.userns_fd = -1, .pidns_fd = -1, .timens_fd = -1};
+  *p = (struct an_ns_plan){.userns_fd = -1, .pidns_fd = -1, .timens_fd = -1, .netns_fd = -1};
   int ret = 0;
   for (size_t i = 0; i < l->n_namespaces; i++) {
     const struct an_spec_namespace *ns = &l->namespaces[i];
@@ -68,6 +69,7 @@ int an_ns_plan_make(const struct an_spec_linux *l, struct an_ns_plan *p, an_erro
     if (f == CLONE_NEWUSER) p->userns_fd = fd;
     else if (f == CLONE_NEWPID) p->pidns_fd = fd;
     else if (f == CLONE_NEWTIME) p->timens_fd = fd;
+    else if (f == CLONE_NEWNET) p->netns_fd = fd;
     else {
       p->join_fd[p->n_join] = fd;
       p->join_flag[p->n_join++] = f;

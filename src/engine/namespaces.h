@@ -19,6 +19,12 @@ struct an_ns_plan {
   int userns_fd;             /* user namespace to join first (path given), or -1 */
   int pidns_fd;              /* pid namespace to join: the parent enters it for the clone */
   int timens_fd;             /* time namespace to join: likewise */
+  int netns_fd;              /* network namespace to join: the PARENT enters it around clone3
+                                and the child inherits it.  A netns made by the runtime is
+                                owned by the initial user namespace; from inside the
+                                container's new user namespace setns(2) on it fails with
+                                EPERM (no CAP_SYS_ADMIN over its owner), so the child can
+                                never join it itself (net/netns.h). */
   int join_fd[AN_NS_MAX];    /* the other namespaces to join in the child, in order */
   int join_flag[AN_NS_MAX];
   int n_join;

@@ -24,6 +24,7 @@
 #include "agentnest/doctor.h"
 #include "agentnest/image.h"
 #include "engine/cgroup_internal.h"
+#include "net/egress.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "util/json_gen.h"
@@ -247,6 +248,24 @@ static void probe_nftables(struct an_jgen *g) {
   if (ctx) nft_ctx_free(ctx);
 }
 
+/* What --network allowlist|full needs, tried for real in a scratch netns
+ * under the store root (net/egress.h): reported, not required (egress is
+ * opt-in; a sandbox asking for it is refused where it cannot be enforced). */
+static void probe_egress(struct an_jgen *g, const char *root) {
+  an_error_t e = NULL;
+  const char *step = NULL;
+  int r = an_egress_probe(root, &step, &e);
+  an_jgen_key(g, "egress");
+  an_jgen_map_open(g);
+  an_jgen_kv_bool(g, "netns", r >= 0 || (step && strcmp(step, "netns") != 0));
+  an_jgen_kv_bool(g, "veth", r >= 0 || (step && strcmp(step, "nftables") == 0));
+  an_jgen_kv_bool(g, "nftables", r >= 0);
+  an_jgen_kv_bool(g, "available", r >= 0);
+  if (r < 0) an_jgen_kv_str(g, "error", e ? e->msg : "?");
+  an_jgen_map_close(g);
+  an_error_free(&e);
+}
+
 /* mount_setattr(2) (Linux 5.12, with MOUNT_ATTR_IDMAP) answers an invalid
  * call with EBADF/EINVAL when it exists and ENOSYS when not.  Whether a
  * given filesystem supports idmapping is only known when mounting. */
@@ -383,6 +402,7 @@ int an_doctor_probe(const char *root, char **json, bool *ok, an_error_t *err) {
   probe_image_store(g, root);
   probe_state_dir(g, root, &m);
   probe_workspace_quota(g, root, &m);
+  probe_egress(g, root);
   /* The verdict last: it is only known once every probe ran. */
   an_jgen_key(g, "missing");
   an_jgen_array_open(g);

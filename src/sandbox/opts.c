@@ -80,6 +80,7 @@ void an_sandbox_opts_free(struct an_sandbox_opts *o) {
   strv_free(o->secret_values, true);
   an_sb_cdi_opts_free(o);
   an_sb_approval_opts_free(o);
+  an_sb_egress_opts_free(o);
   free(o);
 }
 
@@ -424,9 +425,8 @@ int an_sandbox_opts_set_workdir(struct an_sandbox_opts *o, const char *path, an_
 }
 
 int an_sandbox_opts_set_network(struct an_sandbox_opts *o, const char *mode, an_error_t *err) {
-  if (mode && strcmp(mode, "none") == 0) return replace_string(&o->network, mode, "network", err);
-  if (mode && (strcmp(mode, "allowlist") == 0 || strcmp(mode, "full") == 0))
-    return an_error_set(err, EOPNOTSUPP, "network \"%s\": not supported yet (only \"none\")", mode);
+  if (mode && (strcmp(mode, "none") == 0 || strcmp(mode, "allowlist") == 0 || strcmp(mode, "full") == 0))
+    return replace_string(&o->network, mode, "network", err);
   return an_error_set(err, EINVAL, "network \"%s\": unknown mode (none, allowlist, full)",
                       mode ? mode : "");
 }
@@ -555,6 +555,7 @@ int an_sandbox_opts_set_option(struct an_sandbox_opts *o, const char *option, co
   int cdi_r = 0;
   if (an_sb_cdi_set_option(o, option, text, &cdi_r, err)) return cdi_r;
   if (an_sb_approval_set_option(o, option, text, &cdi_r, err)) return cdi_r;
+  if (an_sb_egress_set_option(o, option, text, &cdi_r, err)) return cdi_r;
   return an_error_set(err, EINVAL, "unknown option \"%s\"", option);
 }
 

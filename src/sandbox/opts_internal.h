@@ -42,6 +42,8 @@ struct an_sandbox_opts {
   bool cdi_allow_hooks;
   char *approve_with;       /* approval hook: absolute program path or "unix:PATH"; NULL none */
   uint64_t approval_timeout_ms; /* 0: AN_APPROVAL_DEFAULT_TIMEOUT_MS */
+  char **egress_allow;      /* --allow entries as given, NULL-terminated, or NULL */
+  char **dns_upstream;      /* --dns-upstream addresses as given, or NULL */
 };
 
 struct an_jgen;
@@ -75,5 +77,21 @@ void an_sb_cdi_opts_gen(struct an_jgen *j, const struct an_sandbox_opts *o);
 void an_sb_cdi_opts_free(struct an_sandbox_opts *o);
 int an_sb_cdi_apply(const struct an_sandbox_opts *o, const char *rootfs, struct an_spec *spec,
                     an_error_t *err);
+
+/* Egress (sandbox/egress_opts.c): the options "allow" and "dns_upstream" and
+ * their profile keys (same shape as the CDI ones above), their JSON members,
+ * an_sb_egress_policy (the net/policy.h policy of the options; caller frees;
+ * -EINVAL for entries the mode refuses) and an_sb_egress_check, called at
+ * create before anything is made: the policy's errors.  Enforcement (and
+ * its failures) is sandbox/egress_run.h's. */
+struct an_egress_policy;
+bool an_sb_egress_set_option(struct an_sandbox_opts *o, const char *option, const char *text, int *r,
+                             an_error_t *err);
+bool an_sb_egress_profile_key(struct an_sandbox_opts *o, const char *key, struct yajl_val_s *v,
+                              int *r, an_error_t *err);
+void an_sb_egress_opts_gen(struct an_jgen *j, const struct an_sandbox_opts *o);
+void an_sb_egress_opts_free(struct an_sandbox_opts *o);
+int an_sb_egress_policy(const struct an_sandbox_opts *o, struct an_egress_policy **out, an_error_t *err);
+int an_sb_egress_check(const struct an_sandbox_opts *o, an_error_t *err);
 
 #endif

@@ -48,6 +48,7 @@ void an_sandbox_opts_gen(struct an_jgen *j, const struct an_sandbox_opts *o) {
   an_jgen_array_close(j);
   an_sb_cdi_opts_gen(j, o);
   an_sb_approval_opts_gen(j, o);
+  an_sb_egress_opts_gen(j, o);
   an_jgen_map_close(j);
 }
 
@@ -102,7 +103,8 @@ int an_sandbox_opts_dup(const struct an_sandbox_opts *o, struct an_sandbox_opts 
       dup_strv(&c->secret_names, o->secret_names) < 0 ||
       dup_strv(&c->secret_values, o->secret_values) < 0 ||
       dup_strv(&c->cdi_devices, o->cdi_devices) < 0 ||
-      dup_strv(&c->cdi_spec_dirs, o->cdi_spec_dirs) < 0 || an_sb_approval_opts_dup(o, c) < 0) {
+      dup_strv(&c->cdi_spec_dirs, o->cdi_spec_dirs) < 0 || an_sb_approval_opts_dup(o, c) < 0 ||
+      dup_strv(&c->egress_allow, o->egress_allow) < 0 || dup_strv(&c->dns_upstream, o->dns_upstream) < 0) {
     an_sandbox_opts_free(c);
     return an_error_set(err, ENOMEM, "copy sandbox options");
   }

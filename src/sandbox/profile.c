@@ -163,6 +163,7 @@ static int apply_key(struct an_sandbox_opts *o, const char *profile_path, const 
   int cdi_r = 0;
   if (an_sb_cdi_profile_key(o, key, v, &cdi_r, err)) return cdi_r;
   if (an_sb_approval_profile_key(o, profile_path, key, v, &cdi_r, err)) return cdi_r;
+  if (an_sb_egress_profile_key(o, key, v, &cdi_r, err)) return cdi_r;
   if (strcmp(key, "description") == 0) {
     const char *s = NULL;
     return want_string(key, v, &s, err);

@@ -18,6 +18,8 @@
 #include "agentnest/doctor.h"
 #include "sandbox/approval_internal.h"
 #include "sandbox/audit_internal.h"
+#include "sandbox/egress_run.h"
+#include "sandbox/opts_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "sandbox/seccomp_check.h"
 #include "util/cleanup.h"
@@ -185,6 +187,9 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   /* as non-root the 0700 store reads as empty: say the real cause */
   r = an_doctor_check_privilege(err);
   if (r < 0) return r;
+  /* egress: a policy the mode refuses, or one this build cannot enforce, is
+   * refused before anything is made (sandbox/egress_opts.c) */
+  if ((r = an_sb_egress_check(opts, err)) < 0) return r;
   r = an_sb_check_store_parents(root, err);
   if (r < 0) return r;
   struct an_image_info *img = NULL;
@@ -286,6 +291,7 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   free(argv);
   if (r < 0) goto fail;
   if ((r = add_init_mount(spec, init_path, err)) < 0) goto fail;
+  if ((r = an_sb_egress_start(sb, opts, img->rootfs, spec, err)) < 0) goto fail;
   free(spec->linux.cgroups_path);
   if (!(spec->linux.cgroups_path = strdup(sb->cgroup_path))) { r = an_error_set(err, ENOMEM, "spec"); goto fail; }
   if ((r = collect_secrets(opts, spec, &sb->rec, err)) < 0) goto fail;

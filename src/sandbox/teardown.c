@@ -21,6 +21,7 @@
 #include "agentnest/container.h"
 #include "engine/process.h"
 #include "sandbox/audit_internal.h"
+#include "sandbox/egress_run.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "util/safe_path.h"
@@ -173,6 +174,11 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
   }
   /* 4. the host side of the init process is gone; make sure of it */
   if (have_rec && rec.init_pid) kill_checked(rec.init_pid, rec.init_start, SIGKILL);
+  /* 4b. egress: its process and the netns mount (which would keep the
+   * directory from being removed) */
+  bool egress_gone = an_sb_egress_stop(dir, &e) == 0;
+  if (!egress_gone && !first) first = an_error_set(err, e->errnum, "%s", e->msg);
+  an_error_free(&e);
 
   /* 5. secret values, workspace, name, id range */
   an_sb_secrets_remove(id);
@@ -216,7 +222,7 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
   bool state_removed = false;
   snprintf(path, sizeof path, "%s/%s", root, AN_SB_DIR);
   cleanup_close int pfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (pfd >= 0 && cgroup_gone && ws_gone) {   /* else the next prune retries */
+  if (pfd >= 0 && cgroup_gone && ws_gone && egress_gone) {   /* else the next prune retries */
     int r = an_remove_tree_beneath(pfd, id, &e);
     if (r < 0 && !first) first = an_error_set(err, e->errnum, "%s", e->msg);
     state_removed = r == 0;

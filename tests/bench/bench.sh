@@ -280,11 +280,15 @@ if [ "$SB_OK" = 1 ]; then
       '{"note":"agentnest run --pool (warm pool of 4, refilled between runs)"}' --prepare "sleep 0.2"
     $ANR pool stop bench >/dev/null 2>&1
   else na $G "pooled run -- true" "pool start failed: $(tail -1 "$WORK/pool.err" 2>/dev/null)"; fi
+  # egress (issue 12): netns, ruleset, DNS filter and proxy made and removed per run
+  measure $G "agentnest run --network allowlist -- true" \
+    "$ANR run $SBO --network allowlist --allow pkg.example -- true" '{"note":"compare with agentnest run -- true (target: at most +5 ms)"}'
   if have_an_cmd python; then
     measure $G "agentnest python 'pass'" "$ANR python $SBO pass" '{"note":"`agentnest python CODE` (the CLI has no -c; CODE runs as python3 -c CODE)"}'
   else na $G "agentnest python 'pass'" "agentnest python not available"; fi
 else
   na $G "agentnest run -- true" "$SB_WHY"; na $G "agentnest python 'pass'" "$SB_WHY"
+  na $G "agentnest run --network allowlist -- true" "$SB_WHY"
 fi
 
 # exec into one live sandbox, sequential and 2 clients at once.
@@ -576,6 +580,9 @@ jq -s --argjson R "$REFS" --argjson quick "$QUICK" --slurpfile dens <(jq -s . "$
       {target: "one-shot agentnest run -- true median < 10 ms", value: med("agentnest run -- true"), bound: 10},
       {target: "pooled one-shot agentnest run --pool -- true median < 3 ms", value: med("pooled run -- true"), bound: 3},
       {target: "agentnest exec median < 2 ms", value: med("agentnest exec (true)"), bound: 2},
+      {target: "--network allowlist adds at most 5 ms to one-shot run -- true",
+       value: (if med("agentnest run --network allowlist -- true") and med("agentnest run -- true")
+               then med("agentnest run --network allowlist -- true") - med("agentnest run -- true") else null end), bound: 5},
       {target: "agentnest image import \($image) median < 2000 ms", value: med("agentnest image import \($image)"), bound: 2000},
       {target: "stateful Python session call < 1 ms", value: null, bound: 1, reason: "no session API in the CLI yet"},
       {target: "agentnest batch -j2 of true jobs >= 100 jobs/s",

@@ -43,4 +43,10 @@ if [ -f tests/fuzz/seccomp_profile_fuzz.c ]; then
     src/engine/seccomp_profile.c
   run seccomp_profile_fuzz tests/fuzz/corpus/seccomp_profile tests/fuzz/spec.dict
 fi
+# The egress proxy's ClientHello SNI / HTTP Host parsers (pure: no library sources).
+build sni_fuzz tests/fuzz/sni_fuzz.c src/net/sni.c
+run sni_fuzz tests/fuzz/corpus/sni tests/fuzz/sni.dict
+# The DNS filter's message policy (net/dns_msg.c, over libldns).
+build dns_msg_fuzz tests/fuzz/dns_msg_fuzz.c src/net/dns_msg.c $(pkg-config --libs ldns)
+run dns_msg_fuzz tests/fuzz/corpus/dns_msg tests/fuzz/dns.dict
 echo "fuzz: no crashes"

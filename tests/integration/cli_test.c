@@ -85,7 +85,7 @@ Test(cli, unknown_option_exits_125_and_names_the_flag) {
 Test(cli, absurd_values_are_refused_with_the_flag_named) {
   const char *bad[][2] = {{"--memory 0", "--memory 0"}, {"--timeout -1", "--timeout -1"},
                           {"--pids 0", "--pids 0"},     {"--memory 12q", "--memory 12q"},
-                          {"--cpus 0", "--cpus 0"},     {"--network full", "--network"},
+                          {"--cpus 0", "--cpus 0"},     {"--network host", "--network"},
                           {"--workdir ../x", "--workdir"}, {"--env =x", "--env"},
                           {"--profile nosuchprofile", "nosuchprofile"},
                           {"--secret AN_CLI_TEST_UNSET_VAR", "--secret"}};

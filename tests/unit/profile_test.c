@@ -189,8 +189,10 @@ Test(profile, bad_values_are_errors_naming_the_key) {
   load_fails("{\"max_output\": \"0\"}", -EINVAL, "key \"max_output\": max_output 0B: must be positive: EINVAL");
   load_fails("{\"network\": \"host\"}", -EINVAL,
              "key \"network\": network \"host\": unknown mode (none, allowlist, full): EINVAL");
-  load_fails("{\"network\": \"full\"}", -EOPNOTSUPP,
-             "key \"network\": network \"full\": not supported yet (only \"none\"): EOPNOTSUPP");
+  load_fails("{\"allow\": \"pkg.example\"}", -EINVAL, "key \"allow\": expected an array of strings: EINVAL");
+  load_fails("{\"allow\": [\"*.com\"]}", -EINVAL,
+             "key \"allow\": --allow \"*.com\": a single-label name (give the full name, e.g. host.example.com): EINVAL");
+  load_fails("{\"dns_upstream\": [7]}", -EINVAL, "key \"dns_upstream\": item 0: expected a string: EINVAL");
   load_fails("{\"image\": 3}", -EINVAL, "key \"image\": expected a string: EINVAL");
   load_fails("{\"workdir\": \"/proc/self/fd/3\"}", -EINVAL,
              "key \"workdir\": workdir \"/proc/self/fd/3\": must not be under /proc: EINVAL");

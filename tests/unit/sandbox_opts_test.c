@@ -2,6 +2,7 @@
  * a message naming the option and the value, and good ones are stored. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,13 +180,63 @@ Test(opts, secret_arg_reads_the_environment_or_a_file_never_a_literal) {
   free(msg4);
 }
 
-Test(opts, network_only_none_for_now) {
+Test(opts, network_modes_and_allow_entries_are_validated) {
   REFUSED(an_sandbox_opts_set_network(o, "host", E), -EINVAL,
           "network \"host\": unknown mode (none, allowlist, full): EINVAL");
-  REFUSED(an_sandbox_opts_set_network(o, "allowlist", E), -EOPNOTSUPP,
-          "network \"allowlist\": not supported yet (only \"none\"): EOPNOTSUPP");
   an_error_t err = NULL;
+  cr_assert_eq(an_sandbox_opts_set_network(o, "allowlist", &err), 0);
+  cr_assert_str_eq(an_sandbox_opts_network(o), "allowlist");
+  cr_assert_eq(an_sandbox_opts_set_network(o, "full", &err), 0);
   cr_assert_eq(an_sandbox_opts_set_network(o, "none", &err), 0);
+  REFUSED(an_sandbox_opts_add_allow(o, "0.0.0.0/0", E), -EINVAL,
+          "--allow \"0.0.0.0/0\": /0 is too wide for an allowlist (shortest /8; use --network full "
+          "for any public destination): EINVAL");
+  REFUSED(an_sandbox_opts_set_option(o, "allow", "pkg.example:99999", E), -EINVAL,
+          "--allow \"pkg.example:99999\": port out of range 1-65535: EINVAL");
+  REFUSED(an_sandbox_opts_add_dns_upstream(o, "dns.example", E), -EINVAL,
+          "--dns-upstream \"dns.example\": \"dns.example\" is not an IPv4 or IPv6 address: EINVAL");
+  cr_assert_eq(an_sandbox_opts_set_option(o, "allow", "pkg.example", &err), 0);
+  cr_assert_eq(an_sandbox_opts_add_allow(o, "pkg.example", &err), 0);
+  cr_assert_str_eq(an_sandbox_opts_allow(o)[0], "pkg.example");
+  cr_assert_null(an_sandbox_opts_allow(o)[1], "a duplicate is kept once");
+}
+
+/* fork and restore re-read the sandbox's options record: the policy must
+ * come back exactly (mode, every entry, upstreams) */
+Test(opts, egress_policy_round_trips_through_the_json_record) {
+  an_error_t err = NULL;
+  cr_assert_eq(an_sandbox_opts_set_network(o, "allowlist", &err), 0);
+  static const char *const allow[] = {"pkg.example", "*.cdn.example:443", "198.51.100.0/24:22",
+                                      "[2001:db8::5]:8443"};
+  for (size_t i = 0; i < 4; i++) cr_assert_eq(an_sandbox_opts_add_allow(o, allow[i], &err), 0);
+  cr_assert_eq(an_sandbox_opts_add_dns_upstream(o, "192.0.2.53:5353", &err), 0);
+  char seccomp[PATH_MAX];
+  snprintf(seccomp, sizeof seccomp, "%s/profiles/seccomp/default.json",
+           getenv("AN_TEST_SRC") ? getenv("AN_TEST_SRC") : ".");
+  cr_assert_eq(an_sandbox_opts_set_seccomp_profile(o, seccomp, &err), 0, "%s", err ? err->msg : "");
+  char *json = NULL;
+  cr_assert_eq(an_sandbox_opts_to_json(o, &json, &err), 0);
+  char path[128];
+  snprintf(path, sizeof path, "/tmp/an-opts-egress-%d.json", (int) getpid());
+  FILE *f = fopen(path, "w");
+  fputs(json, f);
+  fclose(f);
+  struct an_sandbox_opts *back = NULL, *copy = NULL;
+  cr_assert_eq(an_sandbox_opts_new(&back, &err), 0);
+  int r = an_sandbox_opts_load_profile(back, path, NULL, &err);
+  unlink(path);
+  cr_assert_eq(r, 0, "%s\n%s", err ? err->msg : "", json);
+  cr_assert_eq(an_sandbox_opts_dup(o, &copy, &err), 0);
+  const struct an_sandbox_opts *both[] = {back, copy};
+  for (int k = 0; k < 2; k++) {
+    cr_assert_str_eq(an_sandbox_opts_network(both[k]), "allowlist");
+    for (size_t i = 0; i < 4; i++) cr_assert_str_eq(an_sandbox_opts_allow(both[k])[i], allow[i]);
+    cr_assert_null(an_sandbox_opts_allow(both[k])[4]);
+    cr_assert_str_eq(an_sandbox_opts_dns_upstreams(both[k])[0], "192.0.2.53:5353");
+  }
+  free(json);
+  an_sandbox_opts_free(back);
+  an_sandbox_opts_free(copy);
 }
 
 Test(opts, image_name_and_seccomp_profile_validation) {

@@ -59,6 +59,7 @@ enum {
   CLI_OPT_GPU, CLI_OPT_CDI_SPEC_DIR, CLI_OPT_CDI_ALLOW_HOOKS,   /* CDI devices */
   CLI_OPT_SHM_SIZE,
   CLI_OPT_APPROVE_WITH, CLI_OPT_APPROVAL_TIMEOUT,                 /* approval hooks */
+  CLI_OPT_ALLOW, CLI_OPT_DNS_UPSTREAM,                          /* egress */
   CLI_OPT__LAST_SANDBOX,
   /* command-specific flags */
   CLI_OPT_PUT = 1100, CLI_OPT_GET, CLI_OPT_JSON, CLI_OPT_TO, CLI_OPT_SHA256, CLI_OPT_FOLLOW,
@@ -94,7 +95,9 @@ enum {
   {"cdi-allow-hooks", no_argument, NULL, CLI_OPT_CDI_ALLOW_HOOKS},     \
   {"shm-size", required_argument, NULL, CLI_OPT_SHM_SIZE},             \
   {"approve-with", required_argument, NULL, CLI_OPT_APPROVE_WITH},     \
-  {"approval-timeout", required_argument, NULL, CLI_OPT_APPROVAL_TIMEOUT}
+  {"approval-timeout", required_argument, NULL, CLI_OPT_APPROVAL_TIMEOUT}, \
+  {"allow", required_argument, NULL, CLI_OPT_ALLOW},                   \
+  {"dns-upstream", required_argument, NULL, CLI_OPT_DNS_UPSTREAM}
 
 /* Help text of the sandbox flags. */
 extern const char cli_sandbox_opts_help[];

@@ -86,7 +86,10 @@ const char cli_sandbox_opts_help[] =
     "  --secret NAME           secret from the caller's environment variable NAME\n"
     "  --secret NAME=@FILE     secret read from FILE; never shown in output (repeatable)\n"
     "  --workdir DIR           working directory inside (default /workspace)\n"
-    "  --network none          network mode (only 'none': loopback only)\n"
+    "  --network MODE          egress: none (default: loopback only), allowlist (only\n"
+    "                          --allow entries) or full (any public address); the deny\n"
+    "                          set (loopback, host, link-local/metadata, private ranges,\n"
+    "                          multicast, TCP 25) applies in every mode (agentnest(1) NETWORK)\n"
     "  --seccomp-profile FILE  seccomp policy in the Docker/OCI profile format; one that\n"
     "                          allows what the default denies (mount, bpf, ptrace, keyctl,\n"
     "                          new namespaces, vsock, ...) is refused, naming the call\n"
@@ -104,7 +107,11 @@ const char cli_sandbox_opts_help[] =
     "                          approval hook asked (JSON on stdin, answer on stdout) before\n"
     "                          every exec, cp, snapshot, restore, fork; fixed for the\n"
     "                          sandbox's life; no answer = deny (see APPROVALS in agentnest(1))\n"
-    "  --approval-timeout DURATION  time the hook may take (default 5s)\n";
+    "  --approval-timeout DURATION  time the hook may take (default 5s)\n"
+    "  --allow ENTRY           egress allowlist entry (repeatable): NAME[:PORTS] (that name),\n"
+    "                          *.ZONE[:PORTS] (its subdomains), CIDR[:PORTS]; PORTS like\n"
+    "                          443, 80,443 or 1-1024 (default 80,443)\n"
+    "  --dns-upstream ADDR[:PORT]  resolver the DNS filter asks (default: the host's)\n";
 
 static const struct {
   int code;
@@ -128,6 +135,7 @@ static const struct {
     {CLI_OPT_SHM_SIZE, "--shm-size", "shm_size"},
     {CLI_OPT_APPROVE_WITH, "--approve-with", "approve_with"},
     {CLI_OPT_APPROVAL_TIMEOUT, "--approval-timeout", "approval_timeout"},
+    {CLI_OPT_ALLOW, "--allow", "allow"},           {CLI_OPT_DNS_UPSTREAM, "--dns-upstream", "dns_upstream"},
 };
 
 bool cli_sandbox_flag(struct cli_sandbox_flags *f, int code, const char *arg) {

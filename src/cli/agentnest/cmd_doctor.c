@@ -15,6 +15,8 @@ static const char doctor_usage[] =
     "seccomp and its actions, Landlock ABI, nftables, idmapped mounts, openat2, pidfd,\n"
     "clone3, the image store (path, image count), whether the state directory is writable\n"
     "and whether its parent directories let sandboxes through (others need search, o+x).\n"
+    "\"egress\" says whether --network allowlist|full can be enforced here (a netns, the\n"
+    "veth pair and the nftables ruleset are tried in a scratch netns and removed).\n"
     "\"missing\" lists what is required and absent.\n"
     "Exit status: 0 all required features present; 1 something is missing; 125 error.\n"
     "  -h, --help   this help\n";

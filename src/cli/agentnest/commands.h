@@ -38,6 +38,7 @@ int cmd_extend(struct an_global_opts *g, int argc, char **argv);
 int cmd_proc(struct an_global_opts *g, int argc, char **argv);
 int cmd_mcp(struct an_global_opts *g, int argc, char **argv);
 int cmd_serve(struct an_global_opts *g, int argc, char **argv);
+int cmd_network(struct an_global_opts *g, int argc, char **argv);
 
 #define AN_EXIT_RUNTIME 125
 #endif

@@ -45,6 +45,7 @@ static const struct an_command commands[] = {
     {"extend", cmd_extend, "extend a live sandbox's lifetime (bounded by its max_lifetime)"},
     {"mcp", cmd_mcp, "serve the Model Context Protocol on stdio (agent tools)"},
     {"serve", cmd_serve, "serve the authenticated HTTP API (OpenAPI 3.1)"},
+    {"network", cmd_network, "print or change a live sandbox's egress policy"},
 };
 
 static void usage(FILE *f) {

