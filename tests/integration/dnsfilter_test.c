@@ -498,3 +498,31 @@ Test(dnsfilter, upstream_truncation_is_retried_over_tcp) {
   cr_assert_eq(dnsmasq_log_count("query[TXT] huge.allowed.example"), 2, "UDP, then TCP");
   close(t);
 }
+
+Test(dnsfilter, missing_hooks_fail_closed) {
+  /* No name_allowed: nothing resolves; no add_addr: no address answer. */
+  an_dnsfilter_free(E.f);
+  E.f = NULL;
+  static const struct an_net_hooks none = {&E.hk, NULL, NULL, NULL, on_event};
+  static const struct an_net_hooks no_add = {&E.hk, name_allowed, NULL, NULL, on_event};
+  const struct an_net_hooks *sets[] = {&none, &no_add};
+  const int want[] = {LDNS_RCODE_REFUSED, LDNS_RCODE_SERVFAIL};
+  for (int i = 0; i < 2; i++) {
+    struct sockaddr_storage up;
+    socklen_t len;
+    nf_sockaddr("192.0.2.53", 53, &up, &len);
+    struct an_dnsfilter_config cfg = {.udp_fd = nf_socket(E.sb, SOCK_DGRAM, "127.0.0.1", 53), .tcp_fd = -1,
+                                      .upstreams = &up, .n_upstreams = 1};
+    an_error_t err = NULL;
+    cr_assert_eq(an_dnsfilter_new(&cfg, sets[i], &E.f, &err), 0, "%s", err ? err->msg : "");
+    int u = client(SOCK_DGRAM);
+    ldns_pkt *p = ask(u, false, "allowed.example", LDNS_RR_TYPE_A, (uint16_t) (60 + i));
+    cr_assert_eq(ldns_pkt_get_rcode(p), want[i], "hook set %d", i);
+    cr_assert_eq(ldns_rr_list_rr_count(ldns_pkt_answer(p)), 0);
+    ldns_pkt_free(p);
+    close(u);
+    an_dnsfilter_free(E.f);
+    E.f = NULL;
+  }
+  cr_assert_eq(dnsmasq_log_count("query[A] allowed.example"), 1, "only the no-add_addr filter asked upstream");
+}
