@@ -10,10 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "agentnest/approval.h"
+#include "agentnest/audit.h"
 #include "agentnest/sandbox.h"
 #include "engine/process.h"
 #include "net/policy.h"
 #include "net/ruleset.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/egress_run.h"
 #include "sandbox/opts_internal.h"
 #include "sandbox/sandbox_internal.h"
@@ -51,8 +54,8 @@ static int write_options(const char *dir, const struct an_sandbox_opts *o, an_er
   return 0;
 }
 
-int an_sandbox_network_change(struct an_sandbox *sb, const char *mode, const char *const *allow,
-                              size_t nallow, const char *const *deny, size_t ndeny, an_error_t *err) {
+static int network_change_impl(struct an_sandbox *sb, const char *mode, const char *const *allow,
+                               size_t nallow, const char *const *deny, size_t ndeny, an_error_t *err) {
   if (!sb->opts) return an_error_set(err, EINVAL, "sandbox %s: no options record", sb->rec.id);
   if (strcmp(an_sandbox_opts_network(sb->opts), "none") == 0)
     return an_error_set(err, EINVAL, "sandbox %s: made with --network none, it has no egress to change "
@@ -85,6 +88,28 @@ int an_sandbox_network_change(struct an_sandbox *sb, const char *mode, const cha
   an_egress_policy_free(p);
   an_sandbox_opts_free(o);
   return r < 0 ? an_error_prefix(err, "network %s", sb->rec.id) : 0;
+}
+
+/* A NULL-terminated copy of n strings (the pointers, borrowed); NULL on ENOMEM. */
+static const char **strv_of(const char *const *v, size_t n) {
+  const char **c = calloc(n + 1, sizeof *c);
+  for (size_t i = 0; c && i < n; i++) c[i] = v[i];
+  return c;
+}
+
+/* The public call: asked of the sandbox's approval hook, recorded in the audit log. */
+int an_sandbox_network_change(struct an_sandbox *sb, const char *mode, const char *const *allow,
+                              size_t nallow, const char *const *deny, size_t ndeny, an_error_t *err) {
+  cleanup_free const char **a = strv_of(allow, nallow);
+  cleanup_free const char **d = strv_of(deny, ndeny);
+  if (!a || !d) return an_error_set(err, ENOMEM, "network %s", sb->rec.id);
+  struct an_audit_field af[] = {AN_AUDIT_STR("mode", mode), AN_AUDIT_STRV("allow", (char *const *) a),
+                                AN_AUDIT_STRV("deny", (char *const *) d)};
+  int r = an_approval_checkv(sb, "network_change", af, 3, err);
+  if (r < 0) return r;
+  r = network_change_impl(sb, mode, allow, nallow, deny, ndeny, err);
+  an_sb_audit(sb, NULL, NULL, "network_change", r, err, af, 3);
+  return r;
 }
 
 int an_sandbox_network_json(struct an_sandbox *sb, char **json, an_error_t *err) {

@@ -9,12 +9,15 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include "agentnest/approval.h"
+#include "agentnest/audit.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/control.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "util/json_gen.h"
 
-int an_sandbox_extend(struct an_sandbox *sb, uint64_t by_ms, uint64_t *deadline_out, an_error_t *err) {
+static int extend_impl(struct an_sandbox *sb, uint64_t by_ms, uint64_t *deadline_out, an_error_t *err) {
   if (!sb || !by_ms) return an_error_set(err, EINVAL, "extend: no sandbox or a zero duration");
   if (!sb->rec.monitor_pid)
     return an_error_set(err, ESRCH, "sandbox %s has no monitor (a one-shot sandbox cannot be extended)",
@@ -58,4 +61,18 @@ int an_sandbox_extend(struct an_sandbox *sb, uint64_t by_ms, uint64_t *deadline_
   an_sb_event(sb->dir, "extended", ",\"deadline_ms\":%llu", (unsigned long long) d);
   if (deadline_out) *deadline_out = d;
   return 0;
+}
+
+/* The public call: asked of the approval hook, recorded in the audit log. */
+int an_sandbox_extend(struct an_sandbox *sb, uint64_t by_ms, uint64_t *deadline_out, an_error_t *err) {
+  if (!sb || !by_ms) return an_error_set(err, EINVAL, "extend: no sandbox or a zero duration");
+  struct an_audit_field af[] = {AN_AUDIT_INT("duration_ms", by_ms)};
+  int r = an_approval_checkv(sb, "extend", af, 1, err);
+  if (r < 0) return r;
+  uint64_t d = 0;
+  r = extend_impl(sb, by_ms, &d, err);
+  struct an_audit_field rf[] = {af[0], AN_AUDIT_INT("deadline_ms", d)};
+  an_sb_audit(sb, NULL, NULL, "extend", r, err, rf, 2);
+  if (r >= 0 && deadline_out) *deadline_out = d;
+  return r;
 }

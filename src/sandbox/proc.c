@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agentnest/proc.h"
+#include "agentnest/approval.h"
+#include "agentnest/audit.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/control.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
@@ -36,8 +39,8 @@ static int64_t num(yajl_val v, const char *k, int64_t dflt) {
   return n && YAJL_IS_INTEGER(n) ? YAJL_GET_INTEGER(n) : dflt;
 }
 
-int an_proc_start(struct an_sandbox *sb, char *const argv[], char *const *env, const char *workdir,
-                  size_t ring_bytes, char **handle, pid_t *pid, an_error_t *err) {
+static int proc_start_impl(struct an_sandbox *sb, char *const argv[], char *const *env, const char *workdir,
+                           size_t ring_bytes, char **handle, pid_t *pid, an_error_t *err) {
   *handle = NULL;
   if (!argv || !argv[0] || !argv[0][0]) return an_error_set(err, EINVAL, "exec --detach: empty command");
   if (!sb->rec.monitor_pid) return no_monitor(sb, err);
@@ -141,7 +144,7 @@ void an_proc_logs_release(struct an_proc_logs *l) {
   memset(l, 0, sizeof *l);
 }
 
-int an_proc_kill(struct an_sandbox *sb, const char *handle, int sig, an_error_t *err) {
+static int proc_kill_impl(struct an_sandbox *sb, const char *handle, int sig, an_error_t *err) {
   if (sig < 1 || sig > 64) return an_error_set(err, EINVAL, "signal %d: not a signal number", sig);
   if (!sb->rec.monitor_pid) return no_monitor(sb, err);
   cleanup_jgen struct an_jgen j;
@@ -160,4 +163,27 @@ int an_proc_wait(struct an_sandbox *sb, const char *handle, int *status, an_erro
   *status = (int) num(reply, "status", 0);
   yajl_tree_free(reply);
   return 0;
+}
+
+/* The public calls: a detached exec is an exec to the approval hook (its
+ * request says "detach": true) and to the audit log; a kill is recorded. */
+int an_proc_start(struct an_sandbox *sb, char *const argv[], char *const *env, const char *workdir,
+                  size_t ring_bytes, char **handle, pid_t *pid, an_error_t *err) {
+  *handle = NULL;
+  if (!argv || !argv[0] || !argv[0][0]) return an_error_set(err, EINVAL, "exec --detach: empty command");
+  struct an_audit_field af[] = {AN_AUDIT_STRV("argv", argv), AN_AUDIT_ENV_NAMES("env", env),
+                                AN_AUDIT_STR("workdir", workdir), AN_AUDIT_BOOL("detach", true)};
+  int r = an_approval_checkv(sb, "exec", af, sizeof af / sizeof *af, err);
+  if (r < 0) return r;
+  r = proc_start_impl(sb, argv, env, workdir, ring_bytes, handle, pid, err);
+  struct an_audit_field rf[] = {af[0], af[1], af[2], af[3], AN_AUDIT_STR("handle", *handle)};
+  an_sb_audit(sb, NULL, NULL, "exec", r, err, rf, sizeof rf / sizeof *rf);
+  return r;
+}
+
+int an_proc_kill(struct an_sandbox *sb, const char *handle, int sig, an_error_t *err) {
+  int r = proc_kill_impl(sb, handle, sig, err);
+  struct an_audit_field af[] = {AN_AUDIT_STR("handle", handle), AN_AUDIT_INT("signal", sig)};
+  an_sb_audit(sb, NULL, NULL, "proc_kill", r, err, af, 2);
+  return r;
 }

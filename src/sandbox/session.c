@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "agentnest/approval.h"
+#include "agentnest/audit.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/control.h"
 #include "sandbox/sandbox_internal.h"
 #include "sandbox/session_internal.h"
@@ -127,8 +130,8 @@ void an_session_done(int conn, const char *name) {
   an_error_free(&e);
 }
 
-int an_session_start(struct an_sandbox *sb, enum an_session_kind kind, const char *name,
-                     uint64_t timeout_ms, char **name_out, an_error_t *err) {
+static int session_start_impl(struct an_sandbox *sb, enum an_session_kind kind, const char *name,
+                              uint64_t timeout_ms, char **name_out, an_error_t *err) {
   if (name_out) *name_out = NULL;
   if (!sb) return an_error_set(err, EINVAL, "session start: no sandbox");
   if (!an_session_kind_name(kind)) return an_error_set(err, EINVAL, "session start: bad kind %d", (int) kind);
@@ -221,7 +224,7 @@ void an_session_info_list_free(struct an_session_info *list, size_t n) {
   free(list);
 }
 
-int an_session_stop(struct an_sandbox *sb, const char *name, an_error_t *err) {
+static int session_stop_impl(struct an_sandbox *sb, const char *name, an_error_t *err) {
   if (!name || !an_session_valid_name(name))
     return an_error_set(err, ENOENT, "sandbox %s: no session \"%.40s\"", sb->rec.id, name ? name : "");
   return request(sb, "session.stop", name, NULL, NULL, err);
@@ -314,4 +317,29 @@ yajl_gen_status an_session_result_json_fields(yajl_gen g, const struct an_sessio
   TRY(kv_str(g, "message", res->error_message ? res->error_message : res->lost_reason));
   TRY(kv_str(g, "traceback", res->error_traceback));
   return yajl_gen_map_close(g);
+}
+
+/* The public calls: a start is asked of the approval hook (it runs code:
+ * the interpreter); start and stop are recorded in the audit log. */
+int an_session_start(struct an_sandbox *sb, enum an_session_kind kind, const char *name,
+                     uint64_t timeout_ms, char **name_out, an_error_t *err) {
+  if (name_out) *name_out = NULL;
+  if (!sb) return an_error_set(err, EINVAL, "session start: no sandbox");
+  struct an_audit_field af[] = {AN_AUDIT_STR("session", name), AN_AUDIT_STR("kind", an_session_kind_name(kind))};
+  int r = an_approval_checkv(sb, "session_start", af, 2, err);
+  if (r < 0) return r;
+  char *got = NULL;
+  r = session_start_impl(sb, kind, name, timeout_ms, &got, err);
+  struct an_audit_field rf[] = {AN_AUDIT_STR("session", got ? got : name), af[1]};
+  an_sb_audit(sb, NULL, NULL, "session_start", r, err, rf, 2);
+  if (name_out) *name_out = got;
+  else free(got);
+  return r;
+}
+
+int an_session_stop(struct an_sandbox *sb, const char *name, an_error_t *err) {
+  int r = session_stop_impl(sb, name, err);
+  struct an_audit_field af[] = {AN_AUDIT_STR("session", name)};
+  an_sb_audit(sb, NULL, NULL, "session_stop", r, err, af, 1);
+  return r;
 }

@@ -14,6 +14,9 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+#include "agentnest/approval.h"
+#include "agentnest/audit.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/control.h"
 #include "sandbox/sandbox_internal.h"
 #include "sandbox/session_internal.h"
@@ -262,9 +265,9 @@ static void lost(struct an_session_result *res, const char *why) {
   res->lost_reason = strdup(why);
 }
 
-int an_session_run(struct an_sandbox *sb, const char *name, const char *code, size_t len,
-                   const struct an_session_run_opts *ro, struct an_session_result *res,
-                   an_error_t *err) {
+static int session_run_impl(struct an_sandbox *sb, const char *name, const char *code, size_t len,
+                            const struct an_session_run_opts *ro, struct an_session_result *res,
+                            an_error_t *err) {
   static const struct an_session_run_opts none;
   if (!ro) ro = &none;
   if (!sb || !res || !code) return an_error_set(err, EINVAL, "session run: no sandbox, code or result");
@@ -415,4 +418,26 @@ out:
               name, res->status, res->timed_out ? "true" : "false", res->session_lost ? "true" : "false",
               (unsigned long long) res->duration_ms);
   return 0;
+}
+
+/* The public call: asked of the sandbox's approval hook first (the code is
+ * the request's argument, redacted), recorded in the audit log after. */
+int an_session_run(struct an_sandbox *sb, const char *name, const char *code, size_t len,
+                   const struct an_session_run_opts *ro, struct an_session_result *res,
+                   an_error_t *err) {
+  if (!sb || !res || !code) return an_error_set(err, EINVAL, "session run: no sandbox, code or result");
+  memset(res, 0, sizeof *res);
+  if (memchr(code, '\0', len)) return an_error_set(err, EINVAL, "session code holds a NUL byte");
+  cleanup_free char *text = strndup(code, len);
+  if (!text) return an_error_set(err, ENOMEM, "session run");
+  struct an_audit_field af[] = {AN_AUDIT_STR("session", name), AN_AUDIT_STR("code", text),
+                                AN_AUDIT_INT("timeout_ms", ro ? ro->timeout_ms : 0)};
+  int r = an_approval_checkv(sb, "session_run", af, sizeof af / sizeof *af, err);
+  if (r < 0) return r;
+  r = session_run_impl(sb, name, code, len, ro, res, err);
+  struct an_audit_field rf[] = {af[0], af[1], af[2], AN_AUDIT_INT("status", r >= 0 ? res->status : -1),
+                                AN_AUDIT_BOOL("timed_out", r >= 0 && res->timed_out),
+                                AN_AUDIT_BOOL("session_lost", r >= 0 && res->session_lost)};
+  an_sb_audit(sb, NULL, NULL, "session_run", r, err, rf, sizeof rf / sizeof *rf);
+  return r;
 }

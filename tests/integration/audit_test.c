@@ -861,3 +861,70 @@ Test(approval, a_unix_socket_hook_allows_and_denies) {
   cr_expect_eq(cli("exec %s -- echo ok", id), 125);
   cr_expect(strstr(g_err, "denied by approval hook: connect"), "%s", g_err);
 }
+
+/* New-user trial: a deny-all hook did not stop `exec --detach`, `session start` or `session run`,
+ * and none of them (nor proc kill, extend) reached the audit log.  Now each is asked (detach as
+ * an exec with "detach": true) and recorded. */
+Test(approval, detach_sessions_and_extend_are_asked_and_audited) {
+  need_image();
+  const char *h = hook("hook.sh", DENY_ON_FORBIDDEN);
+  char *id = create_with_hook(h, NULL);
+  cr_expect_eq(cli("exec --detach %s -- sh -c 'echo forbidden > /workspace/x'", id), 125, "%s", g_err);
+  cr_expect(strstr(g_err, "denied by approval hook: no forbidden words"), "%s", g_err);
+  cr_expect_eq(cli("session start %s --kind shell --name forbidden", id), 125, "%s", g_err);
+  cr_assert_eq(cli("session start %s --kind shell --name s", id), 0, "%s", g_err);
+  cr_expect_eq(cli("session run %s s 'echo forbidden > /workspace/y'", id), 125, "%s", g_err);
+  cr_expect(strstr(g_err, "denied by approval hook"), "%s", g_err);
+  cr_assert_eq(cli("session run %s s 'echo fine'", id), 0, "%s", g_err);
+  cr_expect_str_eq(g_out, "fine\n");
+  cr_assert_eq(cli("exec %s -- ls /workspace", id), 0, "%s", g_err);
+  cr_expect_str_eq(g_out, "", "a denied detach or session call ran");
+  cr_assert_eq(cli("exec --detach %s -- sleep 30", id), 0, "%s", g_err);
+  char handle[64];
+  snprintf(handle, sizeof handle, "%.63s", g_out);
+  chomp(handle);
+  cr_expect_eq(cli("proc kill %s %s", id, handle), 0, "%s", g_err);
+  cr_expect_eq(cli("extend %s 1m", id), 0, "%s", g_err);
+  cr_expect_eq(cli("session stop %s s", id), 0, "%s", g_err);
+  struct recs r;
+  struct an_audit_filter f = {.sandbox = id};
+  read_all(&r, &f);
+  cr_expect_not_null(find_op(&r, "approval", "session_start"));
+  cr_expect_not_null(find_op(&r, "approval", "session_run"));
+  cr_expect_not_null(find_op(&r, "approval", "extend"));
+  yajl_val sr = find_op(&r, "session_run", NULL);
+  cr_expect(sr && !strcmp(mstr(sr, "code") ?: "", "echo fine") && !strcmp(mstr(sr, "session") ?: "", "s"),
+            "session_run record");
+  cr_expect_not_null(find_op(&r, "session_start", NULL));
+  cr_expect_not_null(find_op(&r, "session_stop", NULL));
+  bool detached = false;
+  for (size_t i = 0; i < r.n; i++)
+    if (!strcmp(mstr(r.v[i], "op") ?: "", "exec") && YAJL_IS_TRUE(member(r.v[i], "detach")) &&
+        strv_has(member(r.v[i], "argv"), "sleep"))
+      detached = true;
+  cr_expect(detached, "no exec record with detach: true");
+  cr_expect_not_null(find_op(&r, "proc_kill", NULL));
+  cr_expect_not_null(find_op(&r, "extend", NULL));
+  recs_free(&r);
+  cli("destroy %s", id);
+}
+
+/* A live egress change is asked of the hook and recorded. */
+Test(approval, a_network_change_is_asked_and_audited) {
+  need_image();
+  const char *h = hook("hook.sh", DENY_ON_FORBIDDEN);
+  char *id = create_with_hook(h, "--network allowlist --allow pkg.example");
+  cr_expect_eq(cli("network %s --allow forbidden.example", id), 125, "%s", g_err);
+  cr_expect(strstr(g_err, "denied by approval hook: no forbidden words"), "%s", g_err);
+  cr_assert_eq(cli("network %s --allow ok.example", id), 0, "%s", g_err);
+  cr_assert_eq(cli("network %s", id), 0, "%s", g_err);
+  cr_expect(strstr(g_out, "ok.example") && !strstr(g_out, "forbidden.example"), "%s", g_out);
+  struct recs r;
+  struct an_audit_filter f = {.sandbox = id};
+  read_all(&r, &f);
+  cr_expect_not_null(find_op(&r, "approval", "network_change"));
+  yajl_val nc = find_op(&r, "network_change", NULL);
+  cr_expect(nc && strv_has(member(nc, "allow"), "ok.example"), "network_change record");
+  recs_free(&r);
+  cli("destroy %s", id);
+}
