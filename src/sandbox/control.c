@@ -232,7 +232,11 @@ int an_ctl_call(int fd, const char *what, const char *request, yajl_val *reply, 
     yajl_val en = an_json_member_type(doc, "errno", yajl_t_number);
     const char *msg = an_json_member_str(doc, "error");
     int e = en && YAJL_IS_INTEGER(en) && YAJL_GET_INTEGER(en) > 0 ? (int) YAJL_GET_INTEGER(en) : EPROTO;
-    r = an_error_set(err, e, "%s", msg ? msg : "the monitor refused the request");
+    /* the monitor's message already ends with ": ENAME" (an_error_set): not twice */
+    size_t ml = msg ? strlen(msg) : 0, nl = strlen(an_errno_name(e));
+    if (ml > nl + 2 && !strcmp(msg + ml - nl, an_errno_name(e)) && !strncmp(msg + ml - nl - 2, ": ", 2))
+      ml -= nl + 2;
+    r = msg ? an_error_set(err, e, "%.*s", (int) ml, msg) : an_error_set(err, e, "the monitor refused the request");
     yajl_tree_free(doc);
     an_ctl_reader_release(&rd);
     return r;

@@ -127,6 +127,9 @@ Test(proc, runs_in_its_own_child_cgroup_and_kill_reaches_it) {
   cr_expect(an_proc_kill(sb, h, SIGTERM, &err) == -ESRCH, "kill after exit");
   an_error_free(&err);
   cr_expect(an_proc_wait(sb, "p99", &(int){0}, &err) == -ENOENT);
+  /* the monitor's errno name is said once (new-user trial: "p99": ENOENT: ENOENT) */
+  cr_expect(err && strstr(err->msg, "\"p99\": ENOENT") && !strstr(err->msg, "ENOENT: ENOENT"), "%s",
+            err ? err->msg : "");
   an_error_free(&err);
   free(h);
   destroy(sb);
