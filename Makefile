@@ -47,8 +47,8 @@ all: $(BUILD)/libagentnest.a $(BUILD)/libagentnest.so $(BUILD)/agentnest $(BUILD
 help:
 	@echo "make deps          install every Debian package the build, tests and image tools need"
 	@echo "make               build libagentnest (static+shared), agentnest, agentnest-oci"
-	@echo "make images        build (or reuse cached) busybox, python and debian OCI images"
-	@echo "make demo          deps + build + default image + import + main job"
+	@echo "make images        build (or reuse cached) the busybox, python, python-tests, debian and browser images"
+	@echo "make demo          deps + build + images + import of the default image + the narrated demo job"
 	@echo "make check         run all tests (as root)"
 	@echo "make check-all     check + check-asan + check-cgroupv2 + check-engines + fuzz + bench-quick (what CI runs)"
 	@echo "make check-asan    run all tests under AddressSanitizer + UBSan"
