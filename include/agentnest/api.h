@@ -87,6 +87,11 @@ struct an_api_ctx {
    * the sandbox is resolved, and by ls for each entry); NULL: any. */
   bool (*may_use)(void *data, const char *id);
   void *may_use_data;
+  /* Whether the caller may read the audit records of sandbox `id` (the
+   * audit operation): the ids it created, destroyed ones included.  Called
+   * in the worker.  NULL: may_use decides. */
+  bool (*may_audit)(void *data, const char *id);
+  void *may_audit_data;
   an_warn_fn warn;            /* warnings of a call (skipped entries, cleanup problems); the
                                  worker sends them with the result; NULL: dropped */
   void *warn_data;

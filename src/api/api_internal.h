@@ -1,7 +1,8 @@
 /* api/api_internal.h — what the operation handlers share (internal): the
  * call they run in, input accessors with messages that name the member,
  * and the JSON writers of results.  The table is ops_table.c; the worker
- * machinery worker.c; handlers ops_sandbox.c, ops_exec.c, ops_files.c. */
+ * machinery worker.c; handlers ops_sandbox.c, ops_exec.c, ops_files.c, ops_session.c,
+ * ops_network.c. */
 #ifndef AN_API_INTERNAL_H
 #define AN_API_INTERNAL_H
 
@@ -71,5 +72,9 @@ int an_api_op_restore(struct an_api_call *c, yajl_val in, yajl_gen out, an_error
 int an_api_op_session_start(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_t *err);
 int an_api_op_session_run(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_t *err);
 int an_api_op_session_stop(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_t *err);
+int an_api_op_network(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_t *err);
+int an_api_op_network_change(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_t *err);
+int an_api_op_extend(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_t *err);
+int an_api_op_audit(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_t *err);
 
 #endif

@@ -78,6 +78,9 @@ static int check(yajl_val schema, yajl_val v, const char *where, an_error_t *err
     yajl_val mi = an_json_member_type(schema, "minItems", yajl_t_number);
     if (mi && YAJL_IS_INTEGER(mi) && (long long) v->u.array.len < mi->u.number.i)
       return an_error_set(err, EINVAL, "%s: needs at least %lld item(s)", where, mi->u.number.i);
+    yajl_val xi = an_json_member_type(schema, "maxItems", yajl_t_number);
+    if (xi && YAJL_IS_INTEGER(xi) && (long long) v->u.array.len > xi->u.number.i)
+      return an_error_set(err, EINVAL, "%s: takes at most %lld item(s)", where, xi->u.number.i);
     for (size_t i = 0; items && i < v->u.array.len; i++) {
       snprintf(sub, sizeof sub, "%s[%zu]", where, i);
       int r = check(items, v->u.array.values[i], sub, err);

@@ -67,7 +67,7 @@ static void json_content(yajl_gen g, const char *type, yajl_val schema, const ch
 }
 
 static void error_responses(yajl_gen g, bool with_path) {
-  static const char *const codes[] = {"400", "401", "403", "404", "413", "500", "503"};
+  static const char *const codes[] = {"400", "401", "403", "404", "413", "429", "500", "503"};
   for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
     if (!with_path && !strcmp(codes[i], "404")) continue;
     s(g, codes[i]);

@@ -80,9 +80,32 @@ static int create_opts(struct an_api_call *call, yajl_val in, struct an_sandbox_
       goto fail;
     }
   }
+  /* egress: a pinned profile decides it (a client may not widen what the operator chose) */
+  const char *network = an_api_in_str(in, "network");
+  yajl_val allow = an_api_in_array(in, "allow");
+  if (ctx->profile && (network || allow)) {
+    r = an_error_set(err, EPERM, "create: this server runs every sandbox with profile \"%s\"; "
+                     "\"network\" and \"allow\" may not be given", ctx->profile);
+    goto fail;
+  }
+  if (network && (r = an_sandbox_opts_set_network(o, network, err)) < 0) {
+    an_error_prefix(err, "create: \"network\"");
+    goto fail;
+  }
+  for (size_t i = 0; allow && i < allow->u.array.len; i++) {
+    yajl_val v = allow->u.array.values[i];
+    if ((r = an_sandbox_opts_add_allow(o, YAJL_IS_STRING(v) ? v->u.string : "", err)) < 0) {
+      an_error_prefix(err, "create: \"allow\"[%zu]", i);
+      goto fail;
+    }
+  }
   if (!an_sandbox_opts_image(o) && (r = an_sandbox_opts_set_image(o, "python", err)) < 0) goto fail;
   if (ctx->max_lifetime_ms && an_sandbox_opts_lifetime(o) > ctx->max_lifetime_ms &&
       (r = an_sandbox_opts_set_lifetime(o, ctx->max_lifetime_ms, err)) < 0)
+    goto fail;
+  /* extend is bounded by max_lifetime: the server's cap bounds it too */
+  if (ctx->max_lifetime_ms && an_sandbox_opts_max_lifetime(o) > ctx->max_lifetime_ms &&
+      (r = an_sandbox_opts_set_max_lifetime(o, ctx->max_lifetime_ms, err)) < 0)
     goto fail;
   *out = o;
   return 0;

@@ -31,6 +31,9 @@
   "{\"type\":\"object\",\"required\":[\"id\"],\"properties\":{\"id\":{\"type\":\"string\"},"           \
   "\"name\":{\"type\":[\"string\",\"null\"]},\"image\":{\"type\":\"string\"},"                        \
   "\"deadline_ms\":{\"type\":\"integer\",\"description\":\"end of its lifetime, ms since the epoch\"}}}"
+#define ALLOW_PROP(what)                                                                               \
+  "{\"type\":\"array\",\"maxItems\":256,\"items\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":300},"             \
+  "\"description\":\"" what ": NAME[:PORTS], *.ZONE[:PORTS] or CIDR[:PORTS]\"}"
 #define SIZE_TEXT(what) "{\"type\":\"string\",\"maxLength\":32,\"description\":\"" what "\"}"
 
 static const char create_in[] =
@@ -46,7 +49,9 @@ static const char create_in[] =
     "\"max_output\":" SIZE_TEXT("output kept per exec, e.g. 10m") ","
     "\"disk\":" SIZE_TEXT("workspace quota, e.g. 1g") ","
     "\"workdir\":{\"type\":\"string\"}," ENV_PROP ","
-    "\"secrets\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"minLength\":1},\"description\":\"secrets: environment variables whose values are redacted as [REDACTED:NAME] in every output, never logged or recorded\"}}}";
+    "\"secrets\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"minLength\":1},\"description\":\"secrets: environment variables whose values are redacted as [REDACTED:NAME] in every output, never logged or recorded\"},"
+    "\"network\":{\"type\":\"string\",\"enum\":[\"none\",\"allowlist\",\"full\"],\"description\":\"egress: none (default), allowlist (only the allow entries) or full (refused when the server pins a profile)\"},"
+    "\"allow\":" ALLOW_PROP("egress allowlist entries (network allowlist)") "}}";
 
 static const char sandbox_in[] =
     "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\"],\"properties\":{" SANDBOX_PROP "}}";
@@ -140,6 +145,32 @@ static const char session_stop_in[] =
 static const char session_stop_out[] =
     Q({"type":"object","required":["session","stopped"],"properties":{"session":{"type":"string"},"stopped":{"type":"boolean"}}});
 
+static const char network_out[] =
+    "{\"type\":\"object\",\"required\":[\"id\",\"mode\",\"allow\"],\"properties\":{\"id\":{\"type\":\"string\"},"
+    "\"mode\":{\"type\":\"string\",\"enum\":[\"none\",\"allowlist\",\"full\"]},"
+    "\"allow\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"dns_upstream\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"counters\":{\"type\":[\"object\",\"null\"],\"description\":\"null for mode none or when the ruleset cannot be read\",\"properties\":{"
+    "\"redirected_packets\":{\"type\":\"integer\"},\"dropped_packets\":{\"type\":\"integer\"},"
+    "\"dropped_bytes\":{\"type\":\"integer\"},\"dns_packets\":{\"type\":\"integer\"}}}}}";
+static const char network_change_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\"],\"properties\":{" SANDBOX_PROP ","
+    "\"mode\":{\"type\":\"string\",\"enum\":[\"allowlist\",\"full\"],\"description\":\"new mode (default: unchanged; a sandbox made with network none has no egress)\"},"
+    "\"allow\":" ALLOW_PROP("entries to add") ","
+    "\"deny\":{\"type\":\"array\",\"maxItems\":256,\"items\":{\"type\":\"string\",\"minLength\":1},\"description\":\"entries to remove, exactly as added\"}}}";
+static const char extend_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\",\"by\"],\"properties\":{" SANDBOX_PROP ","
+    "\"by\":" SIZE_TEXT("how much longer, e.g. 10m (the whole lifetime is bounded by the sandbox's max_lifetime and the server's cap)") "}}";
+static const char extend_out[] =
+    Q({"type":"object","required":["id","deadline_ms"],"properties":{"id":{"type":"string"},"deadline_ms":{"type":"integer","description":"the new end of its lifetime, ms since the epoch"}}});
+static const char audit_in[] =
+    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"sandbox\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"description\":\"only this sandbox's records\"},"
+    "\"op\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"only records of this op (create, exec, network_change, ...)\"},"
+    "\"since\":" SIZE_TEXT("RFC 3339 UTC time, a date, or a duration before now (10m)") ","
+    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000,\"description\":\"at most this many records (oldest first)\"}}}";
+static const char audit_out[] =
+    Q({"type":"object","required":["records"],"properties":{"records":{"type":"array","items":{"type":"object","required":["op"],"properties":{"time":{"type":"string"},"op":{"type":"string"},"sandbox":{"type":"string"},"result":{}}}}}});
+
 static const struct an_api_op ops[] = {
     {"create", "Create a sandbox",
      "Create a persistent sandbox (isolated Linux environment with a /workspace directory) and return its id. "
@@ -192,6 +223,21 @@ static const struct an_api_op ops[] = {
      an_api_op_session_run},
     {"session_stop", "Stop a session", "Stop a session and every process it started.",
      session_stop_in, session_stop_out, "POST", "/sandboxes/{sandbox}/sessions/stop", 0, an_api_op_session_stop},
+    {"network", "A sandbox's egress policy",
+     "The sandbox's egress policy (mode none, allowlist or full; its allowlist entries; DNS upstreams) and its "
+     "counters (packets redirected to the proxy, dropped, DNS).",
+     sandbox_in, network_out, "GET", "/sandboxes/{sandbox}/network", AN_API_OP_READ_ONLY, an_api_op_network},
+    {"network_change", "Change a sandbox's egress policy",
+     "Change a live sandbox's egress policy at once (one nftables transaction): a new mode, entries to add and to "
+     "remove. Returns the new policy.",
+     network_change_in, network_out, "POST", "/sandboxes/{sandbox}/network", 0, an_api_op_network_change},
+    {"extend", "Extend a sandbox's lifetime",
+     "Move the end of a live sandbox's lifetime later, within its max_lifetime counted from creation.",
+     extend_in, extend_out, "POST", "/sandboxes/{sandbox}/extend", 0, an_api_op_extend},
+    {"audit", "The audit log",
+     "Records of the audit log (who did what to which sandbox, with the result) about this client's sandboxes, "
+     "oldest first, filtered by sandbox, op and time.",
+     audit_in, audit_out, "POST", "/audit", AN_API_OP_READ_ONLY, an_api_op_audit},
 };
 
 const char an_api_error_schema[] =

@@ -39,6 +39,7 @@ int an_mcp_http_message(const struct an_mcp_http *h, const char *body, size_t le
   free(line);
   mcp_finish_calls(&s, h->cancel_fd, h->cancel_events);
   free(s.own);
+  free(s.gone);
   off_t n = lseek(out, 0, SEEK_END);
   char *buf = n >= 0 ? malloc((size_t) n + 1) : NULL;
   if (!buf || pread(out, buf, (size_t) n, 0) != (ssize_t) n) {

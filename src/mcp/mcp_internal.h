@@ -31,6 +31,8 @@ struct mcp_server {
   struct an_api_ctx ctx;
   struct mcp_owned *own;
   size_t nown, capown;
+  char (*gone)[16];      /* ids it destroyed: audit may still read them */
+  size_t ngone, capgone;
   struct mcp_call calls[MCP_MAX_CALLS];
   size_t ncalls;
   char *in;

@@ -26,6 +26,13 @@ static bool may_use(void *data, const char *id) {
   return false;
 }
 
+static bool may_audit(void *data, const char *id) {
+  struct mcp_server *s = data;
+  for (size_t i = 0; i < s->ngone; i++)
+    if (!strcmp(s->gone[i], id)) return true;
+  return may_use(data, id);
+}
+
 static void own_add(struct mcp_server *s, const char *id, pid_t keeper) {
   if (s->nown == s->capown) {
     size_t nc = s->capown ? s->capown * 2 : 16;
@@ -48,6 +55,12 @@ static void own_remove(struct mcp_server *s, const char *id) {
   for (size_t i = 0; i < s->nown; i++)
     if (!strcmp(s->own[i].id, id)) {
       keeper_end(s->own[i].keeper);
+      if (s->ngone == s->capgone) {
+        size_t nc = s->capgone ? s->capgone * 2 : 16;
+        char (*n)[16] = realloc(s->gone, nc * sizeof *n);
+        if (n) s->gone = n, s->capgone = nc;
+      }
+      if (s->ngone < s->capgone) memcpy(s->gone[s->ngone++], s->own[i].id, 16);
       s->own[i] = s->own[--s->nown];
       return;
     }
@@ -346,6 +359,8 @@ int an_mcp_serve(const struct an_mcp_opts *o, an_error_t *err) {
   s.ctx.lifeline_fd = lifeline[0];
   s.ctx.may_use = may_use;
   s.ctx.may_use_data = &s;
+  s.ctx.may_audit = may_audit;
+  s.ctx.may_audit_data = &s;
   sigset_t sigs, old;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
@@ -395,6 +410,7 @@ int an_mcp_serve(const struct an_mcp_opts *o, an_error_t *err) {
     while (s.own[i].keeper > 0 && waitpid(s.own[i].keeper, NULL, 0) < 0 && errno == EINTR) {}
   close(lifeline[0]);
   free(s.own);
+  free(s.gone);
   free(s.in);
   if (sigfd >= 0) close(sigfd);
   sigaction(SIGPIPE, &oldpipe, NULL);

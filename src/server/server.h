@@ -37,13 +37,18 @@ struct an_serve_opts {
   unsigned max_connections;     /* 0: 256 */
   unsigned idle_timeout_s;      /* 0: 30 */
   int log_fd;                   /* -1: quiet */
+  const char *tls_cert_file;    /* PEM certificate (chain); with tls_key_file: HTTPS (both or
+                                   neither; libmicrohttpd's GnuTLS) */
+  const char *tls_key_file;     /* PEM private key: a regular file of mode 0600 or stricter */
 };
 
-/* Tokens file: one token a line, "TOKEN NAME [revoked] [max-sandboxes=N]";
+/* Tokens file: one token a line, "TOKEN NAME [revoked] [max-sandboxes=N] [max-rate=N/s]";
  * '#' starts a comment line; TOKEN at least 16 characters.  The file must
  * be a regular file not readable or writable by group or others.
  * Serve until SIGTERM or SIGINT.  Returns 0, or a negative errno with
- * *err (bad listen address, tokens file, bind). */
+ * *err (bad listen address, tokens file, bind; TLS: -EINVAL only one of
+ * the two files, -ENOTSUP this libmicrohttpd has no TLS, the files' open or
+ * read errno, -EACCES a key others may read, -EIO GnuTLS refused them). */
 int an_serve(const struct an_serve_opts *opts, an_error_t *err);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -47,7 +48,7 @@ int srv_tokens_load(struct srv *s, const char *path, an_error_t *err) {
     char *name = strtok_r(NULL, " \t\r\n", &save);
     if (strlen(tok) < 16 || !name) {
       /* never echo the line: it holds a token */
-      r = an_error_set(err, EINVAL, "--tokens %s:%u: expected \"TOKEN NAME [revoked] [max-sandboxes=N]\" "
+      r = an_error_set(err, EINVAL, "--tokens %s:%u: expected \"TOKEN NAME [revoked] [max-sandboxes=N] [max-rate=N/s]\" "
                        "with a TOKEN of at least 16 characters", path, lineno);
       break;
     }
@@ -55,6 +56,17 @@ int srv_tokens_load(struct srv *s, const char *path, an_error_t *err) {
     for (char *w; (w = strtok_r(NULL, " \t\r\n", &save));) {
       if (!strcmp(w, "revoked")) t.revoked = true;
       else if (!strncmp(w, "max-sandboxes=", 14)) t.max_sandboxes = strtoul(w + 14, NULL, 10);
+      else if (!strncmp(w, "max-rate=", 9)) {
+        char *end = NULL;
+        unsigned long v = strtoul(w + 9, &end, 10);
+        if (end == w + 9 || strcmp(end, "/s") || !v || v > 1000000) {
+          r = an_error_set(err, EINVAL, "--tokens %s:%u: \"%.64s\": expected max-rate=N/s with N from 1 to 1000000",
+                           path, lineno, w);
+          break;
+        }
+        t.max_rate = (unsigned) v;
+        t.bucket = (double) v;
+      }
       else { r = an_error_set(err, EINVAL, "--tokens %s:%u: unknown word \"%.64s\"", path, lineno, w); break; }
     }
     if (r < 0) break;
@@ -74,6 +86,23 @@ int srv_tokens_load(struct srv *s, const char *path, an_error_t *err) {
   fclose(f);
   if (r >= 0 && !s->ntokens) r = an_error_set(err, EINVAL, "--tokens %s: no token", path);
   return r;
+}
+
+unsigned srv_rate_take(struct srv *s, long t) {
+  struct srv_token *k = &s->tokens[t];
+  if (!k->max_rate) return 0;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t now = (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+  unsigned wait = 0;
+  pthread_mutex_lock(&s->mu);
+  if (k->bucket_ms) k->bucket += (double) (now - k->bucket_ms) * k->max_rate / 1000.0;
+  if (k->bucket > k->max_rate) k->bucket = k->max_rate;
+  k->bucket_ms = now;
+  if (k->bucket >= 1.0) k->bucket -= 1.0;
+  else wait = (unsigned) ((1.0 - k->bucket) / k->max_rate) + 1;
+  pthread_mutex_unlock(&s->mu);
+  return wait;
 }
 
 void srv_tokens_free(struct srv *s) {

@@ -14,6 +14,10 @@ struct srv_token {
   unsigned char sha256[32];
   bool revoked;
   size_t max_sandboxes;          /* 0: none */
+  unsigned max_rate;             /* requests per second (max-rate=N/s), 0: none; a token
+                                    bucket of N requests refilled at N/s (guarded by mu) */
+  double bucket;
+  uint64_t bucket_ms;            /* CLOCK_MONOTONIC ms of the last refill */
 };
 
 struct srv_owned {
@@ -27,15 +31,21 @@ struct srv {
   struct an_api_ctx ctx;         /* lifeline set */
   struct srv_token *tokens;
   size_t ntokens;
-  pthread_mutex_t mu;            /* guards own/nown */
+  pthread_mutex_t mu;            /* guards own/nown, gone/ngone */
   struct srv_owned *own;
   size_t nown, capown;
+  struct srv_owned *gone;        /* destroyed ones (id, token): audit may still read them */
+  size_t ngone, capgone;
   atomic_uint inflight;
   char *openapi;
   size_t openapi_len;
   uint64_t max_body;
   unsigned max_concurrent;
 };
+
+/* Take one request from token t's rate bucket: 0, or the whole seconds to
+ * wait (>= 1) when it is empty.  Takes s->mu. */
+unsigned srv_rate_take(struct srv *s, long t);
 
 /* Load and check the tokens file.  Errors named. */
 int srv_tokens_load(struct srv *s, const char *path, an_error_t *err);

@@ -1,7 +1,8 @@
 /* server/server_main.c — `agentnest serve`'s daemon (server.h): the
  * listening socket (ADDR:PORT, [V6]:PORT or unix:PATH; the default
  * 127.0.0.1 only), libmicrohttpd in thread-per-connection mode with its
- * connection cap and idle timeout, and the shutdown on SIGTERM/SIGINT
+ * connection cap and idle timeout, TLS from PEM files (--tls-cert,
+ * --tls-key: libmicrohttpd's GnuTLS), and the shutdown on SIGTERM/SIGINT
  * that destroys every sandbox the server made. */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include "server_internal.h"
+
+static int an_serve_run(const struct an_serve_opts *o, bool tls, const char *cert, const char *key,
+                        an_error_t *err);
 
 static int listen_socket(const char *spec, an_error_t *err) {
   int fd;
@@ -58,7 +62,59 @@ static int listen_socket(const char *spec, an_error_t *err) {
   return fd;
 }
 
+/* Read a PEM file (at most 1 MiB) into a heap string; a key must not be
+ * readable or writable by group or others. */
+static int read_pem(const char *flag, const char *path, bool secret, char **out, an_error_t *err) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return an_error_set(err, errno, "%s %s", flag, path);
+  struct stat st;
+  int r = 0;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > (1 << 20))
+    r = an_error_set(err, EINVAL, "%s %s: not a regular file of 1 byte to 1 MiB", flag, path);
+  else if (secret && (st.st_mode & 077))
+    r = an_error_set(err, EACCES, "%s %s: mode %04o lets others read or change the key (chmod 600)", flag, path,
+                     (unsigned) (st.st_mode & 07777));
+  char *buf = r < 0 ? NULL : calloc(1, (size_t) st.st_size + 1);
+  if (r >= 0 && !buf) r = an_error_set(err, ENOMEM, "%s %s", flag, path);
+  size_t got = 0;
+  while (r >= 0 && got < (size_t) st.st_size) {
+    ssize_t n = read(fd, buf + got, (size_t) st.st_size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) r = an_error_set(err, n < 0 ? errno : EIO, "%s %s: read", flag, path);
+    else got += (size_t) n;
+  }
+  close(fd);
+  if (r < 0) {
+    free(buf);
+    return r;
+  }
+  *out = buf;
+  return 0;
+}
+
 int an_serve(const struct an_serve_opts *o, an_error_t *err) {
+  bool tls = o->tls_cert_file || o->tls_key_file;
+  if (tls && !(o->tls_cert_file && o->tls_key_file))
+    return an_error_set(err, EINVAL, "serve: --tls-cert and --tls-key go together");
+  if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+    return an_error_set(err, ENOTSUP, "serve: this libmicrohttpd was built without TLS (GnuTLS): "
+                        "--tls-cert/--tls-key cannot be honoured");
+  char *cert = NULL, *key = NULL;
+  int r = 0;
+  if (tls && ((r = read_pem("--tls-cert", o->tls_cert_file, false, &cert, err)) < 0 ||
+              (r = read_pem("--tls-key", o->tls_key_file, true, &key, err)) < 0)) {
+    free(cert);
+    return r;
+  }
+  int rr = an_serve_run(o, tls, cert, key, err);
+  free(cert);
+  if (key) explicit_bzero(key, strlen(key));
+  free(key);
+  return rr;
+}
+
+static int an_serve_run(const struct an_serve_opts *o, bool tls, const char *cert, const char *key,
+                        an_error_t *err) {
   struct srv s = {.o = o, .ctx = o->api, .max_body = o->max_body ? o->max_body : 16u << 20,
                   .max_concurrent = o->max_concurrent ? o->max_concurrent : 16};
   pthread_mutex_init(&s.mu, NULL);
@@ -77,24 +133,31 @@ int an_serve(const struct an_serve_opts *o, an_error_t *err) {
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &sigs, &old);
+  struct MHD_OptionItem tls_opts[] = {{MHD_OPTION_HTTPS_MEM_CERT, 0, (void *) cert},
+                                      {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *) key},
+                                      {MHD_OPTION_END, 0, NULL}};
+  if (!tls) tls_opts[0].option = MHD_OPTION_END;
   struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG, 0,
+      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
+          (tls ? MHD_USE_TLS : 0), 0,
       NULL, NULL, srv_handle, &s,
       MHD_OPTION_LISTEN_SOCKET, lfd,
       MHD_OPTION_CONNECTION_LIMIT, (unsigned) (o->max_connections ? o->max_connections : 256),
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) (o->idle_timeout_s ? o->idle_timeout_s : 30),
       MHD_OPTION_NOTIFY_COMPLETED, srv_completed, &s,
+      MHD_OPTION_ARRAY, tls_opts,
       MHD_OPTION_END);
   if (!d) {
-    r = an_error_set(err, EIO, "serve: libmicrohttpd did not start on %s", o->listen ? o->listen : "127.0.0.1:8741");
+    r = an_error_set(err, EIO, "serve: libmicrohttpd did not start on %s%s", o->listen ? o->listen : "127.0.0.1:8741",
+                     tls ? " (with TLS: are --tls-cert and --tls-key a PEM certificate and its key?)" : "");
     close(lfd);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     goto out_pipe;
   }
   if (o->log_fd >= 0) {
     char line[512];
-    int n = snprintf(line, sizeof line, "serve: listening on %s (%zu token(s))\n",
-                     o->listen ? o->listen : "127.0.0.1:8741", s.ntokens);
+    int n = snprintf(line, sizeof line, "serve: listening on %s%s (%zu token(s))\n",
+                     o->listen ? o->listen : "127.0.0.1:8741", tls ? " with TLS" : "", s.ntokens);
     if (write(o->log_fd, line, (size_t) n) < 0) {}
   }
   sigdelset(&sigs, SIGPIPE);
@@ -119,6 +182,7 @@ out_doc:
 out_tokens:
   srv_tokens_free(&s);
   free(s.own);
+  free(s.gone);
   pthread_mutex_destroy(&s.mu);
   return r;
 }

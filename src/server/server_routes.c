@@ -64,6 +64,7 @@ static const char *http_reason(unsigned st) {
   case 409: return "conflict";
   case 410: return "gone";
   case 413: return "payload too large";
+  case 429: return "too many requests";
   case 503: return "unavailable";
   default: return "error";
   }
@@ -147,6 +148,12 @@ static void owned_remove(struct srv *s, const char *id) {
   for (size_t i = 0; i < s->nown; i++)
     if (!strcmp(s->own[i].id, id)) {
       keeper = s->own[i].keeper;
+      if (s->ngone == s->capgone) {
+        size_t nc = s->capgone ? s->capgone * 2 : 32;
+        struct srv_owned *n = realloc(s->gone, nc * sizeof *n);
+        if (n) s->gone = n, s->capgone = nc;
+      }
+      if (s->ngone < s->capgone) s->gone[s->ngone] = s->own[i], s->gone[s->ngone++].keeper = 0;
       s->own[i] = s->own[--s->nown];
       break;
     }
@@ -154,32 +161,42 @@ static void owned_remove(struct srv *s, const char *id) {
   if (keeper > 0) kill(keeper, SIGKILL), waitpid(keeper, NULL, 0);
 }
 
-/* A copy of the token's ids for the worker (which must not take locks). */
-static int owned_view(struct srv *s, long token, struct owned_view *v) {
+/* A copy of the token's ids for the worker (which must not take locks);
+ * with `gone` also those it destroyed (for audit). */
+static int owned_view_of(struct srv *s, long token, bool gone, struct owned_view *v) {
   pthread_mutex_lock(&s->mu);
   v->n = 0;
-  v->ids = calloc(s->nown + 1, sizeof *v->ids);
+  v->ids = calloc(s->nown + (gone ? s->ngone : 0) + 1, sizeof *v->ids);
   for (size_t i = 0; v->ids && i < s->nown; i++)
     if (s->own[i].token == (size_t) token) memcpy(v->ids[v->n++], s->own[i].id, 16);
+  for (size_t i = 0; gone && v->ids && i < s->ngone; i++)
+    if (s->gone[i].token == (size_t) token) memcpy(v->ids[v->n++], s->gone[i].id, 16);
   pthread_mutex_unlock(&s->mu);
   return v->ids ? 0 : -ENOMEM;
 }
+static int owned_view(struct srv *s, long token, struct owned_view *v) { return owned_view_of(s, token, false, v); }
 
 /* ---- calls -------------------------------------------------------------------------------- */
 
 /* Run op on input in a worker; cancelled when the client hangs up. */
 static int run_call(struct srv *s, struct MHD_Connection *c, long token, const struct an_api_op *op,
                     const char *input, size_t inlen, char **out, size_t *outlen, an_error_t *err) {
-  struct owned_view v = {0};
-  if (owned_view(s, token, &v) < 0) return an_error_set(err, ENOMEM, "request");
+  struct owned_view v = {0}, hist = {0};
+  if (owned_view(s, token, &v) < 0 || owned_view_of(s, token, true, &hist) < 0) {
+    free(v.ids);
+    return an_error_set(err, ENOMEM, "request");
+  }
   struct an_api_ctx ctx = s->ctx;
   ctx.may_use = view_may_use;
   ctx.may_use_data = &v;
+  ctx.may_audit = view_may_use;
+  ctx.may_audit_data = &hist;
   const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   int sock = ci ? ci->connect_fd : -1;
   struct an_api_job *job = NULL;
   int r = an_api_job_start(&ctx, op, input, inlen, &job, err);
   free(v.ids);   /* the worker has its copy */
+  free(hist.ids);
   if (r < 0) return r;
   while ((r = an_api_job_pump(job, err)) == 0) {
     struct pollfd p[2] = {{.fd = an_api_job_fd(job), .events = POLLIN}, {.fd = sock, .events = POLLRDHUP}};
@@ -357,9 +374,9 @@ static enum MHD_Result mcp_post(struct srv *s, struct srv_req *q, struct MHD_Con
     atomic_fetch_sub(&s->inflight, 1);
     return respond_error(s, q, c, method, url, 503, 0, "too many calls in flight (--max-concurrent); retry", "Retry-After", "1");
   }
-  struct owned_view v = {0};
+  struct owned_view v = {0}, hist = {0};
   enum MHD_Result ret = MHD_NO;
-  if (owned_view(s, q->token, &v) < 0) goto out;
+  if (owned_view(s, q->token, &v) < 0 || owned_view_of(s, q->token, true, &hist) < 0) goto out;
   const char **ids = calloc(v.n + 1, sizeof *ids);
   if (!ids) goto out;
   for (size_t i = 0; i < v.n; i++) ids[i] = v.ids[i];
@@ -371,6 +388,8 @@ static enum MHD_Result mcp_post(struct srv *s, struct srv_req *q, struct MHD_Con
                           .on_destroyed = mcp_destroyed, .hook_data = &hook};
   h.api.may_use = view_may_use;
   h.api.may_use_data = &v;
+  h.api.may_audit = view_may_use;
+  h.api.may_audit_data = &hist;
   char *resp = NULL;
   size_t rlen = 0;
   an_error_t err = NULL;
@@ -397,6 +416,7 @@ static enum MHD_Result mcp_post(struct srv *s, struct srv_req *q, struct MHD_Con
   }
 out:
   free(v.ids);
+  free(hist.ids);
   atomic_fetch_sub(&s->inflight, 1);
   return ret;
 }
@@ -454,6 +474,13 @@ enum MHD_Result srv_handle(void *cls, struct MHD_Connection *c, const char *url,
                            "Bearer realm=\"agentnest\"");
     q->token = t;
     if (s->tokens[t].revoked) return respond_error(s, q, c, method, url, 403, 0, "this token is revoked", NULL, NULL);
+    unsigned wait = srv_rate_take(s, t);
+    if (wait) {
+      char msg[96], after[16];
+      snprintf(msg, sizeof msg, "over this token's max-rate=%u/s; retry later", s->tokens[t].max_rate);
+      snprintf(after, sizeof after, "%u", wait);
+      return respond_error(s, q, c, method, url, 429, 0, msg, "Retry-After", after);
+    }
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     if (cl && strtoull(cl, NULL, 10) > s->max_body)
       return respond_error(s, q, c, method, url, 413, EFBIG, "request body over --max-body", NULL, NULL);

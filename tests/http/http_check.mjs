@@ -22,8 +22,8 @@ function ok(cond, what, detail) {
   console.log(`ok ${n} - ${what}`);
 }
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const T = { alice: 'alice-0123456789abcdef', bob: 'bob-0123456789abcdefgh', old: 'old-0123456789abcdefgh' };
-writeFileSync(`${work}/tokens`, `# test tokens\n${T.alice} alice\n${T.bob} bob max-sandboxes=1\n${T.old} old revoked\n`);
+const T = { alice: 'alice-0123456789abcdef', bob: 'bob-0123456789abcdefgh', old: 'old-0123456789abcdefgh', carol: 'carol-0123456789abcdef' };
+writeFileSync(`${work}/tokens`, `# test tokens\n${T.alice} alice\n${T.bob} bob max-sandboxes=1\n${T.old} old revoked\n${T.carol} carol max-rate=1/s\n`);
 chmodSync(`${work}/tokens`, 0o600);
 const storeList = () => JSON.parse(execFileSync(bin, ['--root', root, 'ls', '--json'], { encoding: 'utf8' }));
 
@@ -114,6 +114,14 @@ check('POST', '/v1/sandboxes', curl('POST', '/v1/sandboxes', { token: null, body
 check('POST', '/v1/sandboxes', curl('POST', '/v1/sandboxes', { token: 'wrong-0123456789abcdef', body: {} }), 'wrong token', 401);
 check('POST', '/v1/sandboxes', curl('POST', '/v1/sandboxes', { token: T.old, body: {} }), 'revoked token', 403);
 check('POST', '/v1/sandboxes', curl('POST', '/v1/sandboxes', { token: null, headers: ['Authorization: Basic YWxpY2U6eA=='], body: {} }), 'not a bearer token', 401);
+// max-rate=1/s: a burst of one, then 429 with Retry-After until the bucket refills
+check('GET', '/v1/sandboxes', curl('GET', '/v1/sandboxes', { token: T.carol }), 'max-rate: the first request passes', 200);
+let limited = null;
+for (let i = 0; i < 20 && !limited; i++) {
+  const lr = curl('GET', '/v1/sandboxes', { token: T.carol, extra: ['-D', `${work}/h429`] });
+  if (lr.status === 429) { limited = readFileSync(`${work}/h429`, 'utf8'); check('GET', '/v1/sandboxes', lr, 'max-rate: 429 is a documented JSON error', 429); }
+}
+ok(limited && /\r\nRetry-After: [1-9]/i.test(limited), 'max-rate: a burst is answered 429 with Retry-After', limited);
 ok(storeList().length === before, 'refused requests did nothing');
 ok(!srv.log().includes(T.alice) && !srv.log().includes('wrong-0123456789abcdef'), 'no token in the log');
 
@@ -158,6 +166,36 @@ ok(r.json.value && r.json.value.repr === '42', 'a session keeps its globals', r.
 r = curl('POST', `${S}/sessions/run`, { body: { session: sess, code: '1/0' } });
 ok(r.json.error && r.json.error.type === 'ZeroDivisionError', 'a session error is structured', r.json);
 check('POST', `${S}/sessions/stop`, curl('POST', `${S}/sessions/stop`, { body: { session: sess } }), 'POST sessions/stop', 200);
+
+// egress: a create with network allowlist (the members the Python client sends), then the network ops
+r = check('POST', '/v1/sandboxes', curl('POST', '/v1/sandboxes', { body: { network: 'allowlist', allow: ['192.0.2.0/24:443'] } }), 'POST /v1/sandboxes with network allowlist', 200);
+const nsb = r.json.id;
+const N = `/v1/sandboxes/${nsb}`;
+check('GET', `${N}/network`, r = curl('GET', `${N}/network`), 'GET network', 200);
+ok(r.json.mode === 'allowlist' && r.json.allow.join() === '192.0.2.0/24:443', 'network: the allowlist create asked for', r.json);
+ok(r.json.counters && Number.isInteger(r.json.counters.dropped_packets), 'network: counters', r.json);
+check('POST', `${N}/network`, r = curl('POST', `${N}/network`, { body: { allow: ['198.51.100.7:80'], deny: ['192.0.2.0/24:443'] } }), 'POST network', 200);
+ok(r.json.allow.join() === '198.51.100.7:80', 'network change: one entry added, one removed', r.json);
+check('POST', `${N}/network`, r = curl('POST', `${N}/network`, { body: { deny: ['203.0.113.1'] } }), 'POST network: deny an entry not there', 404);
+ok(curl('GET', `${N}/network`).json.allow.join() === '198.51.100.7:80', 'a refused change changed nothing');
+check('POST', `${S}/network`, r = curl('POST', `${S}/network`, { body: { mode: 'full' } }), 'POST network on a network none sandbox', 400);
+check('POST', '/v1/sandboxes', curl('POST', '/v1/sandboxes', { body: { network: 'allowlist', allow: ['not a host:x'] } }), 'create with a bad allow entry', 400);
+check('DELETE', N, curl('DELETE', N), 'DELETE the allowlist sandbox', 200);
+// lifetime and audit
+const dl = curl('GET', '/v1/sandboxes').json.sandboxes.find((s) => s.id === sb).deadline_ms;
+check('POST', `${S}/extend`, r = curl('POST', `${S}/extend`, { body: { by: '1m' } }), 'POST extend', 200);
+ok(r.json.id === sb && r.json.deadline_ms === dl + 60000, 'extend: the deadline is one minute later', { dl, got: r.json });
+check('POST', `${S}/extend`, curl('POST', `${S}/extend`, { body: { by: '400d' } }), 'POST extend past the maximum', 400);
+check('POST', '/v1/audit', r = curl('POST', '/v1/audit', { body: {} }), 'POST /v1/audit', 200);
+const mine = new Set([sb, copy, nsb]);
+ok(r.json.records.length > 0 && r.json.records.every((x) => mine.has(x.sandbox) || mine.has(x.child) || mine.has(x.parent)), 'audit: only this client\'s sandboxes', r.json.records.slice(0, 3));
+ok(r.json.records.some((x) => x.op === 'network_change' && x.sandbox === nsb), 'audit: has the network change of a sandbox destroyed since', r.json.records.map((x) => x.op));
+r = check('POST', '/v1/audit', curl('POST', '/v1/audit', { body: { sandbox: nsb } }), 'POST /v1/audit of a destroyed sandbox', 200);
+ok(r.json.records.some((x) => x.op === 'destroy') && r.json.records.every((x) => x.sandbox === nsb || x.child === nsb || x.parent === nsb), 'audit: a destroyed sandbox\'s records, to the end', r.json.records.map((x) => x.op));
+ok(curl('POST', '/v1/audit', { token: T.bob, body: {} }).json.records.length === 0, "audit: another token sees none of alice's records");
+check('POST', '/v1/audit', curl('POST', '/v1/audit', { token: T.bob, body: { sandbox: sb } }), "audit of another token's sandbox", 403);
+r = check('POST', '/v1/audit', curl('POST', '/v1/audit', { body: { op: 'exec', sandbox: sb, limit: 2 } }), 'POST /v1/audit filtered', 200);
+ok(r.json.records.length === 2 && r.json.records.every((x) => x.op === 'exec' && x.sandbox === sb), 'audit: op, sandbox and limit filter', r.json.records);
 for (const t of templates)
   for (const m of Object.keys(doc.paths[t]).filter((m) => ['get', 'post', 'put', 'delete'].includes(m)))
     if (doc.paths[t][m].operationId && m !== 'delete') ok(exercised.has(`${m} ${t}`), `route ${m.toUpperCase()} ${t} was exercised`);
@@ -250,4 +288,31 @@ await srv2.exited;
 let gone = false;
 for (let i = 0; i < 150 && !gone; i++) { gone = !storeList().some((s) => s.id === last && s.status === 'running'); if (!gone) await sleep(200); }
 ok(gone, 'SIGKILL of serve: its sandbox is torn down');
+
+// TLS: --tls-cert/--tls-key (a self-signed certificate for 127.0.0.1, made here)
+const ossl = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
+                                   '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+                                   '-keyout', `${work}/tls.key`, '-out', `${work}/tls.crt`], { encoding: 'utf8' });
+ok(ossl.status === 0, 'openssl made a test certificate', ossl.stderr);
+chmodSync(`${work}/tls.key`, 0o644);
+const badKey = spawnSync(bin, ['--root', root, 'serve', '--tokens', `${work}/tokens`, '--listen', `127.0.0.1:${port}`,
+                               '--tls-cert', `${work}/tls.crt`, '--tls-key', `${work}/tls.key`], { encoding: 'utf8', timeout: 20000 });
+ok(badKey.status !== 0 && /tls-key.*chmod 600/.test(badKey.stderr), 'a key others can read is refused', badKey.stderr);
+const half = spawnSync(bin, ['--root', root, 'serve', '--tokens', `${work}/tokens`, '--tls-cert', `${work}/tls.crt`], { encoding: 'utf8', timeout: 20000 });
+ok(half.status !== 0 && /--tls-cert and --tls-key go together/.test(half.stderr), '--tls-cert without --tls-key is refused', half.stderr);
+chmodSync(`${work}/tls.key`, 0o600);
+const srv3 = startServer(['--tls-cert', `${work}/tls.crt`, '--tls-key', `${work}/tls.key`]);
+let up = false;
+for (let i = 0; i < 100 && !up; i++) {
+  up = spawnSync('curl', ['-s', '-o', '/dev/null', '--cacert', `${work}/tls.crt`, `https://127.0.0.1:${port}/v1/openapi.json`]).status === 0;
+  if (!up) await sleep(100);
+}
+ok(up, 'serve --tls-cert: answers HTTPS');
+const tr = spawnSync('curl', ['-s', '--cacert', `${work}/tls.crt`, '-H', `Authorization: Bearer ${T.alice}`, '-d', JSON.stringify({ code: 'print(6*7)' }),
+                              `https://127.0.0.1:${port}/v1/run`], { encoding: 'utf8' });
+ok(tr.status === 0 && JSON.parse(tr.stdout).stdout === '42\n', 'run over HTTPS, the certificate verified', tr.stdout + tr.stderr);
+const plain = spawnSync('curl', ['-s', '-m', '5', '-o', '/dev/null', '-w', '%{http_code}', `${U}/v1/openapi.json`], { encoding: 'utf8' });
+ok(plain.stdout !== '200', 'plain HTTP to the TLS port gets no answer', plain.stdout);
+srv3.p.kill('SIGTERM');
+ok((await srv3.exited).code === 0, 'the TLS server stops cleanly');
 console.log(`1..${n}`);

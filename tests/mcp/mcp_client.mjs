@@ -42,7 +42,7 @@ const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);
 for (const want of ['create', 'run_code', 'exec', 'write_file', 'read_file', 'list_files', 'artifacts',
                     'snapshot', 'restore', 'fork', 'ls', 'inspect', 'events', 'destroy',
-                    'session_start', 'session_run', 'session_stop'])
+                    'session_start', 'session_run', 'session_stop', 'network', 'network_change', 'extend', 'audit'])
   ok(names.includes(want), `tools/list has ${want}`, names);
 const ajv = new Ajv({ strict: false });
 for (const t of tools) {
@@ -113,6 +113,28 @@ r = await call('session_run', { sandbox: sb, session: sess, code: 'x + 1' });
 ok(!r.isError && r.structuredContent.value?.repr === '42', 'session_run keeps globals and returns the value', r);
 r = await call('session_stop', { sandbox: sb, session: sess });
 ok(!r.isError && r.structuredContent.stopped === true, 'session_stop', r);
+r = await call('network', { sandbox: sb });
+ok(!r.isError && r.structuredContent.mode === 'none' && r.structuredContent.counters === null, 'network: a default sandbox has none', r);
+r = await call('extend', { sandbox: sb, by: '1m' });
+ok(r.isError && /max|lifetime/.test(r.content[0].text), 'extend past --max-lifetime 20m is refused (isError)', r);
+r = await call('create', { network: 'allowlist', allow: ['192.0.2.0/24:443'], timeout: '5m' });
+ok(!r.isError, 'create with network allowlist', r);
+const nsb = r.structuredContent.id; saw(nsb);
+r = await call('network', { sandbox: nsb });
+ok(!r.isError && r.structuredContent.mode === 'allowlist' && r.structuredContent.allow.join() === '192.0.2.0/24:443', 'network: the allowlist', r);
+r = await call('network_change', { sandbox: nsb, allow: ['198.51.100.7:80'] });
+ok(!r.isError && r.structuredContent.allow.length === 2, 'network_change adds an entry', r);
+r = await call('network_change', { sandbox: nsb });
+ok(r.isError && /mode|allow|deny/.test(r.content[0].text), 'network_change with nothing to change: isError', r);
+const dl = (await call('ls', {})).structuredContent.sandboxes.find((x) => x.id === nsb).deadline_ms;
+r = await call('extend', { sandbox: nsb, by: '1m' });
+ok(!r.isError && r.structuredContent.deadline_ms === dl + 60000, 'extend', { dl, r });
+r = await call('audit', { sandbox: nsb });
+ok(!r.isError && r.structuredContent.records.some((x) => x.op === 'network_change') && r.structuredContent.records.every((x) => x.sandbox === nsb || x.child === nsb || x.parent === nsb), 'audit: the sandbox\'s records', r);
+r = await call('audit', {});
+ok(!r.isError && r.structuredContent.records.every((x) => [sb, copy, nsb].includes(x.sandbox) || [sb, copy, nsb].includes(x.child) || [sb, copy, nsb].includes(x.parent)), 'audit: only this client\'s sandboxes', r);
+r = await call('destroy', { sandbox: nsb });
+ok(!r.isError, 'destroy the allowlist sandbox', r);
 r = await call('events', { sandbox: sb });
 ok(r.structuredContent.events.some((e) => e.type === 'exec'), 'events', r);
 

@@ -17,12 +17,14 @@ static const char serve_usage[] =
     "Serve the HTTP API under /v1 (OpenAPI 3.1 document at /v1/openapi.json; MCP Streamable\n"
     "HTTP at POST /mcp with the same tokens and the tools of agentnest mcp): sandboxes\n"
     "(POST/GET /v1/sandboxes, GET/DELETE /v1/sandboxes/ID), exec, run, files (JSON, and raw\n"
-    "PUT/GET /v1/sandboxes/ID/files/PATH), snapshot, restore, artifacts, fork, events.\n"
+    "PUT/GET /v1/sandboxes/ID/files/PATH), snapshot, restore, artifacts, fork, events,\n"
+    "sessions, network (GET/POST /v1/sandboxes/ID/network), extend, audit (POST /v1/audit).\n"
     "Every request but /v1/openapi.json needs \"Authorization: Bearer TOKEN\"; a token sees only\n"
     "the sandboxes it created.  SIGTERM or SIGINT stop the server and destroy its sandboxes;\n"
     "after a SIGKILL their monitors destroy them and `agentnest prune` removes the rest.\n"
     "\n"
     "  --tokens FILE          bearer tokens, one a line: TOKEN NAME [revoked] [max-sandboxes=N]\n"
+    "                         [max-rate=N/s] (over it: 429 with Retry-After)\n"
     "                         (mode 0600; TOKEN at least 16 characters)\n"
     "  --listen ADDR:PORT     where to listen (default 127.0.0.1:8741); [V6]:PORT; unix:PATH\n"
     "  --profile NAME         every sandbox uses this profile\n"
@@ -31,6 +33,8 @@ static const char serve_usage[] =
     "  --max-connections N    open connections (default 256)\n"
     "  --idle-timeout DUR     close a connection idle this long (default 30s)\n"
     "  --max-lifetime DUR     cap on each sandbox's lifetime (default 1h)\n"
+    "  --tls-cert FILE        serve HTTPS with this PEM certificate (chain) ...\n"
+    "  --tls-key FILE         ... and its PEM private key (mode 0600); both or neither\n"
     "  --openapi              print the OpenAPI document and exit\n"
     "  --quiet                no request log on stderr (tokens are never logged)\n"
     "  -h, --help             this help\n"
@@ -40,7 +44,7 @@ static const char serve_usage[] =
     "See agentnest-serve(1).\n";
 
 enum { OPT_TOKENS = 2100, OPT_LISTEN, OPT_PROFILE, OPT_MAX_BODY, OPT_MAX_CONC, OPT_MAX_CONN, OPT_IDLE,
-       OPT_MAX_LIFE, OPT_OPENAPI, OPT_QUIET };
+       OPT_MAX_LIFE, OPT_OPENAPI, OPT_QUIET, OPT_TLS_CERT, OPT_TLS_KEY };
 
 struct serve_cli {
   const char *cmd;
@@ -66,6 +70,8 @@ static int serve_opt(void *ctx, int code, char *arg) {
   case OPT_PROFILE: m->o.api.profile = arg; return -1;
   case OPT_OPENAPI: m->openapi = true; return -1;
   case OPT_QUIET: m->quiet = true; return -1;
+  case OPT_TLS_CERT: m->o.tls_cert_file = arg; return -1;
+  case OPT_TLS_KEY: m->o.tls_key_file = arg; return -1;
   case OPT_MAX_CONC: return parse_count(m->cmd, "--max-concurrent", arg, &m->o.max_concurrent);
   case OPT_MAX_CONN: return parse_count(m->cmd, "--max-connections", arg, &m->o.max_connections);
   case OPT_MAX_BODY:
@@ -97,6 +103,8 @@ int cmd_serve(struct an_global_opts *g, int argc, char **argv) {
       {"max-lifetime", required_argument, NULL, OPT_MAX_LIFE},
       {"openapi", no_argument, NULL, OPT_OPENAPI},
       {"quiet", no_argument, NULL, OPT_QUIET},
+      {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+      {"tls-key", required_argument, NULL, OPT_TLS_KEY},
       {"help", no_argument, NULL, 'h'},
       {0},
   };
@@ -116,6 +124,8 @@ int cmd_serve(struct an_global_opts *g, int argc, char **argv) {
     free(doc);
     return fflush(stdout) == 0 ? 0 : AN_EXIT_RUNTIME;
   }
+  if (!m.o.tls_cert_file != !m.o.tls_key_file)
+    return cli_usage_error(argv[0], "--tls-cert and --tls-key go together");
   if (!m.o.tokens_file) return cli_usage_error(argv[0], "--tokens FILE is required (bearer tokens; see --help)");
   if (m.o.api.profile) {
     struct an_sandbox_opts *o = NULL;

@@ -19,4 +19,8 @@ for bad in (lambda: NetworkPolicy.allowlist(), lambda: NetworkPolicy("none", dom
         pass
 with Sandbox(security_policy=SecurityPolicy(allowed_images=("python:3.12-slim",))) as sb:
     assert sb.exec(["true"]).ok
+# an egress allowlist reaches the server as create's "network"/"allow" (it was refused as
+# unsupported before the server took them)
+with Sandbox(security_policy=SecurityPolicy(network=NetworkPolicy.allowlist(cidrs=("192.0.2.0/24:443",)))) as sb:
+    assert sb.exec(["true"]).ok
 print("ok")
