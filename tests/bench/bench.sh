@@ -319,6 +319,60 @@ else
   na $G "agentnest session run (python 'pass')" "$why"; na $G "agentnest exec python3 -c pass" "$why"
 fi
 
+# agent front ends (issue 14): an MCP run_code / exec round trip and an HTTP exec
+# round trip, each timed by one client on one connection (tests/bench/frontends.py),
+# against `agentnest exec (true)` above (the CLI: a process per call); and the
+# requests/s `agentnest serve` holds for GET /v1/sandboxes/ID (wrk, loopback, bounded).
+G=frontends
+FE_N=$([ "$QUICK" = 1 ] && echo 10 || echo 100)
+FE_PY=$(dirname "$0")/frontends.py
+fe_row() {  # METRIC JSON-KEY FILE NOTE
+  local t; t=$(jq -c --arg k "$2" '.[$k]' "$3" 2>/dev/null)
+  if [ -n "$t" ] && [ "$t" != null ]; then row $G "$1" ms "$t" "$(jq -nc --arg n "$4" '{note: $n}')"
+  else na $G "$1" "no times: $(tail -1 "$WORK/fe.err" 2>/dev/null)"; fi
+}
+FE_CLI="compare with agentnest exec (true): the CLI starts a process per call"
+if [ "$SB_OK" = 1 ] && have_an_cmd mcp && command -v python3 >/dev/null; then
+  log "measuring MCP round trips"
+  AN_BENCH_IMAGE=$IMAGE python3 "$FE_PY" mcp "$AN" "$R" "$FE_N" >"$WORK/fe-mcp.json" 2>"$WORK/fe.err"
+  fe_row "MCP run_code round trip (shell true, in a sandbox)" run_code "$WORK/fe-mcp.json" "$FE_CLI"
+  fe_row "MCP exec round trip (true)" exec "$WORK/fe-mcp.json" "$FE_CLI"
+else
+  for m in "MCP run_code round trip (shell true, in a sandbox)" "MCP exec round trip (true)"; do
+    na $G "$m" "${SB_WHY:-agentnest mcp or python3 not available}"; done
+fi
+FE_PORT=$((20000 + $$ % 20000)); FE_TOK=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+(umask 077; echo "$FE_TOK bench" >"$WORK/fe-tokens")
+FE_SRV=
+if [ "$SB_OK" = 1 ] && have_an_cmd serve; then
+  $ANR serve --tokens "$WORK/fe-tokens" --listen "127.0.0.1:$FE_PORT" --quiet 2>"$WORK/fe-serve.err" &
+  FE_SRV=$!
+  for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$FE_PORT/v1/openapi.json" && break; sleep 0.1; done
+fi
+if [ -n "$FE_SRV" ] && command -v python3 >/dev/null; then
+  log "measuring the HTTP exec round trip"
+  AN_BENCH_IMAGE=$IMAGE python3 "$FE_PY" http "http://127.0.0.1:$FE_PORT" "$FE_TOK" "$FE_N" >"$WORK/fe-http.json" 2>"$WORK/fe.err"
+  fe_row "HTTP exec round trip (true, keep-alive)" exec "$WORK/fe-http.json" "$FE_CLI"
+else na $G "HTTP exec round trip (true, keep-alive)" "${SB_WHY:-agentnest serve or python3 not available}"; fi
+FE_ID=
+[ -n "$FE_SRV" ] && FE_ID=$(curl -s -H "Authorization: Bearer $FE_TOK" -d "{\"image\":\"$IMAGE\"}" \
+  "http://127.0.0.1:$FE_PORT/v1/sandboxes" | jq -r '.id // empty')
+if [ -n "$FE_ID" ] && command -v wrk >/dev/null; then
+  log "measuring serve requests/s (wrk)"
+  d=$([ "$QUICK" = 1 ] && echo 3s || echo 10s)
+  wrk -t2 -c16 -d"$d" --timeout 10s -H "Authorization: Bearer $FE_TOK" \
+    "http://127.0.0.1:$FE_PORT/v1/sandboxes/$FE_ID" >"$WORK/wrk.out" 2>&1
+  rps=$(awk '/^Requests\/sec:/ {print $2}' "$WORK/wrk.out")
+  non2xx=$(awk '/Non-2xx/ {print $NF}' "$WORK/wrk.out")
+  if [ -n "$rps" ]; then
+    jq -nc --arg g $G --argjson r "$rps" --arg d "$d" --argjson bad "${non2xx:-0}" \
+      '{group: $g, metric: "serve requests/s (GET /v1/sandboxes/ID, wrk -t2 -c16)", unit: "req/s", status: "ok",
+        median: $r, duration: $d, non_2xx: $bad, note: "each request forks a worker (api.h)"}' >>"$ROWS"
+  else na $G "serve requests/s (GET /v1/sandboxes/ID, wrk -t2 -c16)" "wrk: $(tail -1 "$WORK/wrk.out")"; fi
+else na $G "serve requests/s (GET /v1/sandboxes/ID, wrk -t2 -c16)" "${SB_WHY:-no server sandbox or no wrk}"; fi
+# SIGTERM: serve destroys what it made
+[ -n "$FE_SRV" ] && { kill -TERM "$FE_SRV"; wait "$FE_SRV" 2>/dev/null; }
+
 # sequential throughput: create + exec + destroy, back to back.
 G=throughput
 thr() {  # METRIC CMD: THRU_N back-to-back cycles timed with hyperfine; rate = 1/mean
