@@ -34,7 +34,7 @@
  *     sandbox.h EXEC), and the worker ends with the front end
  *     (PR_SET_PDEATHSIG);
  *   - one call that crashes cannot take the server down.
- * The cost is one fork per call (not yet a `make bench` row).
+ * The cost is one fork per call (`make bench`, group frontends).
  * tests/integration/api_test.c checks that calls from two threads on two
  * sandboxes run at once and stay apart, and that a cancelled call ends and
  * kills its command.
@@ -103,6 +103,8 @@ enum {
   AN_API_OP_DESTROYS = 1u << 1,  /* the input's "sandbox" is gone after success */
   AN_API_OP_LONG = 1u << 2,      /* may run long: front ends send progress */
   AN_API_OP_READ_ONLY = 1u << 3, /* changes nothing (MCP readOnlyHint) */
+  AN_API_OP_STREAMS = 1u << 4,   /* input "stream": true sends output chunks as they come
+                                    (an_api_job_take_output) before the result */
 };
 
 struct an_api_call;             /* what a handler sees of its call (src/api/api_internal.h) */
@@ -160,6 +162,15 @@ int an_api_job_fd(const struct an_api_job *job);
  * is complete (call an_api_job_finish), 0 when more is to come, or a
  * negative errno (read failed, result over 1 GiB). */
 int an_api_job_pump(struct an_api_job *job, an_error_t *err);
+
+/* Deliver the output chunks (stream 1 stdout, 2 stderr; redacted, within
+ * the output caps) that the worker of a streaming call (AN_API_OP_STREAMS
+ * with "stream": true) has sent so far, in order, each once; call after
+ * an_api_job_pump.  fn's buf is valid only during the call.  Returns the
+ * number of chunks delivered.  Chunks never delivered are skipped by
+ * an_api_job_finish. */
+size_t an_api_job_take_output(struct an_api_job *job,
+                              void (*fn)(void *data, int stream, const char *buf, size_t len), void *data);
 
 /* Ask the job to stop: a byte on its cancel pipe (an exec's whole cgroup is
  * killed at once), and SIGKILL of the worker when it has not ended grace_ms

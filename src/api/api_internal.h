@@ -17,6 +17,7 @@
 struct an_api_call {
   const struct an_api_ctx *ctx;
   int cancel_fd;          /* readable when the front end cancels the call */
+  int stream_fd;          /* where a streaming handler's output frames go (the result pipe) */
   bool keep_alive;        /* set by a handler that made an owned sandbox: the worker stays
                              as its owner until the lifeline closes */
 };
@@ -34,7 +35,9 @@ int an_api_open_sandbox(struct an_api_call *call, yajl_val in, struct an_sandbox
                         an_error_t *err);
 
 /* Exec options from the input: timeout_s, env {K:V}, workdir, stdin (text),
- * with call's cancel pipe.  *env_out / *stdin_fd_out to be freed/closed by
+ * with call's cancel pipe; with "stream": true, eo.on_data sends each
+ * output chunk to the front end as it comes ("D<stream><8 hex digits
+ * length>\n" + the bytes on call->stream_fd, worker.c).  *env_out / *stdin_fd_out to be freed/closed by
  * the caller (an_api_exec_in_release). */
 struct an_api_exec_in {
   struct an_exec_opts eo;

@@ -50,7 +50,24 @@ static size_t required_without(yajl_val v, const char *drop) {
   return n;
 }
 
+/* The JSON Lines alternative of a streaming operation's 200 response: the
+ * schema of one line (the CLI's --stream format, src/cli/agentnest/stream.h). */
+static const char stream_line_schema[] =
+    "{\"type\":\"object\",\"required\":[\"type\"],\"description\":\"one JSON object per line (JSON Lines): "
+    "{type: stdout|stderr, data, encoding?: base64} chunks as they come (base64 when a chunk is not UTF-8), then "
+    "{type: result, ...the exec result} or {type: error, status: 125, error: {code, message}}\","
+    "\"properties\":{\"type\":{\"type\":\"string\",\"enum\":[\"stdout\",\"stderr\",\"result\",\"error\"]},"
+    "\"data\":{\"type\":\"string\"},\"encoding\":{\"type\":\"string\",\"enum\":[\"base64\"]},"
+    "\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"status\":{\"type\":\"integer\"},"
+    "\"error\":{\"type\":\"object\",\"properties\":{\"code\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"}}}}}";
+
+
+static void json_content_x(yajl_gen g, const char *type, yajl_val schema, const char *ref, bool streams);
 static void json_content(yajl_gen g, const char *type, yajl_val schema, const char *ref) {
+  json_content_x(g, type, schema, ref, false);
+}
+
+static void json_content_x(yajl_gen g, const char *type, yajl_val schema, const char *ref, bool streams) {
   s(g, "content");
   yajl_gen_map_open(g);
   s(g, type);
@@ -63,8 +80,18 @@ static void json_content(yajl_gen g, const char *type, yajl_val schema, const ch
     yajl_gen_map_close(g);
   } else an_api_gen_value(g, schema);
   yajl_gen_map_close(g);
+  yajl_val line = streams ? yajl_tree_parse(stream_line_schema, NULL, 0) : NULL;
+  if (line) {
+    s(g, "application/x-ndjson");
+    yajl_gen_map_open(g);
+    s(g, "schema");
+    an_api_gen_value(g, line);
+    yajl_gen_map_close(g);
+    yajl_tree_free(line);
+  }
   yajl_gen_map_close(g);
 }
+
 
 static void error_responses(yajl_gen g, bool with_path) {
   static const char *const codes[] = {"400", "401", "403", "404", "413", "429", "500", "503"};
@@ -136,8 +163,11 @@ static void gen_op(yajl_gen g, const struct an_api_op *op, yajl_val in, yajl_val
   yajl_gen_map_open(g);
   s(g, "200");
   yajl_gen_map_open(g);
-  s(g, "description"), s(g, "the operation's result");
-  json_content(g, "application/json", out, NULL);
+  s(g, "description"), s(g, op->flags & AN_API_OP_STREAMS
+                             ? "the operation's result; with Accept: application/x-ndjson or \"stream\": true, JSON Lines: "
+                               "output chunks as they come, then one result (or error) line"
+                             : "the operation's result");
+  json_content_x(g, "application/json", out, NULL, op->flags & AN_API_OP_STREAMS);
   yajl_gen_map_close(g);
   error_responses(g, has_sb);
   yajl_gen_map_close(g);

@@ -1,14 +1,34 @@
 /* api/ops_exec.c — the operations that run code: exec (an argv in a live
  * sandbox) and run_code (Python or shell source, in a live sandbox or in a
  * one-shot sandbox made and destroyed for the call).  Both are cancellable:
- * the worker's cancel pipe is the exec's cancel_fd (agentnest/sandbox.h). */
+ * the worker's cancel pipe is the exec's cancel_fd (agentnest/sandbox.h).
+ * With "stream": true their output goes to the front end as it comes. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include "api_internal.h"
+
+/* An output chunk as a frame on the result pipe (worker.c's protocol). */
+static void stream_frame(void *data, enum an_stream stream, const char *buf, size_t len) {
+  int fd = *(const int *) data;
+  char head[16];
+  int n = snprintf(head, sizeof head, "D%d%08zx\n", stream == AN_STREAM_STDERR ? 2 : 1, len);
+  struct iovec iov[2] = {{head, (size_t) n}, {(void *) buf, len}};
+  size_t left = (size_t) n + len;
+  int i = 0;
+  while (left > 0) {
+    ssize_t w = writev(fd, iov + i, 2 - i);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;   /* the front end is gone: the worker dies with it */
+    left -= (size_t) w;
+    while (i < 2 && (size_t) w >= iov[i].iov_len) w -= (ssize_t) iov[i++].iov_len;
+    if (i < 2) iov[i].iov_base = (char *) iov[i].iov_base + w, iov[i].iov_len -= (size_t) w;
+  }
+}
 
 int an_api_exec_in(struct an_api_call *call, yajl_val in, struct an_api_exec_in *x,
                    an_error_t *err) {
@@ -43,6 +63,10 @@ int an_api_exec_in(struct an_api_call *call, yajl_val in, struct an_api_exec_in 
     x->eo.stdin_fd = x->stdin_fd;
   }
   x->eo.kill_grace_ms = 500;
+  if (an_api_in_bool(in, "stream", false) && call->stream_fd >= 0) {
+    x->eo.on_data = stream_frame;
+    x->eo.on_data_arg = &call->stream_fd;
+  }
   x->eo.has_cancel_fd = true;
   x->eo.cancel_fd = call->cancel_fd;
   return 0;

@@ -15,7 +15,8 @@
   "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"timeout of this command in seconds (default: the sandbox's exec timeout)\"}," \
   ENV_PROP ","                                                                                         \
   "\"workdir\":{\"type\":\"string\",\"description\":\"absolute working directory inside the sandbox\"}," \
-  "\"stdin\":{\"type\":\"string\",\"description\":\"text given to the command on stdin\"}"
+  "\"stdin\":{\"type\":\"string\",\"description\":\"text given to the command on stdin\"}," \
+  "\"stream\":{\"type\":\"boolean\",\"description\":\"HTTP: answer JSON Lines (application/x-ndjson) with the output as it comes, then the result (as Accept: application/x-ndjson); elsewhere ignored\"}"
 #define EXEC_RESULT                                                                                    \
   "{\"type\":\"object\",\"required\":[\"exit_code\",\"status\",\"timed_out\",\"stdout\",\"stderr\"],\"properties\":{" \
   "\"id\":{\"type\":\"string\"},"                                                                      \
@@ -179,11 +180,11 @@ static const struct an_api_op ops[] = {
     {"run_code", "Run Python or shell code",
      "Run Python (python3 -c) or shell (sh -c) source code, in a live sandbox or in a one-shot sandbox made for the call, "
      "and return its exit status, stdout and stderr.",
-     run_code_in, EXEC_RESULT, "POST", "/run", AN_API_OP_LONG, an_api_op_run_code},
+     run_code_in, EXEC_RESULT, "POST", "/run", AN_API_OP_LONG | AN_API_OP_STREAMS, an_api_op_run_code},
     {"exec", "Run a command in a sandbox",
      "Run a command (an argv, no shell) in a live sandbox and return its exit status, stdout and stderr. "
      "A timeout kills the command's whole process tree and leaves the sandbox.",
-     exec_in, EXEC_RESULT, "POST", "/sandboxes/{sandbox}/exec", AN_API_OP_LONG, an_api_op_exec},
+     exec_in, EXEC_RESULT, "POST", "/sandboxes/{sandbox}/exec", AN_API_OP_LONG | AN_API_OP_STREAMS, an_api_op_exec},
     {"write_file", "Write a file into a sandbox",
      "Write a file (text or base64) into the sandbox's /workspace, atomically.",
      write_file_in, write_file_out, "POST", "/sandboxes/{sandbox}/files/write", 0, an_api_op_write_file},

@@ -6,6 +6,8 @@
  * stdout, only its own pipes open, death with its parent), applies the
  * context to the process-wide knobs the library reads, parses and validates
  * the input, runs the handler and writes back, on fd 3:
+ *   "D<s><len: 8 hex>\n" <len bytes>...  output chunks of a streaming call
+ *                          (s: 1 stdout, 2 stderr), as they come
  *   "W <warning>\n"...     warnings of the call (newlines made spaces)
  *   "KEEP\n"               it stays alive as the owner of a created sandbox
  *   "OK\n" <JSON object>   success, or
@@ -38,6 +40,7 @@ struct an_api_job {
   int cancel_fd;          /* write end */
   char *buf;
   size_t len, cap;
+  size_t off;             /* output frames before this are delivered */
   bool done, cancelled, reaped;
   uint64_t start_ms, kill_at_ms;
 };
@@ -83,7 +86,7 @@ static int worker_run(const struct an_api_ctx *ctx, const struct an_api_op *op, 
   wctx.warn_data = &warns;
   if (ctx->init_path) setenv("AGENTNEST_INIT", ctx->init_path, 1);
   if (ctx->profiles_dir) setenv("AGENTNEST_PROFILES", ctx->profiles_dir, 1);
-  struct an_api_call call = {.ctx = &wctx, .cancel_fd = FD_CANCEL};
+  struct an_api_call call = {.ctx = &wctx, .cancel_fd = FD_CANCEL, .stream_fd = FD_RESULT};
   an_error_t err = NULL;
   yajl_val in = NULL;
   yajl_gen g = NULL;
@@ -213,6 +216,39 @@ int an_api_job_pump(struct an_api_job *job, an_error_t *err) {
   return 1;
 }
 
+/* The length of the output frame at p (n bytes there), 0 when it is not
+ * complete yet, or -1 when p is not a frame. */
+static ssize_t frame_at(const char *p, size_t n, int *stream, size_t *dlen) {
+  if (!n || p[0] != 'D') return -1;
+  if (n < 11) return 0;
+  if ((p[1] != '1' && p[1] != '2') || p[10] != '\n') return -1;
+  size_t l = 0;
+  for (int i = 2; i < 10; i++) {
+    char c = p[i];
+    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0) return -1;
+    l = l * 16 + (size_t) v;
+  }
+  if (n < 11 + l) return 0;
+  *stream = p[1] - '0';
+  *dlen = l;
+  return (ssize_t) (11 + l);
+}
+
+size_t an_api_job_take_output(struct an_api_job *job,
+                              void (*fn)(void *data, int stream, const char *buf, size_t len), void *data) {
+  size_t k = 0;
+  for (;;) {
+    int st = 0;
+    size_t dl = 0;
+    ssize_t f = frame_at(job->buf + job->off, job->len - job->off, &st, &dl);
+    if (f <= 0) return k;
+    if (fn) fn(data, st, job->buf + job->off + 11, dl);
+    job->off += (size_t) f;
+    k++;
+  }
+}
+
 void an_api_job_cancel(struct an_api_job *job, uint64_t grace_ms) {
   if (!job || job->cancelled) return;
   job->cancelled = true;
@@ -242,9 +278,11 @@ int an_api_job_finish(struct an_api_job *job, char **output, size_t *len, pid_t 
     an_api_job_tick(job);
   }
   if (r < 0) return r;
+  if (!job->buf && !(job->buf = calloc(1, 1))) return an_error_set(err, ENOMEM, "api result");
   job->buf[job->len] = 0;
+  an_api_job_take_output(job, NULL, NULL);   /* frames nobody took */
   /* warnings, KEEP, then OK or ERR */
-  char *p = job->buf;
+  char *p = job->buf + job->off;
   bool keep = false;
   while (!strncmp(p, "W ", 2) || !strncmp(p, "KEEP\n", 5)) {
     char *nl = strchr(p, '\n');

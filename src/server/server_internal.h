@@ -56,6 +56,13 @@ long srv_token_find(const struct srv *s, const char *authorization);
 /* the MHD access handler and completion callback */
 enum MHD_Result srv_handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                            const char *version, const char *upload, size_t *upload_size, void **con_cls);
+/* Answer a streaming call (AN_API_OP_STREAMS with "stream": true in `in`)
+ * as JSON Lines (server_stream.c).  0 with *ret (the response is queued;
+ * the call runs until its last line or the client hangs up), or a negative
+ * errno with *err when the call could not start (nothing queued). */
+int srv_stream_respond(struct srv *s, struct MHD_Connection *c, const struct an_api_ctx *ctx,
+                       const struct an_api_op *op, const char *in, size_t inlen, enum MHD_Result *ret,
+                       an_error_t *err);
 void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t);
 
 /* Destroy every sandbox the server made (shutdown). */

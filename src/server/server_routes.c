@@ -223,8 +223,10 @@ static int run_call(struct srv *s, struct MHD_Connection *c, long token, const s
 
 /* The input document: {"sandbox": seg?, ...body members}. */
 static int make_input(const char *sandbox, const char *body, size_t len, const char *raw_path,
-                      const char *b64, char **in, size_t *inlen, char *msg, size_t msgsize) {
+                      const char *b64, bool accept_stream, bool *streaming, char **in, size_t *inlen,
+                      char *msg, size_t msgsize) {
   yajl_val v = NULL;
+  *streaming = false;
   if (len) {
     an_error_t err = NULL;
     if (an_json_parse(body, len, "request body", &v, &err) < 0 || !YAJL_IS_OBJECT(v)) {
@@ -249,6 +251,10 @@ static int make_input(const char *sandbox, const char *body, size_t len, const c
     yajl_gen_string(g, (const unsigned char *) "base64", 6);
   }
   if (b64) yajl_gen_string(g, (const unsigned char *) "content", 7), yajl_gen_string(g, (const unsigned char *) b64, strlen(b64));
+  /* Accept: application/x-ndjson means "stream": true unless the body says otherwise */
+  yajl_val st = v ? an_json_member(v, "stream") : NULL;
+  if (accept_stream && !st) yajl_gen_string(g, (const unsigned char *) "stream", 6), yajl_gen_bool(g, 1);
+  *streaming = st ? YAJL_IS_TRUE(st) : accept_stream;
   for (size_t i = 0; v && i < v->u.object.len; i++) {
     yajl_gen_string(g, (const unsigned char *) v->u.object.keys[i], strlen(v->u.object.keys[i]));
     an_api_gen_value(g, v->u.object.values[i]);
@@ -312,10 +318,24 @@ static enum MHD_Result call_and_respond(struct srv *s, struct srv_req *q, struct
     EVP_EncodeBlock((unsigned char *) b64, (const unsigned char *) (q->body ? q->body : ""), (int) q->len);
   }
   bool body_json = !raw_put && !raw_path && !strcmp(method, "POST");
-  r = make_input(sandbox, body_json ? q->body : NULL, body_json ? q->len : 0, raw_path, b64, &in, &inlen,
-                 msg, sizeof msg);
+  bool streams = op->flags & AN_API_OP_STREAMS, streaming = false;
+  const char *accept = streams ? MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept") : NULL;
+  r = make_input(sandbox, body_json ? q->body : NULL, body_json ? q->len : 0, raw_path, b64,
+                 accept && strstr(accept, "application/x-ndjson"), &streaming, &in, &inlen, msg, sizeof msg);
   if (r < 0) {
     ret = respond_error(s, q, c, method, url, r == -EINVAL ? 400 : 500, -r, msg, NULL, NULL);
+    goto done;
+  }
+  if (streams && streaming) {
+    struct owned_view v = {0};
+    if (owned_view(s, q->token, &v) < 0) { ret = MHD_NO; goto done; }
+    struct an_api_ctx ctx = s->ctx;
+    ctx.may_use = view_may_use;
+    ctx.may_use_data = &v;
+    r = srv_stream_respond(s, c, &ctx, op, in, inlen, &ret, &err);
+    free(v.ids);   /* the worker has its copy */
+    if (r < 0) ret = respond_error(s, q, c, method, url, status_of(-r), -r, err && err->msg ? err->msg : NULL, NULL, NULL);
+    else srv_log(s, q, method, url, 200);
     goto done;
   }
   r = run_call(s, c, q->token, op, in, inlen, &out, &outlen, &err);

@@ -137,6 +137,42 @@ check('GET', S, r = curl('GET', S), 'GET /v1/sandboxes/{sandbox}', 200);
 ok(r.json.id === sb, 'inspect');
 check('POST', `${S}/exec`, r = curl('POST', `${S}/exec`, { body: { argv: ['sh', '-c', 'echo out; echo err >&2; exit 5'] } }), 'POST exec', 200);
 ok(r.json.stdout === 'out\n' && r.json.stderr === 'err\n' && r.json.exit_code === 5, 'exec result');
+// JSON Lines streaming: Accept: application/x-ndjson; the first chunk arrives while the
+// command still waits (for a file the test writes after reading it): no clock involved
+{
+  const lineV = ajv.getSchema('openapi.json#/paths/~1v1~1sandboxes~1{sandbox}~1exec/post/responses/200/content/application~1x-ndjson/schema');
+  const resultV = ajv.getSchema('openapi.json#/paths/~1v1~1sandboxes~1{sandbox}~1exec/post/responses/200/content/application~1json/schema');
+  ok(lineV && resultV, 'the OpenAPI document describes the JSON Lines of exec');
+  const cmd = "echo a; while [ ! -e /workspace/go ]; do sleep 0.05; done; echo b >&2; printf '\\377'; exit 3";
+  const p = spawn('curl', ['-s', '-N', '-D', `${work}/sh.txt`, '-H', `Authorization: Bearer ${T.alice}`, '-H', 'Accept: application/x-ndjson',
+                           '-d', JSON.stringify({ argv: ['sh', '-c', cmd] }), `${U}${S}/exec`]);
+  let text = '';
+  let firstSeen;
+  const first = new Promise((res) => { firstSeen = res; });
+  p.stdout.on('data', (d) => { text += d; if (text.includes('\n')) firstSeen(); });
+  const ended = new Promise((res) => p.on('exit', res));
+  ok(await Promise.race([first.then(() => true), sleep(60000).then(() => false)]), 'stream: a first line within 60 s', text);
+  ok(JSON.parse(text.split('\n')[0]).data === 'a\n' && !text.includes('"result"'), 'stream: the first chunk came before the command ended', text);
+  curl('POST', `${S}/files/write`, { body: { path: 'go', content: '' } });
+  await ended;
+  const lines = text.trim().split('\n').map((l) => JSON.parse(l));
+  ok(lines.every((l) => lineV(l)), 'stream: every line matches the line schema', lineV.errors);
+  ok(lines.filter((l) => l.type === 'stdout' && !l.encoding).map((l) => l.data).join('') === 'a\n', 'stream: stdout text', lines);
+  ok(lines.some((l) => l.type === 'stderr' && l.data === 'b\n'), 'stream: stderr', lines);
+  ok(lines.some((l) => l.encoding === 'base64' && Buffer.from(l.data, 'base64').equals(Buffer.from([255]))), 'stream: bytes not UTF-8 come in base64', lines);
+  const last = lines[lines.length - 1];
+  const { type, ...res } = last;
+  ok(type === 'result' && res.exit_code === 3 && resultV(res), 'stream: one result line last, the exec result', last);
+  ok(/content-type: application\/x-ndjson/i.test(readFileSync(`${work}/sh.txt`, 'utf8')), 'stream: Content-Type application/x-ndjson');
+  r = curl('POST', '/v1/run', { body: { code: 'print(6*7)', stream: true } });
+  const rl = r.body.toString().trim().split('\n').map((l) => JSON.parse(l));
+  ok(r.status === 200 && rl[0].type === 'stdout' && rl[0].data === '42\n' && rl[rl.length - 1].type === 'result', 'run_code with "stream": true', rl);
+  r = curl('POST', `${S}/exec`, { body: { argv: [] }, headers: ['Accept: application/x-ndjson'] });
+  const el = JSON.parse(r.body.toString().trim());
+  ok(r.status === 200 && el.type === 'error' && el.error.code === 'EINVAL' && lineV(el), 'stream: a failing call ends with an error line', el);
+  r = curl('POST', `${S}/exec`, { body: { argv: ['echo', 'x'], stream: false }, headers: ['Accept: application/x-ndjson'] });
+  ok(r.json && r.json.stdout === 'x\n', '"stream": false in the body wins over Accept', r.body.toString());
+}
 check('POST', `${S}/files/write`, curl('POST', `${S}/files/write`, { body: { path: 'd/x.txt', content: 'hi\n' } }), 'POST files/write', 200);
 check('POST', `${S}/files/read`, r = curl('POST', `${S}/files/read`, { body: { path: 'd/x.txt' } }), 'POST files/read', 200);
 ok(r.json.content === 'hi\n', 'read back');

@@ -82,6 +82,8 @@ r = await call('exec', { sandbox: sb, argv: ['cat', '/workspace/dir/hello.txt'] 
 ok(r.structuredContent.stdout === 'hello from mcp\n', 'exec sees the file', r);
 r = await call('exec', { sandbox: sb, argv: ['sh', '-c', 'read x; echo got $x; echo $FOO'], stdin: 'abc\n', env: { FOO: 'bar' } });
 ok(r.structuredContent.stdout === 'got abc\nbar\n', 'exec with stdin and env', r);
+r = await call('exec', { sandbox: sb, argv: ['sh', '-c', 'echo s1; echo s2 >&2'], stream: true });
+ok(!r.isError && r.structuredContent.stdout === 's1\n' && r.structuredContent.stderr === 's2\n', 'exec with "stream": true (an HTTP member) gives the plain result over MCP', r);
 r = await call('run_code', { sandbox: sb, code: 'open("/workspace/out.csv","w").write("a,b\\n")' });
 ok(r.structuredContent.exit_code === 0, 'run_code in the sandbox', r);
 r = await call('list_files', { sandbox: sb });

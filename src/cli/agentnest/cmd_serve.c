@@ -19,6 +19,8 @@ static const char serve_usage[] =
     "(POST/GET /v1/sandboxes, GET/DELETE /v1/sandboxes/ID), exec, run, files (JSON, and raw\n"
     "PUT/GET /v1/sandboxes/ID/files/PATH), snapshot, restore, artifacts, fork, events,\n"
     "sessions, network (GET/POST /v1/sandboxes/ID/network), extend, audit (POST /v1/audit).\n"
+    "exec and run stream JSON Lines with \"Accept: application/x-ndjson\" (or \"stream\": true):\n"
+    "output chunks as they come, then one {\"type\":\"result\",...} line (the --stream format).\n"
     "Every request but /v1/openapi.json needs \"Authorization: Bearer TOKEN\"; a token sees only\n"
     "the sandboxes it created.  SIGTERM or SIGINT stop the server and destroy its sandboxes;\n"
     "after a SIGKILL their monitors destroy them and `agentnest prune` removes the rest.\n"
