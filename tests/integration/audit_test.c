@@ -928,3 +928,13 @@ Test(approval, a_network_change_is_asked_and_audited) {
   recs_free(&r);
   cli("destroy %s", id);
 }
+
+/* New-user trial: `audit --sandbox NAME` printed nothing (records name sandboxes by id). */
+Test(audit, sandbox_filter_takes_a_live_sandboxs_name) {
+  need_image();
+  cr_assert_eq(cli("create --image busybox --name auditjob"), 0, "%s", g_err);
+  cr_assert_eq(cli("exec auditjob -- true"), 0, "%s", g_err);
+  cr_assert_eq(cli("audit --sandbox auditjob --op exec --json"), 0, "%s", g_err);
+  cr_expect(strstr(g_out, "\"op\":\"exec\""), "no exec record for the name: %s", g_out);
+  cli("destroy auditjob");
+}
