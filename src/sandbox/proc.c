@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agentnest/proc.h"
+#include "agentnest/approval.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/control.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
@@ -36,6 +38,9 @@ static int64_t num(yajl_val v, const char *k, int64_t dflt) {
   return n && YAJL_IS_INTEGER(n) ? YAJL_GET_INTEGER(n) : dflt;
 }
 
+static int proc_start_call(struct an_sandbox *sb, char *const argv[], char *const *env, const char *workdir,
+                           size_t ring_bytes, char **handle, pid_t *pid, an_error_t *err);
+
 int an_proc_start(struct an_sandbox *sb, char *const argv[], char *const *env, const char *workdir,
                   size_t ring_bytes, char **handle, pid_t *pid, an_error_t *err) {
   *handle = NULL;
@@ -46,6 +51,21 @@ int an_proc_start(struct an_sandbox *sb, char *const argv[], char *const *env, c
                         AN_PROC_MAX_RING_BYTES);
   int r = an_sb_secret_values_ok(sb, err);
   if (r < 0) return r;
+  /* a detached command is an exec: the same question to the hook (a hook that
+   * refuses an argv must not be bypassed by --detach), and an audit record */
+  struct an_audit_field af[] = {
+    AN_AUDIT_STRV("argv", argv), AN_AUDIT_ENV_NAMES("env", env), AN_AUDIT_STR("workdir", workdir),
+    AN_AUDIT_BOOL("detach", true),
+  };
+  if ((r = an_approval_checkv(sb, "exec", af, sizeof af / sizeof *af, err)) < 0) return r;
+  r = proc_start_call(sb, argv, env, workdir, ring_bytes, handle, pid, err);
+  an_sb_audit(sb, NULL, NULL, "exec", r, err, af, sizeof af / sizeof *af);
+  return r;
+}
+
+static int proc_start_call(struct an_sandbox *sb, char *const argv[], char *const *env, const char *workdir,
+                           size_t ring_bytes, char **handle, pid_t *pid, an_error_t *err) {
+  int r;
   cleanup_jgen struct an_jgen j;
   open_req(&j, "proc.start", NULL);
   an_jgen_kv_strv(&j, "argv", (const char *const *) argv);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "agentnest/approval.h"
 #include "sandbox/control.h"
 #include "sandbox/sandbox_internal.h"
 #include "sandbox/session_internal.h"
@@ -135,8 +136,11 @@ int an_session_start(struct an_sandbox *sb, enum an_session_kind kind, const cha
   if (name && !an_session_valid_name(name))
     return an_error_set(err, EINVAL, "session name \"%.40s\": 1 to %d of A-Z a-z 0-9 _ . -, "
                         "not starting with . or -", name, AN_SESSION_NAME_MAX);
+  struct an_audit_field af[] = {AN_AUDIT_STR("session", name), AN_AUDIT_STR("kind", an_session_kind_name(kind))};
+  int r = an_approval_checkv(sb, "session_start", af, sizeof af / sizeof *af, err);
+  if (r < 0) return r;
   yajl_val reply = NULL;
-  int r = request(sb, "session.start", name, an_session_kind_name(kind), &reply, err);
+  r = request(sb, "session.start", name, an_session_kind_name(kind), &reply, err);
   if (r < 0) return r;
   const char *got = an_json_member_str(reply, "name");
   cleanup_free char *nm = got ? strdup(got) : NULL;

@@ -14,6 +14,8 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+#include "agentnest/approval.h"
+#include "sandbox/audit_internal.h"
 #include "sandbox/control.h"
 #include "sandbox/sandbox_internal.h"
 #include "sandbox/session_internal.h"
@@ -262,9 +264,9 @@ static void lost(struct an_session_result *res, const char *why) {
   res->lost_reason = strdup(why);
 }
 
-int an_session_run(struct an_sandbox *sb, const char *name, const char *code, size_t len,
-                   const struct an_session_run_opts *ro, struct an_session_result *res,
-                   an_error_t *err) {
+static int session_run_impl(struct an_sandbox *sb, const char *name, const char *code, size_t len,
+                            const struct an_session_run_opts *ro, struct an_session_result *res,
+                            an_error_t *err) {
   static const struct an_session_run_opts none;
   if (!ro) ro = &none;
   if (!sb || !res || !code) return an_error_set(err, EINVAL, "session run: no sandbox, code or result");
@@ -415,4 +417,21 @@ out:
               name, res->status, res->timed_out ? "true" : "false", res->session_lost ? "true" : "false",
               (unsigned long long) res->duration_ms);
   return 0;
+}
+
+/* The approval hook is asked first and the call is an audit record, as for
+ * exec: session code is code run in the sandbox (man agentnest, APPROVALS). */
+int an_session_run(struct an_sandbox *sb, const char *name, const char *code, size_t len,
+                   const struct an_session_run_opts *ro, struct an_session_result *res,
+                   an_error_t *err) {
+  if (!sb || !res || !code) return an_error_set(err, EINVAL, "session run: no sandbox, code or result");
+  memset(res, 0, sizeof *res);
+  if (memchr(code, '\0', len)) return an_error_set(err, EINVAL, "session code holds a NUL byte");
+  struct an_audit_field af[] = {AN_AUDIT_STR("session", name), AN_AUDIT_STR("code", code),
+                                AN_AUDIT_INT("timeout_ms", ro ? ro->timeout_ms : 0)};
+  int r = an_approval_checkv(sb, "session_run", af, sizeof af / sizeof *af, err);
+  if (r < 0) return r;
+  r = session_run_impl(sb, name, code, len, ro, res, err);
+  an_sb_audit(sb, NULL, NULL, "session_run", r, err, af, sizeof af / sizeof *af);
+  return r;
 }
