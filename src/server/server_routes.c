@@ -165,6 +165,17 @@ static int owned_view(struct srv *s, long token, struct owned_view *v) {
   return v->ids ? 0 : -ENOMEM;
 }
 
+/* The token's snapshot directory name: hex of SHA-256 of its name (32 digits), so
+ * one token's snapshot digest restores nothing for another (api.h snapshot_owner). */
+static void snapshot_owner(const struct srv *s, long token, char out[33]) {
+  unsigned char h[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  const char *name = s->tokens[token].name;
+  out[0] = 0;
+  if (EVP_Digest(name, strlen(name), h, &len, EVP_sha256(), NULL) != 1 || len < 16) return;
+  for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", h[i]);
+}
+
 /* ---- calls -------------------------------------------------------------------------------- */
 
 /* Run op on input in a worker; cancelled when the client hangs up. */
@@ -175,6 +186,10 @@ static int run_call(struct srv *s, struct MHD_Connection *c, long token, const s
   struct an_api_ctx ctx = s->ctx;
   ctx.may_use = view_may_use;
   ctx.may_use_data = &v;
+  char owner[33];
+  snapshot_owner(s, token, owner);
+  if (!*owner) { free(v.ids); return an_error_set(err, EIO, "request: SHA-256"); }
+  ctx.snapshot_owner = owner;
   const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   int sock = ci ? ci->connect_fd : -1;
   struct an_api_job *job = NULL;
@@ -371,6 +386,10 @@ static enum MHD_Result mcp_post(struct srv *s, struct srv_req *q, struct MHD_Con
                           .on_destroyed = mcp_destroyed, .hook_data = &hook};
   h.api.may_use = view_may_use;
   h.api.may_use_data = &v;
+  char owner[33];
+  snapshot_owner(s, q->token, owner);
+  if (!*owner) { free(ids); goto out; }
+  h.api.snapshot_owner = owner;
   char *resp = NULL;
   size_t rlen = 0;
   an_error_t err = NULL;
