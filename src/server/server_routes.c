@@ -294,11 +294,14 @@ static enum MHD_Result call_and_respond(struct srv *s, struct srv_req *q, struct
   size_t inlen = 0, outlen = 0;
   an_error_t err = NULL;
   int r = 0;
+  bool reserved = false;
   if ((op->flags & AN_API_OP_CREATES) && s->tokens[q->token].max_sandboxes) {
+    /* count and reserve in one step: concurrent creates must not all pass the check */
     pthread_mutex_lock(&s->mu);
-    size_t have = owned_count(s, q->token);
+    size_t have = owned_count(s, q->token) + s->tokens[q->token].creating;
+    if (have < s->tokens[q->token].max_sandboxes) s->tokens[q->token].creating++, reserved = true;
     pthread_mutex_unlock(&s->mu);
-    if (have >= s->tokens[q->token].max_sandboxes) {
+    if (!reserved) {
       snprintf(msg, sizeof msg, "this token may hold at most %zu sandboxes; destroy one first",
                s->tokens[q->token].max_sandboxes);
       ret = respond_error(s, q, c, method, url, 403, 0, msg, NULL, NULL);
@@ -347,6 +350,11 @@ static enum MHD_Result call_and_respond(struct srv *s, struct srv_req *q, struct
   ret = respond(c, 200, "application/json", out, outlen, NULL, NULL);
   out = NULL;
 done:
+  if (reserved) {   /* a successful create is in the owned list by now */
+    pthread_mutex_lock(&s->mu);
+    s->tokens[q->token].creating--;
+    pthread_mutex_unlock(&s->mu);
+  }
   atomic_fetch_sub(&s->inflight, 1);
   free(in);
   free(out);

@@ -2,7 +2,8 @@
  * `agentnest serve` can reach of another's, checked with curl over a unix
  * socket of the test's store: a snapshot is addressed by its sha256, and
  * that digest must not let another token restore (and so read) the
- * workspace it holds (api.h snapshot_owner).  The busybox image from the
+ * workspace it holds (api.h snapshot_owner); max-sandboxes holds for
+ * concurrent creates.  The busybox image from the
  * `make images` cache; skipped without it or without curl.  Run as root
  * from the worktree root. */
 #include <criterion/criterion.h>
@@ -19,6 +20,7 @@
 
 #define TOK_A "alice-token-0123456789abcdef"
 #define TOK_B "bob-token-0123456789abcdef01"
+#define TOK_C "carol-token-0123456789abcdef"
 
 static pid_t g_serve;
 static char g_sock[400];
@@ -39,7 +41,7 @@ TestSuite(serve_isolation, .init = setup, .fini = teardown, .timeout = 240);
 static void start_serve(void) {
   char tokens[400];
   snprintf(tokens, sizeof tokens, "%s/tokens", bf_work);
-  const char *text = TOK_A " alice\n" TOK_B " bob\n";
+  const char *text = TOK_A " alice\n" TOK_B " bob\n" TOK_C " carol max-sandboxes=1\n";
   an_test_write_file(tokens, text, strlen(text), 0600);
   snprintf(g_sock, sizeof g_sock, "%s/serve.sock", bf_work);
   g_serve = fork();
@@ -143,4 +145,41 @@ Test(serve_isolation, a_snapshot_digest_restores_nothing_for_another_token) {
   free(a);
   free(b);
   free(sha);
+}
+
+/* redteam: the max-sandboxes check counted the token's sandboxes and then created, so six
+ * creates at once all passed the check of a max-sandboxes=1 token. */
+Test(serve_isolation, max_sandboxes_holds_for_concurrent_creates) {
+  if (access("/var/cache/agentnest/images/busybox/layout", F_OK) != 0) cr_skip_test("image cache absent");
+  if (an_test_sh("command -v curl >/dev/null") != 0) cr_skip_test("curl is needed");
+  start_serve();
+  char cmd[2000];
+  snprintf(cmd, sizeof cmd,
+           "cd '%s' && for i in 1 2 3 4 5 6; do curl -s -o c$i.out -w '%%{http_code}\\n' --unix-socket '%s' "
+           "-X POST -H 'Authorization: Bearer " TOK_C "' --data-binary '{\"image\":\"busybox\"}' "
+           "http://localhost/v1/sandboxes >c$i.code & done; wait; cat c?.code",
+           bf_work, g_sock);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  int ok = 0, refused = 0, code;
+  while (fscanf(p, "%d", &code) == 1) ok += code == 200, refused += code == 403;
+  pclose(p);
+  cr_expect_eq(ok, 1, "%d creates of a max-sandboxes=1 token succeeded (%d refused)", ok, refused);
+  cr_expect_eq(refused, 5);
+  char *out = NULL;
+  cr_assert_eq(call(TOK_C, "GET", "/sandboxes", NULL, &out), 200, "%s", out);
+  yajl_val v = yajl_tree_parse(out, NULL, 0);
+  const char *path[] = {"sandboxes", NULL};
+  yajl_val a = v ? yajl_tree_get(v, path, yajl_t_array) : NULL;
+  cr_expect(a && a->u.array.len == 1, "the token holds: %s", out);
+  for (size_t i = 0; a && i < a->u.array.len; i++) {
+    const char *ip[] = {"id", NULL};
+    yajl_val id = yajl_tree_get(a->u.array.values[i], ip, yajl_t_string);
+    char del[100], *o2 = NULL;
+    snprintf(del, sizeof del, "/sandboxes/%s", id ? YAJL_GET_STRING(id) : "x");
+    call(TOK_C, "DELETE", del, NULL, &o2);
+    free(o2);
+  }
+  yajl_tree_free(v);
+  free(out);
 }
