@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 #include "server_internal.h"
+#include "agentnest/sandbox.h"
 #include "mcp/mcp.h"
 #include "util/json_tree.h"
 
@@ -152,6 +153,27 @@ static void owned_remove(struct srv *s, const char *id) {
     }
   pthread_mutex_unlock(&s->mu);
   if (keeper > 0) kill(keeper, SIGKILL), waitpid(keeper, NULL, 0);
+}
+
+/* Forget the token's sandboxes that ended on their own (lifetime, dead monitor): they no
+ * longer count against max-sandboxes, and DELETE of one answers 404 without dropping it. */
+static void owned_prune(struct srv *s, long token) {
+  char (*ids)[16] = NULL;
+  size_t n = 0;
+  pthread_mutex_lock(&s->mu);
+  ids = calloc(s->nown + 1, sizeof *ids);
+  for (size_t i = 0; ids && i < s->nown; i++)
+    if (s->own[i].token == (size_t) token) memcpy(ids[n++], s->own[i].id, 16);
+  pthread_mutex_unlock(&s->mu);
+  for (size_t i = 0; i < n; i++) {
+    struct an_sandbox *sb = NULL;
+    an_error_t e = NULL;
+    int r = an_sandbox_open(s->ctx.store_root, ids[i], &sb, &e);
+    an_sandbox_close(sb);
+    an_error_free(&e);
+    if (r == -ENOENT || r == -ETIME || r == -ESRCH) owned_remove(s, ids[i]);
+  }
+  free(ids);
 }
 
 /* A copy of the token's ids for the worker (which must not take locks). */
@@ -296,6 +318,7 @@ static enum MHD_Result call_and_respond(struct srv *s, struct srv_req *q, struct
   int r = 0;
   bool reserved = false;
   if ((op->flags & AN_API_OP_CREATES) && s->tokens[q->token].max_sandboxes) {
+    owned_prune(s, q->token);
     /* count and reserve in one step: concurrent creates must not all pass the check */
     pthread_mutex_lock(&s->mu);
     size_t have = owned_count(s, q->token) + s->tokens[q->token].creating;

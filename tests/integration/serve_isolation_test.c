@@ -183,3 +183,37 @@ Test(serve_isolation, max_sandboxes_holds_for_concurrent_creates) {
   yajl_tree_free(v);
   free(out);
 }
+
+/* redteam: a sandbox that ended by its lifetime stayed in the token's owned list, so a
+ * max-sandboxes=N token lost a slot for good with each expiry (403 until serve restarts). */
+Test(serve_isolation, an_expired_sandbox_frees_its_max_sandboxes_slot) {
+  if (access("/var/cache/agentnest/images/busybox/layout", F_OK) != 0) cr_skip_test("image cache absent");
+  if (an_test_sh("command -v curl >/dev/null") != 0) cr_skip_test("curl is needed");
+  start_serve();
+  char *out = NULL;
+  cr_assert_eq(call(TOK_C, "POST", "/sandboxes", "{\"image\":\"busybox\",\"timeout\":\"2s\"}", &out), 200, "%s",
+               out);
+  char *id = member(out, "id");
+  free(out);
+  char path[100];
+  snprintf(path, sizeof path, "/sandboxes/%s", id);
+  int code = 200;
+  for (int i = 0; i < 300 && code == 200; i++) {   /* until its monitor has ended it */
+    usleep(100000);
+    code = call(TOK_C, "GET", path, NULL, &out);
+    free(out);
+  }
+  cr_assert_neq(code, 200, "the sandbox did not expire");
+  code = call(TOK_C, "POST", "/sandboxes", "{\"image\":\"busybox\"}", &out);
+  cr_expect_eq(code, 200, "the expired sandbox still counts against max-sandboxes=1: %d %s", code, out);
+  if (code == 200) {
+    char *id2 = member(out, "id");
+    char *o2 = NULL;
+    snprintf(path, sizeof path, "/sandboxes/%s", id2);
+    call(TOK_C, "DELETE", path, NULL, &o2);
+    free(o2);
+    free(id2);
+  }
+  free(out);
+  free(id);
+}
