@@ -405,6 +405,7 @@ static enum MHD_Result mcp_post(struct srv *s, struct srv_req *q, struct MHD_Con
   }
   struct owned_view v = {0};
   enum MHD_Result ret = MHD_NO;
+  if (s->tokens[q->token].max_sandboxes) owned_prune(s, q->token);
   if (owned_view(s, q->token, &v) < 0) goto out;
   const char **ids = calloc(v.n + 1, sizeof *ids);
   if (!ids) goto out;
