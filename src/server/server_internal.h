@@ -14,6 +14,7 @@ struct srv_token {
   unsigned char sha256[32];
   bool revoked;
   size_t max_sandboxes;          /* 0: none */
+  size_t creating;               /* creates in flight (under srv.mu): they count against the cap */
 };
 
 struct srv_owned {
@@ -27,7 +28,7 @@ struct srv {
   struct an_api_ctx ctx;         /* lifeline set */
   struct srv_token *tokens;
   size_t ntokens;
-  pthread_mutex_t mu;            /* guards own/nown */
+  pthread_mutex_t mu;            /* guards own/nown and tokens[].creating */
   struct srv_owned *own;
   size_t nown, capown;
   atomic_uint inflight;
