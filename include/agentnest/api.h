@@ -95,6 +95,11 @@ struct an_api_ctx {
   an_warn_fn warn;            /* warnings of a call (skipped entries, cleanup problems); the
                                  worker sends them with the result; NULL: dropped */
   void *warn_data;
+  /* NULL: snapshots are shared by every caller of snapshots_dir; else 1 to 64 of
+   * [0-9a-f] naming the caller: snapshot writes and restore reads only
+   * <snapshots_dir>/<snapshot_owner>/, so a digest of another caller's snapshot
+   * (a token of `agentnest serve`) restores nothing (ENOENT) */
+  const char *snapshot_owner;
 };
 
 /* An operation's flags. */

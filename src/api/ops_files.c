@@ -3,7 +3,8 @@
  * to /workspace and go through the library's path-safe calls (files.h:
  * RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, regular files only, size caps).
  * Snapshots are kept by the server (never a client-chosen host path):
- * <snapshots_dir>/<sha256>.tar, named by the tar's digest. */
+ * <snapshots_dir>[/<snapshot_owner>]/<sha256>.tar, named by the tar's digest
+ * (one directory per owner: a digest is not a capability across tokens). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,15 @@ int an_api_op_artifacts(struct an_api_call *c, yajl_val in, yajl_gen out, an_err
 static int snapshots_dir(const struct an_api_ctx *ctx, char *buf, size_t size, an_error_t *err) {
   if (ctx->snapshots_dir) snprintf(buf, size, "%s", ctx->snapshots_dir);
   else snprintf(buf, size, "%s/api-snapshots", ctx->store_root ? ctx->store_root : AN_IMAGE_DEFAULT_STORE);
+  if (mkdir(buf, 0700) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", buf);
+  const char *own = ctx->snapshot_owner;
+  if (!own) return 0;
+  bool ok = *own && strlen(own) <= 64;
+  for (const char *p = own; ok && *p; p++) ok = (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f');
+  if (!ok) return an_error_set(err, EINVAL, "snapshot owner \"%.64s\": not 1 to 64 hex digits", own);
+  size_t n = strlen(buf);
+  if (n + 1 + strlen(own) >= size) return an_error_set(err, ENAMETOOLONG, "snapshots directory %s", buf);
+  snprintf(buf + n, size - n, "/%s", own);
   if (mkdir(buf, 0700) < 0 && errno != EEXIST) return an_error_set(err, errno, "mkdir %s", buf);
   return 0;
 }

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "mcp_internal.h"
+#include "agentnest/sandbox.h"
 #include "util/json_tree.h"
 
 #define MAX_LINE (64u << 20)       /* one message: a write_file of up to ~48 MiB in base64 */
@@ -64,6 +65,24 @@ static void own_remove(struct mcp_server *s, const char *id) {
       s->own[i] = s->own[--s->nown];
       return;
     }
+}
+
+/* Forget owned sandboxes that ended on their own (lifetime, dead monitor): they no longer
+ * count against --max-sandboxes (their destroy would answer "no such sandbox"). */
+static void own_prune(struct mcp_server *s) {
+  for (size_t i = 0; i < s->nown;) {
+    struct an_sandbox *sb = NULL;
+    an_error_t e = NULL;
+    int r = an_sandbox_open(s->ctx.store_root, s->own[i].id, &sb, &e);
+    an_sandbox_close(sb);
+    an_error_free(&e);
+    if (r == -ENOENT || r == -ETIME || r == -ESRCH) {
+      keeper_end(s->own[i].keeper);
+      s->own[i] = s->own[--s->nown];
+    } else {
+      i++;
+    }
+  }
 }
 
 void mcp_log(struct mcp_server *s, const char *fmt, ...) {
@@ -162,6 +181,7 @@ void mcp_tools_call(struct mcp_server *s, const struct rpc_id *id, yajl_val para
     mcp_tool_error(s, id, "%s: arguments must be an object", name);
     return;
   }
+  if ((op->flags & AN_API_OP_CREATES) && s->o->max_sandboxes) own_prune(s);
   if ((op->flags & AN_API_OP_CREATES) && s->o->max_sandboxes &&
       s->nown + pending_creates(s) >= s->o->max_sandboxes) {
     mcp_tool_error(s, id, "%s: this server allows at most %zu sandboxes at once (--max-sandboxes); "

@@ -342,16 +342,10 @@ int an_approval_check(struct an_sandbox *sb, const char *operation, an_error_t *
   size_t n = 0;
   va_list ap;
   va_start(ap, err);
-  for (;;) {
-    struct an_audit_field x = va_arg(ap, struct an_audit_field);
-    if (x.type == AN_AUDIT_T_END) break;
-    if (n == AN_AUDIT_MAX_FIELDS) {
-      va_end(ap);
-      return an_error_set(err, EINVAL, "approval %s: more than %d fields", operation ? operation : "",
-                          AN_AUDIT_MAX_FIELDS);
-    }
-    f[n++] = x;
-  }
+  bool over = an_sb_audit_fields_va(ap, f, &n);
   va_end(ap);
+  if (over)
+    return an_error_set(err, EINVAL, "approval %s: more than %d fields", operation ? operation : "",
+                        AN_AUDIT_MAX_FIELDS);
   return an_approval_checkv(sb, operation, f, n, err);
 }

@@ -382,22 +382,25 @@ int an_audit_recordv(const char *store_root, const char *op, const char *sandbox
   return append_line(root, line, len, err);
 }
 
+bool an_sb_audit_fields_va(va_list ap, struct an_audit_field f[AN_AUDIT_MAX_FIELDS], size_t *n) {
+  *n = 0;
+  for (;;) {
+    struct an_audit_field x = va_arg(ap, struct an_audit_field);
+    if (x.type == AN_AUDIT_T_END) return false;
+    if (*n == AN_AUDIT_MAX_FIELDS) return true;
+    f[(*n)++] = x;
+  }
+}
+
 int an_audit_record(const char *store_root, const char *op, const char *sandbox_id, an_error_t *err,
                     ...) {
   struct an_audit_field f[AN_AUDIT_MAX_FIELDS];
   size_t n = 0;
   va_list ap;
   va_start(ap, err);
-  for (;;) {
-    struct an_audit_field x = va_arg(ap, struct an_audit_field);
-    if (x.type == AN_AUDIT_T_END) break;
-    if (n == AN_AUDIT_MAX_FIELDS) {
-      va_end(ap);
-      return an_error_set(err, EINVAL, "audit record %s: more than %d fields", op ? op : "",
-                          AN_AUDIT_MAX_FIELDS);
-    }
-    f[n++] = x;
-  }
+  bool over = an_sb_audit_fields_va(ap, f, &n);
   va_end(ap);
+  if (over)
+    return an_error_set(err, EINVAL, "audit record %s: more than %d fields", op ? op : "", AN_AUDIT_MAX_FIELDS);
   return an_audit_recordv(store_root, op, sandbox_id, f, n, err);
 }

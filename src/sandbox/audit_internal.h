@@ -4,6 +4,7 @@
 #ifndef AN_SANDBOX_AUDIT_INTERNAL_H
 #define AN_SANDBOX_AUDIT_INTERNAL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "agentnest/audit.h"
@@ -42,5 +43,10 @@ int an_sb_opts_secrets(const struct an_sandbox_opts *opts, struct an_secret **ou
  * (caller frees; borrowed strings), *n of them.  -ENOMEM. */
 struct an_secret;
 int an_sb_known_secrets(const struct an_sandbox *sb, struct an_secret **out, size_t *n);
+
+/* Collect the fields of a variadic list ended by AN_AUDIT_END into f[],
+ * *n of them.  Returns true when there were more than AN_AUDIT_MAX_FIELDS
+ * (f then holds the first ones). */
+bool an_sb_audit_fields_va(va_list ap, struct an_audit_field f[AN_AUDIT_MAX_FIELDS], size_t *n);
 
 #endif

@@ -81,11 +81,7 @@ void an_audit_sandbox(const struct an_sandbox *sb, const char *op, int result, c
   size_t n = 0;
   va_list ap;
   va_start(ap, err);
-  for (;;) {
-    struct an_audit_field x = va_arg(ap, struct an_audit_field);
-    if (x.type == AN_AUDIT_T_END || n == AN_AUDIT_MAX_FIELDS) break;
-    f[n++] = x;
-  }
+  an_sb_audit_fields_va(ap, f, &n);   /* past the maximum: the first ones */
   va_end(ap);
   an_sb_audit(sb, NULL, NULL, op, result, err, f, n);
 }

@@ -255,28 +255,14 @@ _Noreturn static void helper_main(struct helper *h, struct an_dnsfilter *df, str
 
 static int start_helper(struct an_sandbox *sb, struct helper *h, struct an_dnsfilter *df, struct an_proxy *px,
                         an_error_t *err) {
-  int pr[2];
-  if (pipe2(pr, O_CLOEXEC) < 0) return an_error_set(err, errno, "egress: pipe");
-  pid_t child = fork();
-  if (child < 0) {
-    int e = errno;
-    close(pr[0]);
-    close(pr[1]);
-    return an_error_set(err, e, "egress: fork");
-  }
-  if (child == 0) {
-    close(pr[0]);
-    setsid();
-    pid_t m = fork();
-    if (m != 0) _exit(m < 0 ? 1 : 0);
-    helper_main(h, df, px, pr[1]);
-  }
-  close(pr[1]);
-  while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
+  int pfd = -1;
+  int f = an_sb_fork_detached("egress", &pfd, err);
+  if (f < 0) return f;
+  if (f == 0) helper_main(h, df, px, pfd);
   pid_t pid = 0;
   ssize_t n;
-  while ((n = read(pr[0], &pid, sizeof pid)) < 0 && errno == EINTR) {}
-  close(pr[0]);
+  while ((n = read(pfd, &pid, sizeof pid)) < 0 && errno == EINTR) {}
+  close(pfd);
   if (n != (ssize_t) sizeof pid || pid <= 0)
     return an_error_set(err, ECHILD, "sandbox %s: the egress process did not start", sb->rec.id);
   uint64_t start = 0;

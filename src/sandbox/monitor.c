@@ -230,29 +230,14 @@ int an_sb_monitor_start(struct an_sandbox *sb, an_error_t *err) {
     int r = an_process_pidfd_checked(sb->rec.owner_pid, sb->rec.owner_start, &owner_fd, err);
     if (r < 0) return an_error_prefix(err, "monitor: the owning process %d", (int) sb->rec.owner_pid);
   }
-  int pr[2];
-  if (pipe2(pr, O_CLOEXEC) < 0) return an_error_set(err, errno, "monitor: pipe");
-  pid_t child = fork();
-  if (child < 0) {
-    int e = errno;
-    close(pr[0]);
-    close(pr[1]);
-    return an_error_set(err, e, "monitor: fork");
-  }
-  if (child == 0) {
-    close(pr[0]);
-    setsid();
-    pid_t m = fork();
-    if (m != 0) _exit(m < 0 ? 1 : 0);
-    monitor_main(sb, pr[1], owner_fd);
-  }
-  close(pr[1]);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+  int pfd = -1;
+  int f = an_sb_fork_detached("monitor", &pfd, err);
+  if (f < 0) return f;
+  if (f == 0) monitor_main(sb, pfd, owner_fd);
   pid_t mpid = 0;
   ssize_t n;
-  while ((n = read(pr[0], &mpid, sizeof mpid)) < 0 && errno == EINTR) {}
-  close(pr[0]);
+  while ((n = read(pfd, &mpid, sizeof mpid)) < 0 && errno == EINTR) {}
+  close(pfd);
   if (n != (ssize_t) sizeof mpid || mpid <= 0)
     return an_error_set(err, ECHILD, "sandbox %s: the monitor did not start", sb->rec.id);
   sb->rec.monitor_pid = mpid;

@@ -120,4 +120,10 @@ extern const struct an_mon_op an_mon_proc_ops[];
 void an_mon_proc_ready(struct an_mon *m, struct an_mon_proc *p, int which);
 void an_mon_procs_end(struct an_mon *m);
 
+/* Kill what is in cgroup cg (a session's or a detached process's), wait
+ * (bounded, about 1 s) until it is empty, remove and free it.  NULL: nothing.
+ * Best effort: failures are dropped (prune removes what is left). */
+struct an_cgroup;
+void an_mon_cgroup_gone(struct an_cgroup *cg);
+
 #endif

@@ -159,24 +159,6 @@ static void read_stream(struct an_mon_proc *p, int s) {
   }
 }
 
-static void cgroup_gone(struct an_cgroup *cg) {
-  an_error_t e = NULL;
-  for (int i = 0; cg && i < 500; i++) {
-    pid_t *pids = NULL;
-    size_t n = 0;
-    if (an_cgroup_pids(cg, &pids, &n, &e) < 0) break;
-    free(pids);
-    if (!n) break;
-    if (i % 50 == 0) an_cgroup_kill(cg, SIGKILL, &e);
-    an_error_free(&e);
-    struct timespec ts = {0, 2000000};
-    nanosleep(&ts, NULL);
-  }
-  an_error_free(&e);
-  if (cg) an_cgroup_destroy(cg, &e);
-  an_error_free(&e);
-  an_cgroup_free(cg);
-}
 
 static void ended(struct an_mon *m, struct an_mon_proc *p) {
   siginfo_t si = {0};
@@ -194,7 +176,7 @@ static void ended(struct an_mon *m, struct an_mon_proc *p) {
   close(p->pidfd);
   p->pidfd = -1;
   /* exec's policy: what it left running ends with it; then its pipes close */
-  cgroup_gone(p->cg);
+  an_mon_cgroup_gone(p->cg);
   p->cg = NULL;
   for (int s = 0; s < 2; s++) {
     read_stream(p, s);
@@ -228,7 +210,7 @@ static void release(struct an_mon_proc *p) {
     while (waitid(P_PIDFD, (id_t) p->pidfd, &si, WEXITED) < 0 && errno == EINTR) {}
     close(p->pidfd);
   }
-  if (p->cg) cgroup_gone(p->cg);
+  if (p->cg) an_mon_cgroup_gone(p->cg);
   if (p->out >= 0) close(p->out);
   if (p->err >= 0) close(p->err);
   an_redactor_free(p->redactor);
@@ -306,7 +288,7 @@ static int op_start(struct an_mon *m, struct an_mon_conn *c, yajl_val req, struc
   an_error_t e = NULL;
   if ((r = an_sb_ensure_cgroup(sb, err)) < 0) goto fail;
   if (an_cgroup_open_child(sb->cg, cgname, &p->cg, &e) == 0) {  /* a stale one of an earlier monitor */
-    cgroup_gone(p->cg);
+    an_mon_cgroup_gone(p->cg);
     p->cg = NULL;
   }
   an_error_free(&e);

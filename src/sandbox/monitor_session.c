@@ -35,7 +35,7 @@ static int want_session(struct an_mon *m, yajl_val req, struct an_mon_session **
 
 /* Kill what is in the session's cgroup, wait (bounded) until it is empty,
  * remove it. */
-static void cgroup_gone(struct an_cgroup *cg) {
+void an_mon_cgroup_gone(struct an_cgroup *cg) {
   an_error_t e = NULL;
   for (int i = 0; cg && i < 500; i++) {
     pid_t *pids = NULL;
@@ -62,7 +62,7 @@ static void forget(struct an_mon *m, struct an_mon_session *s, const char *event
     siginfo_t si;
     while (waitid(P_PIDFD, (id_t) s->pidfd, &si, WEXITED) < 0 && errno == EINTR) {}
   }
-  cgroup_gone(s->cg);
+  an_mon_cgroup_gone(s->cg);
   for (int *fd = &s->pidfd; fd <= &s->err; fd++)
     if (*fd >= 0) close(*fd);
   for (size_t i = 0; i < AN_MON_MAX_CONNS; i++)
@@ -94,7 +94,7 @@ static int spawn_helper(struct an_mon *m, struct an_mon_session *s, an_error_t *
   an_error_t e = NULL;
   if (an_cgroup_open_child(sb->cg, cgname, &s->cg, &e) == 0) {
     an_error_free(&e);
-    cgroup_gone(s->cg);  /* left by an earlier session of this name */
+    an_mon_cgroup_gone(s->cg);  /* left by an earlier session of this name */
     s->cg = NULL;
   }
   an_error_free(&e);
@@ -124,7 +124,7 @@ out:
     if (pe[i] >= 0) close(pe[i]);
   }
   if (r < 0) {
-    cgroup_gone(s->cg);
+    an_mon_cgroup_gone(s->cg);
     s->cg = NULL;
   }
   return r;

@@ -320,31 +320,18 @@ int an_pool_start(const char *store_root, const char *name, unsigned size,
   if ((r = mkdir_0700(path, true, err)) < 0) goto fail;
   if ((r = an_pool_write_file(dir, AN_POOL_OPTIONS, oj, err)) < 0) goto fail;
 
-  int pr[2];
-  if (pipe2(pr, O_CLOEXEC) < 0) { r = an_error_set(err, errno, "pool %s: pipe", name); goto fail; }
+  int pfd = -1;
   fflush(NULL);
-  pid_t child = fork();
-  if (child < 0) {
-    r = an_error_set(err, errno, "pool %s: fork", name);
-    close(pr[0]);
-    close(pr[1]);
-    goto fail;
-  }
-  if (child == 0) {
-    close(pr[0]);
-    setsid();
-    pid_t kp = fork();
-    if (kp != 0) _exit(kp < 0 ? 1 : 0);
+  int f = an_sb_fork_detached("pool keeper", &pfd, err);
+  if (f < 0) { r = an_error_prefix(err, "pool %s", name); goto fail; }
+  if (f == 0) {
     struct keeper k = {.root = root, .name = name, .dir = dir, .size = size, .opts = opts};
-    keeper_main(&k, pr[1]);
+    keeper_main(&k, pfd);
   }
-  close(pr[1]);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
   struct report rep = {0};
   ssize_t n;
-  while ((n = read(pr[0], &rep, sizeof rep)) < 0 && errno == EINTR) {}
-  close(pr[0]);
+  while ((n = read(pfd, &rep, sizeof rep)) < 0 && errno == EINTR) {}
+  close(pfd);
   struct an_pool_meta m = {0};
   an_error_t e = NULL;
   if (an_pool_meta_read(dir, &m, &e) < 0) an_error_free(&e);

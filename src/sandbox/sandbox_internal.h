@@ -226,4 +226,11 @@ int an_sb_secret_values_ok(const struct an_sandbox *sb, an_error_t *err);
 /* Remove the secrets file of sandbox `id` (no error if missing). */
 void an_sb_secrets_remove(const char *id);
 
+/* Fork a detached grandchild (a session of its own, reparented: the caller
+ * never reaps it) for a long-lived host process (daemon.c).  Returns 0 in
+ * the grandchild, *pipe_fd the write end of a CLOEXEC pipe on which it
+ * reports that it is ready; 1 in the caller, *pipe_fd the read end (the
+ * intermediate child already reaped); or -errno "WHAT: pipe|fork". */
+int an_sb_fork_detached(const char *what, int *pipe_fd, an_error_t *err);
+
 #endif

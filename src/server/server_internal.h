@@ -14,6 +14,7 @@ struct srv_token {
   unsigned char sha256[32];
   bool revoked;
   size_t max_sandboxes;          /* 0: none */
+  size_t creating;               /* creates in flight (under srv.mu): they count against the cap */
   unsigned max_rate;             /* requests per second (max-rate=N/s), 0: none; a token
                                     bucket of N requests refilled at N/s (guarded by mu) */
   double bucket;
@@ -31,7 +32,7 @@ struct srv {
   struct an_api_ctx ctx;         /* lifeline set */
   struct srv_token *tokens;
   size_t ntokens;
-  pthread_mutex_t mu;            /* guards own/nown, gone/ngone */
+  pthread_mutex_t mu;            /* guards own/nown, gone/ngone and tokens[].creating */
   struct srv_owned *own;
   size_t nown, capown;
   struct srv_owned *gone;        /* destroyed ones (id, token): audit may still read them */

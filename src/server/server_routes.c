@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 #include "server_internal.h"
+#include "agentnest/sandbox.h"
 #include "mcp/mcp.h"
 #include "util/json_tree.h"
 
@@ -161,6 +162,27 @@ static void owned_remove(struct srv *s, const char *id) {
   if (keeper > 0) kill(keeper, SIGKILL), waitpid(keeper, NULL, 0);
 }
 
+/* Forget the token's sandboxes that ended on their own (lifetime, dead monitor): they no
+ * longer count against max-sandboxes, and DELETE of one answers 404 without dropping it. */
+static void owned_prune(struct srv *s, long token) {
+  char (*ids)[16] = NULL;
+  size_t n = 0;
+  pthread_mutex_lock(&s->mu);
+  ids = calloc(s->nown + 1, sizeof *ids);
+  for (size_t i = 0; ids && i < s->nown; i++)
+    if (s->own[i].token == (size_t) token) memcpy(ids[n++], s->own[i].id, 16);
+  pthread_mutex_unlock(&s->mu);
+  for (size_t i = 0; i < n; i++) {
+    struct an_sandbox *sb = NULL;
+    an_error_t e = NULL;
+    int r = an_sandbox_open(s->ctx.store_root, ids[i], &sb, &e);
+    an_sandbox_close(sb);
+    an_error_free(&e);
+    if (r == -ENOENT || r == -ETIME || r == -ESRCH) owned_remove(s, ids[i]);
+  }
+  free(ids);
+}
+
 /* A copy of the token's ids for the worker (which must not take locks);
  * with `gone` also those it destroyed (for audit). */
 static int owned_view_of(struct srv *s, long token, bool gone, struct owned_view *v) {
@@ -175,6 +197,17 @@ static int owned_view_of(struct srv *s, long token, bool gone, struct owned_view
   return v->ids ? 0 : -ENOMEM;
 }
 static int owned_view(struct srv *s, long token, struct owned_view *v) { return owned_view_of(s, token, false, v); }
+
+/* The token's snapshot directory name: hex of SHA-256 of its name (32 digits), so
+ * one token's snapshot digest restores nothing for another (api.h snapshot_owner). */
+static void snapshot_owner(const struct srv *s, long token, char out[33]) {
+  unsigned char h[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  const char *name = s->tokens[token].name;
+  out[0] = 0;
+  if (EVP_Digest(name, strlen(name), h, &len, EVP_sha256(), NULL) != 1 || len < 16) return;
+  for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", h[i]);
+}
 
 /* ---- calls -------------------------------------------------------------------------------- */
 
@@ -191,6 +224,10 @@ static int run_call(struct srv *s, struct MHD_Connection *c, long token, const s
   ctx.may_use_data = &v;
   ctx.may_audit = view_may_use;
   ctx.may_audit_data = &hist;
+  char owner[33];
+  snapshot_owner(s, token, owner);
+  if (!*owner) { free(v.ids); free(hist.ids); return an_error_set(err, EIO, "request: SHA-256"); }
+  ctx.snapshot_owner = owner;
   const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   int sock = ci ? ci->connect_fd : -1;
   struct an_api_job *job = NULL;
@@ -302,11 +339,15 @@ static enum MHD_Result call_and_respond(struct srv *s, struct srv_req *q, struct
   size_t inlen = 0, outlen = 0;
   an_error_t err = NULL;
   int r = 0;
+  bool reserved = false;
   if ((op->flags & AN_API_OP_CREATES) && s->tokens[q->token].max_sandboxes) {
+    owned_prune(s, q->token);
+    /* count and reserve in one step: concurrent creates must not all pass the check */
     pthread_mutex_lock(&s->mu);
-    size_t have = owned_count(s, q->token);
+    size_t have = owned_count(s, q->token) + s->tokens[q->token].creating;
+    if (have < s->tokens[q->token].max_sandboxes) s->tokens[q->token].creating++, reserved = true;
     pthread_mutex_unlock(&s->mu);
-    if (have >= s->tokens[q->token].max_sandboxes) {
+    if (!reserved) {
       snprintf(msg, sizeof msg, "this token may hold at most %zu sandboxes; destroy one first",
                s->tokens[q->token].max_sandboxes);
       ret = respond_error(s, q, c, method, url, 403, 0, msg, NULL, NULL);
@@ -369,6 +410,11 @@ static enum MHD_Result call_and_respond(struct srv *s, struct srv_req *q, struct
   ret = respond(c, 200, "application/json", out, outlen, NULL, NULL);
   out = NULL;
 done:
+  if (reserved) {   /* a successful create is in the owned list by now */
+    pthread_mutex_lock(&s->mu);
+    s->tokens[q->token].creating--;
+    pthread_mutex_unlock(&s->mu);
+  }
   atomic_fetch_sub(&s->inflight, 1);
   free(in);
   free(out);
@@ -396,6 +442,7 @@ static enum MHD_Result mcp_post(struct srv *s, struct srv_req *q, struct MHD_Con
   }
   struct owned_view v = {0}, hist = {0};
   enum MHD_Result ret = MHD_NO;
+  if (s->tokens[q->token].max_sandboxes) owned_prune(s, q->token);
   if (owned_view(s, q->token, &v) < 0 || owned_view_of(s, q->token, true, &hist) < 0) goto out;
   const char **ids = calloc(v.n + 1, sizeof *ids);
   if (!ids) goto out;
@@ -410,6 +457,10 @@ static enum MHD_Result mcp_post(struct srv *s, struct srv_req *q, struct MHD_Con
   h.api.may_use_data = &v;
   h.api.may_audit = view_may_use;
   h.api.may_audit_data = &hist;
+  char owner[33];
+  snapshot_owner(s, q->token, owner);
+  if (!*owner) { free(ids); goto out; }
+  h.api.snapshot_owner = owner;
   char *resp = NULL;
   size_t rlen = 0;
   an_error_t err = NULL;

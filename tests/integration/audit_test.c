@@ -721,6 +721,43 @@ Test(approval, bypass_attempts_are_still_checked) {
   cr_expect(strstr(g_out, h), "inspect does not show the hook: %s", g_out);
 }
 
+/* redteam: exec --detach and session start/run ran code without asking the hook (and
+ * left no audit record): a hook denying an argv was bypassed by --detach or a session. */
+Test(approval, detached_exec_and_session_calls_are_asked) {
+  need_image();
+  const char *h = hook("hook.sh", DENY_ON_FORBIDDEN);
+  char *id = create_with_hook(h, NULL);
+  cr_expect_eq(cli("exec --detach %s -- sh -c 'echo forbidden > /workspace/d.txt'", id), 125,
+               "exec --detach was not asked: %s", g_out);
+  cr_expect(strstr(g_err, "denied by approval hook: no forbidden words"), "%s", g_err);
+  cr_expect_eq(cli("session start %s --kind shell --name forbidden", id), 125, "session start was not asked");
+  cr_assert_eq(cli("session start %s --kind shell --name s1", id), 0, "%s", g_err);
+  cr_expect_eq(cli("session run %s s1 'echo forbidden > /workspace/s.txt'", id), 125,
+               "session run was not asked: %s", g_out);
+  cr_expect(strstr(g_err, "denied by approval hook: no forbidden words"), "%s", g_err);
+  /* nothing of the denied calls ran */
+  cr_assert_eq(cli("exec %s -- sh -c 'sleep 1; ls /workspace; echo end'", id), 0, "%s", g_err);
+  cr_expect_str_eq(g_out, "end\n", "a denied call ran: %s", g_out);
+  /* the allowed ones are audited */
+  cr_assert_eq(cli("exec --detach %s -- true", id), 0, "%s", g_err);
+  cr_assert_eq(cli("session run %s s1 'echo fine'", id), 0, "%s", g_err);
+  struct recs r;
+  struct an_audit_filter f = {.sandbox = id};
+  read_all(&r, &f);
+  cr_expect_not_null(find_op(&r, "approval", "session_start"));
+  cr_expect_not_null(find_op(&r, "approval", "session_run"));
+  bool detached = false, ran = false;
+  for (size_t i = 0; i < r.n; i++) {
+    const char *op = mstr(r.v[i], "op");
+    yajl_val d = member(r.v[i], "detach");
+    if (op && !strcmp(op, "exec") && d && YAJL_IS_TRUE(d)) detached = true;
+    if (op && !strcmp(op, "session_run")) ran = true;
+  }
+  cr_expect(detached, "no exec record of the detached command");
+  cr_expect(ran, "no session_run record");
+  recs_free(&r);
+}
+
 Test(approval, the_hook_runs_as_the_caller_with_a_clean_env_and_no_other_fds) {
   need_image();
   char p[256];
@@ -927,4 +964,14 @@ Test(approval, a_network_change_is_asked_and_audited) {
   cr_expect(nc && strv_has(member(nc, "allow"), "ok.example"), "network_change record");
   recs_free(&r);
   cli("destroy %s", id);
+}
+
+/* New-user trial: `audit --sandbox NAME` printed nothing (records name sandboxes by id). */
+Test(audit, sandbox_filter_takes_a_live_sandboxs_name) {
+  need_image();
+  cr_assert_eq(cli("create --image busybox --name auditjob"), 0, "%s", g_err);
+  cr_assert_eq(cli("exec auditjob -- true"), 0, "%s", g_err);
+  cr_assert_eq(cli("audit --sandbox auditjob --op exec --json"), 0, "%s", g_err);
+  cr_expect(strstr(g_out, "\"op\":\"exec\""), "no exec record for the name: %s", g_out);
+  cli("destroy auditjob");
 }

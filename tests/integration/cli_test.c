@@ -663,3 +663,17 @@ Test(cli, expired_sandbox_leaves_ls_as_documented) {
             out_text);
   free(id);
 }
+
+/* New-user trial: `create --json` was refused (only the global `--json create` worked), unlike
+ * every other command that prints JSON. */
+Test(cli, create_takes_json_after_the_command) {
+  cr_assert_eq(an("create --json --image busybox"), 0, "%s", err_text);
+  yajl_val v = parse_json(out_text);
+  const char *id = jstr(jget(v, "id", yajl_t_string));
+  cr_expect_eq(strlen(id), 12, "%s", out_text);
+  cr_expect(YAJL_IS_FALSE(jget(v, "pooled", yajl_t_any)), "%s", out_text);
+  char copy[32];
+  snprintf(copy, sizeof copy, "%s", id);
+  yajl_tree_free(v);
+  cr_expect_eq(an("destroy %s", copy), 0, "%s", err_text);
+}

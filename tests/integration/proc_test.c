@@ -18,46 +18,24 @@
 #include "agentnest.h"
 #include "agentnest/sandbox.h"
 #include "agentnest/proc.h"
+#include "session_fixture.h"
 #include "store_fixture.h"
 #include "util.h"
 
-static char g_root[PATH_MAX];
-static char g_cli[PATH_MAX];
+/* the shared fixture (tests/lib/session_fixture.h), under this file's old names */
+#define make_sb sf_make_sb
+#define destroy sf_destroy
+#define start sf_start
+#define call sf_call
 
-static void setup(void) {
-  an_test_lib_env(g_cli, sizeof g_cli);
-  snprintf(g_root, sizeof g_root, "/tmp/an-proctest-%d", (int) getppid());
-  an_test_store_make(g_root);
-  an_test_store_image(g_root, "busybox", false);
-}
+static void setup(void) { sf_setup("proctest", false); }
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
   (void) stats;
-  char root[PATH_MAX];
-  snprintf(root, sizeof root, "/tmp/an-proctest-%d", (int) getpid());
-  an_test_store_remove(root);
+  sf_remove_store("proctest");
 }
 
 TestSuite(proc, .init = setup, .timeout = 120);
-
-static struct an_sandbox *make_sb(const char *image, const char *secret) {
-  struct an_sandbox_opts *o = NULL;
-  an_error_t err = NULL;
-  cr_assert(an_sandbox_opts_new(&o, &err) == 0);
-  cr_assert(an_sandbox_opts_set_image(o, image, &err) == 0);
-  if (secret) cr_assert(an_sandbox_opts_add_secret(o, "API_TOKEN", secret, &err) == 0);
-  struct an_sandbox *sb = NULL;
-  cr_assert(an_sandbox_create(g_root, o, &sb, &err) == 0, "create: %s", err ? err->msg : "");
-  an_sandbox_opts_free(o);
-  return sb;
-}
-
-static void destroy(struct an_sandbox *sb) {
-  an_error_t err = NULL;
-  cr_expect(an_sandbox_destroy(sb, 0, &err) == 0, "destroy: %s", err ? err->msg : "");
-  an_error_free(&err);
-  an_sandbox_close(sb);
-}
 
 
 static char *start_proc(struct an_sandbox *sb, const char *script, size_t ring, pid_t *pid) {

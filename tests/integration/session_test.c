@@ -22,64 +22,25 @@
 #include "agentnest.h"
 #include "agentnest/sandbox.h"
 #include "agentnest/session.h"
+#include "session_fixture.h"
 #include "store_fixture.h"
 #include "util.h"
 #include "sandbox/session_internal.h"
 
-static char g_root[PATH_MAX];
-static char g_cli[PATH_MAX];
+/* the shared fixture (tests/lib/session_fixture.h), under this file's old names */
+#define make_sb sf_make_sb
+#define destroy sf_destroy
+#define start sf_start
+#define call sf_call
 
-static void setup(void) {
-  an_test_lib_env(g_cli, sizeof g_cli);
-  snprintf(g_root, sizeof g_root, "/tmp/an-sesstest-%d", (int) getppid());
-  an_test_store_make(g_root);
-  an_test_store_image(g_root, "busybox", false);
-  if (!an_test_store_image(g_root, "python", true)) cr_skip_test("no python image in the cache");
-}
+static void setup(void) { sf_setup("sesstest", true); }
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
   (void) stats;
-  char root[PATH_MAX];
-  snprintf(root, sizeof root, "/tmp/an-sesstest-%d", (int) getpid());
-  an_test_store_remove(root);
+  sf_remove_store("sesstest");
 }
 
 TestSuite(session, .init = setup, .timeout = 120);
-
-static struct an_sandbox *make_sb(const char *image, const char *secret) {
-  struct an_sandbox_opts *o = NULL;
-  an_error_t err = NULL;
-  cr_assert(an_sandbox_opts_new(&o, &err) == 0);
-  cr_assert(an_sandbox_opts_set_image(o, image, &err) == 0);
-  if (secret) cr_assert(an_sandbox_opts_add_secret(o, "API_TOKEN", secret, &err) == 0);
-  struct an_sandbox *sb = NULL;
-  cr_assert(an_sandbox_create(g_root, o, &sb, &err) == 0, "create: %s", err ? err->msg : "");
-  an_sandbox_opts_free(o);
-  return sb;
-}
-
-static void destroy(struct an_sandbox *sb) {
-  an_error_t err = NULL;
-  cr_expect(an_sandbox_destroy(sb, 0, &err) == 0, "destroy: %s", err ? err->msg : "");
-  an_error_free(&err);
-  an_sandbox_close(sb);
-}
-
-static void start(struct an_sandbox *sb, enum an_session_kind kind, const char *name) {
-  an_error_t err = NULL;
-  int r = an_session_start(sb, kind, name, 0, NULL, &err);
-  cr_assert(r == 0, "session start %s: %s", name, err ? err->msg : "");
-}
-
-static struct an_session_result call(struct an_sandbox *sb, const char *name, const char *code,
-                                     uint64_t timeout_ms) {
-  struct an_session_run_opts ro = {.timeout_ms = timeout_ms, .grace_ms = 1000};
-  struct an_session_result res;
-  an_error_t err = NULL;
-  int r = an_session_run(sb, name, code, strlen(code), &ro, &res, &err);
-  cr_assert(r == 0, "session run %s: %s", code, err ? err->msg : "");
-  return res;
-}
 
 Test(session, python_globals_survive_calls) {
   struct an_sandbox *sb = make_sb("python", NULL);

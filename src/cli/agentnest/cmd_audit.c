@@ -8,6 +8,7 @@
 #include <time.h>
 #include <yajl/yajl_tree.h>
 #include "agentnest/audit.h"
+#include "agentnest/sandbox.h"
 #include "cli.h"
 #include "util/json_tree.h"
 #include "util/units.h"
@@ -23,7 +24,8 @@ static const char audit_usage[] =
     "sandbox.  Human output: TIME OP SANDBOX then the other members as KEY=JSON.\n"
     "  --since TIME     records from TIME on: 2026-12-01T12:00:00Z, 2026-12-01, or a duration\n"
     "                   before now (10m, 1h)\n"
-    "  --sandbox ID     records of sandbox ID (also forks naming it as parent or child)\n"
+    "  --sandbox ID     records of sandbox ID (a live sandbox's name too; also forks naming it\n"
+    "                   as parent or child)\n"
     "  --op OP          records of one operation (e.g. exec, approval)\n"
     "  --json           the records as stored, one JSON object per line\n"
     "  -h, --help       this help\n"
@@ -166,6 +168,15 @@ int cmd_audit(struct an_global_opts *g, int argc, char **argv) {
   if (r >= 0) return r;
   if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
   an_error_t err = NULL;
+  /* a live sandbox's name stands for its id (records name sandboxes by id) */
+  char id[AN_SANDBOX_ID_LEN + 1] = "";
+  struct an_sandbox *sb = NULL;
+  if (a.sandbox && an_sandbox_open(g->root, a.sandbox, &sb, &err) == 0) {
+    snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
+    an_sandbox_close(sb);
+    a.sandbox = id;
+  }
+  an_error_free(&err);
   struct an_audit_filter f = {.sandbox = a.sandbox, .op = a.op};
   if (a.since) {
     struct timespec ts;

@@ -18,6 +18,7 @@ int cmd_create(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {
       CLI_SANDBOX_LONGOPTS,
       CLI_POOL_LONGOPTS,
+      {"json", no_argument, NULL, CLI_OPT_JSON},
       {"help", no_argument, NULL, 'h'},
       {0},
   };
@@ -32,10 +33,12 @@ int cmd_create(struct an_global_opts *g, int argc, char **argv) {
     if (cli_sandbox_flag(&flags, c, optarg)) continue;
     if (c == 'h') {
       printf("%s%s\n%s\n  -h, --help              this help\n"
-             "With the global --json: {\"id\",\"pooled\"} instead of the id alone.\n",
+             "  --json                  print {\"id\",\"pooled\"} instead of the id alone (also the\n"
+             "                          global --json)\n",
              create_usage, cli_sandbox_opts_help, cli_pool_opts_help);
       return 0;
     }
+    if (c == CLI_OPT_JSON) { g->json = true; continue; }
     if (c == CLI_OPT_POOL) { pool = optarg; continue; }
     if (c == CLI_OPT_POOL_ONLY) { pool_only = true; continue; }
     return cli_getopt_error(argv[0], c, argc, argv);

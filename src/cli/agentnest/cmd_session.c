@@ -2,8 +2,7 @@
  * stateful Python and shell sessions in a live sandbox (agentnest/session.h).
  * --stream writes JSON Lines (one {"type":"stdout"|"stderr","data":...} per
  * chunk, base64 with "encoding":"base64" when a chunk is not valid UTF-8,
- * then one {"type":"result",...}); this minimal writer lives here until the
- * shared one (h13-io) is merged. */
+ * then one {"type":"result",...}): the writer of every --stream (stream.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -11,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <openssl/evp.h>
 #include "agentnest/session.h"
 #include "cli.h"
+#include "stream.h"
 #include "util/cleanup.h"
 #include "util/units.h"
 
@@ -75,40 +74,6 @@ static int on_opt(void *ctx, int code, char *arg) {
   return AN_EXIT_RUNTIME;
 }
 
-/* ---- --stream (JSON Lines) ---- */
-
-static void stream_line(struct an_jgen *j) {
-  cleanup_free char *doc = NULL;
-  size_t len = 0;
-  if (an_jgen_finish(j, &doc, &len) < 0) return;
-  doc[len] = '\0';
-  fprintf(stdout, "%s\n", doc);
-  fflush(stdout);
-}
-
-static void stream_chunk(void *data, enum an_stream st, const char *buf, size_t len) {
-  (void) data;
-  struct an_jgen j;
-  if (an_jgen_init(&j, false) < 0) return;
-  an_jgen_map_open(&j);
-  an_jgen_kv_str(&j, "type", st == AN_STREAM_STDERR ? "stderr" : "stdout");
-  size_t sl = 0;
-  cleanup_free char *clean = an_utf8_sanitize(buf, len, &sl);
-  bool utf8 = clean && sl == len && !memcmp(clean, buf, len);
-  an_jgen_key(&j, "data");
-  if (utf8) {
-    if (j.g) an_jgen_check(&j, yajl_gen_string(j.g, (const unsigned char *) buf, len));
-  } else {
-    cleanup_free unsigned char *b64 = malloc(4 * ((len + 2) / 3) + 1);
-    if (!b64) { an_jgen_free(&j); return; }
-    int n = EVP_EncodeBlock(b64, (const unsigned char *) buf, (int) len);
-    if (j.g) an_jgen_check(&j, yajl_gen_string(j.g, b64, (size_t) n));
-    an_jgen_kv_str(&j, "encoding", "base64");
-  }
-  an_jgen_map_close(&j);
-  stream_line(&j);
-}
-
 /* ---- the subcommands ---- */
 
 static int g_sigpipe = -1;
@@ -161,7 +126,11 @@ static int do_run(const char *cmd, struct an_sandbox *sb, const char *name, cons
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
   struct an_session_run_opts ro = {.timeout_ms = o->timeout_ms, .has_cancel_fd = true, .cancel_fd = p[0]};
-  if (o->stream) ro.on_data = stream_chunk;
+  struct cli_stream st = {0};
+  if (o->stream) {
+    ro.on_data = cli_stream_data;   /* stream.h: the format of every --stream */
+    ro.on_data_arg = &st;
+  }
   else if (!o->json) ro.on_data = cli_stream_output;
   struct an_session_result res;
   an_error_t err = NULL;
@@ -170,15 +139,19 @@ static int do_run(const char *cmd, struct an_sandbox *sb, const char *name, cons
   if (r < 0) return cli_fail(cmd, &err);
   int status = res.status;
   if (o->json || o->stream) {
-    struct an_jgen j;
+    if (o->stream) cli_stream_flush(&st);
+    cleanup_jgen struct an_jgen j = {0};
     an_jgen_init(&j, o->json);
     an_jgen_map_open(&j);
     if (o->stream) an_jgen_kv_str(&j, "type", "result");
     an_jgen_kv_str(&j, "session", name);
     if (j.g) an_jgen_check(&j, an_session_result_json_fields(j.g, &res));
     an_jgen_map_close(&j);
-    if (o->stream) stream_line(&j);
-    else if (cli_print_json(cmd, &j, "result") != 0) status = AN_EXIT_RUNTIME;
+    if (o->stream) {
+      if (cli_stream_line(&j) < 0) status = AN_EXIT_RUNTIME;
+    } else if (cli_print_json(cmd, &j, "result") != 0) {
+      status = AN_EXIT_RUNTIME;
+    }
   } else {
     if (res.value_repr) printf("%s\n", res.value_repr);
     fflush(stdout);

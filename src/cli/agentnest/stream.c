@@ -27,7 +27,7 @@ static void write_all(int fd, const char *buf, size_t len) {
 }
 
 /* Finish `j` and write it as one line to fd 1.  Returns 0 or -errno. */
-static int write_line(struct an_jgen *j) {
+int cli_stream_line(struct an_jgen *j) {
   char *doc = NULL;
   size_t len = 0;
   int r = an_jgen_finish(j, &doc, &len);
@@ -82,7 +82,7 @@ static void emit_chunk(enum an_stream stream, const char *buf, size_t len) {
     an_jgen_kv_str(&j, "encoding", "base64");
   }
   an_jgen_map_close(&j);
-  write_line(&j);
+  cli_stream_line(&j);
 }
 
 void cli_stream_data(void *data, enum an_stream stream, const char *buf, size_t len) {
@@ -99,12 +99,16 @@ void cli_stream_data(void *data, enum an_stream stream, const char *buf, size_t 
   s->nheld[i] = tail;
 }
 
-int cli_stream_result(const char *cmd, struct cli_stream *s, const char *id,
-                      const struct an_exec_result *res, const struct an_artifact_list *arts) {
+void cli_stream_flush(struct cli_stream *s) {
   for (int i = 0; s && i < 2; i++) {
     emit_chunk(i ? AN_STREAM_STDERR : AN_STREAM_STDOUT, (const char *) s->held[i], s->nheld[i]);
     s->nheld[i] = 0;
   }
+}
+
+int cli_stream_result(const char *cmd, struct cli_stream *s, const char *id,
+                      const struct an_exec_result *res, const struct an_artifact_list *arts) {
+  cli_stream_flush(s);
   cleanup_jgen struct an_jgen j = {0};
   an_jgen_init(&j, false);
   an_jgen_map_open(&j);
@@ -112,7 +116,7 @@ int cli_stream_result(const char *cmd, struct cli_stream *s, const char *id,
   an_jgen_kv_str(&j, "id", id);
   if (j.g && j.st == yajl_gen_status_ok) an_jgen_check(&j, an_exec_result_json_fields(j.g, res, arts));
   an_jgen_map_close(&j);
-  int r = write_line(&j);
+  int r = cli_stream_line(&j);
   if (r < 0) {
     fprintf(stderr, "agentnest %s: result line: JSON: %s\n", cmd, an_errno_name(-r));
     return AN_EXIT_RUNTIME;
@@ -144,7 +148,7 @@ void cli_error_json_print(const char *code, const char *message) {
   an_jgen_map_close(&j);
   an_jgen_map_close(&j);
   fflush(stdout);
-  write_line(&j);
+  cli_stream_line(&j);
 }
 
 /* ---- Python output --------------------------------------------------------------------- */

@@ -50,6 +50,15 @@ void cli_stream_data(void *data, enum an_stream stream, const char *buf, size_t 
 int cli_stream_result(const char *cmd, struct cli_stream *s, const char *id,
                       const struct an_exec_result *res, const struct an_artifact_list *arts);
 
+/* Write what is still held back (an incomplete UTF-8 sequence at the very
+ * end, as a base64 chunk) before a result line of one's own. */
+void cli_stream_flush(struct cli_stream *s);
+
+/* Write the finished JSON document of j (an_jgen, not pretty) and "\n" to
+ * fd 1 as one write.  Returns 0 or -errno (the JSON, ENOMEM). */
+struct an_jgen;
+int cli_stream_line(struct an_jgen *j);
+
 /* Error documents: when on, cli_fail and cli_usage_error also print the
  * error document above on stdout (at most one per process: later errors
  * go to stderr only). */
