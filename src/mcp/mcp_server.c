@@ -52,17 +52,22 @@ static void keeper_end(pid_t pid) {
   while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
 }
 
+/* Drop own[i]: its keeper ends; its id stays readable for audit (gone). */
+static void own_drop(struct mcp_server *s, size_t i) {
+  keeper_end(s->own[i].keeper);
+  if (s->ngone == s->capgone) {
+    size_t nc = s->capgone ? s->capgone * 2 : 16;
+    char (*n)[16] = realloc(s->gone, nc * sizeof *n);
+    if (n) s->gone = n, s->capgone = nc;
+  }
+  if (s->ngone < s->capgone) memcpy(s->gone[s->ngone++], s->own[i].id, 16);
+  s->own[i] = s->own[--s->nown];
+}
+
 static void own_remove(struct mcp_server *s, const char *id) {
   for (size_t i = 0; i < s->nown; i++)
     if (!strcmp(s->own[i].id, id)) {
-      keeper_end(s->own[i].keeper);
-      if (s->ngone == s->capgone) {
-        size_t nc = s->capgone ? s->capgone * 2 : 16;
-        char (*n)[16] = realloc(s->gone, nc * sizeof *n);
-        if (n) s->gone = n, s->capgone = nc;
-      }
-      if (s->ngone < s->capgone) memcpy(s->gone[s->ngone++], s->own[i].id, 16);
-      s->own[i] = s->own[--s->nown];
+      own_drop(s, i);
       return;
     }
 }
@@ -76,12 +81,8 @@ static void own_prune(struct mcp_server *s) {
     int r = an_sandbox_open(s->ctx.store_root, s->own[i].id, &sb, &e);
     an_sandbox_close(sb);
     an_error_free(&e);
-    if (r == -ENOENT || r == -ETIME || r == -ESRCH) {
-      keeper_end(s->own[i].keeper);
-      s->own[i] = s->own[--s->nown];
-    } else {
-      i++;
-    }
+    if (r == -ENOENT || r == -ETIME || r == -ESRCH) own_drop(s, i);
+    else i++;
   }
 }
 

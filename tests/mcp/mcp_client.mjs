@@ -137,6 +137,16 @@ r = await call('audit', {});
 ok(!r.isError && r.structuredContent.records.every((x) => [sb, copy, nsb].includes(x.sandbox) || [sb, copy, nsb].includes(x.child) || [sb, copy, nsb].includes(x.parent)), 'audit: only this client\'s sandboxes', r);
 r = await call('destroy', { sandbox: nsb });
 ok(!r.isError, 'destroy the allowlist sandbox', r);
+// a sandbox that expires on its own: its slot is freed at the next create, its audit stays readable
+r = await call('create', { timeout: '2s' });
+const eid = r.structuredContent.id; saw(eid);
+await until(() => !storeList().some((x) => x.id === eid && x.status === 'running'), 'the 2s sandbox expired');
+r = await call('create', {});
+ok(!r.isError, 'a create after the expiry', r);
+const after = r.structuredContent.id; saw(after);
+await call('destroy', { sandbox: after });
+r = await call('audit', { sandbox: eid });
+ok(!r.isError && r.structuredContent.records.some((x) => x.op === 'create' && x.sandbox === eid), 'audit of a sandbox that expired and was pruned', r);
 r = await call('events', { sandbox: sb });
 ok(r.structuredContent.events.some((e) => e.type === 'exec'), 'events', r);
 
