@@ -263,6 +263,14 @@ Test(net_internet, dns_decisions_and_connections_are_events) {
   cr_assert(strstr(ev, "\"redirected_packets\"") && !strstr(ev, "\"redirected_packets\": 0,"),
             "counters count the redirected connection: %s", ev);
   free(ev);
+  /* the same counters in inspect (issue 12 item 6) */
+  cr_assert_eq(an_test_sh("%s --root %s inspect %s > %s", E.an, E.root, id, E.out), 0);
+  ev = out();
+  const char *ic = strstr(ev, "\"egress_counters\": {");
+  cr_assert(ic && strstr(ic, "\"redirected_packets\"") && !strstr(ic, "\"redirected_packets\": 0,") &&
+                strstr(ic, "\"dns_packets\""),
+            "inspect shows the egress counters: %s", ev);
+  free(ev);
   an_test_sh("%s --root %s destroy %s >/dev/null 2>&1", E.an, E.root, id);
   free(id);
 }
