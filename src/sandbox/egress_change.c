@@ -112,17 +112,30 @@ int an_sandbox_network_change(struct an_sandbox *sb, const char *mode, const cha
   return r;
 }
 
-int an_sandbox_network_json(struct an_sandbox *sb, char **json, an_error_t *err) {
-  if (!sb->opts) return an_error_set(err, EINVAL, "sandbox %s: no options record", sb->rec.id);
+void an_sb_egress_counters_gen(struct an_sandbox *sb, struct an_jgen *g) {
   struct an_ruleset_counters c = {0};
   bool have = false;
-  if (strcmp(an_sandbox_opts_network(sb->opts), "none") != 0) {
+  if (sb->opts && strcmp(an_sandbox_opts_network(sb->opts), "none") != 0) {
     char ns[4096];
     snprintf(ns, sizeof ns, "%s/netns", sb->dir);
     an_error_t e = NULL;
     have = an_ruleset_counters(ns, &c, &e) == 0;
     an_error_free(&e);
   }
+  if (!have) {
+    an_jgen_null(g);
+    return;
+  }
+  an_jgen_map_open(g);
+  an_jgen_kv_u64(g, "redirected_packets", c.redirected_packets);
+  an_jgen_kv_u64(g, "dropped_packets", c.dropped_packets);
+  an_jgen_kv_u64(g, "dropped_bytes", c.dropped_bytes);
+  an_jgen_kv_u64(g, "dns_packets", c.dns_packets);
+  an_jgen_map_close(g);
+}
+
+int an_sandbox_network_json(struct an_sandbox *sb, char **json, an_error_t *err) {
+  if (!sb->opts) return an_error_set(err, EINVAL, "sandbox %s: no options record", sb->rec.id);
   cleanup_jgen struct an_jgen j;
   if (an_jgen_init(&j, true) < 0) return an_error_set(err, ENOMEM, "network JSON");
   an_jgen_map_open(&j);
@@ -131,15 +144,7 @@ int an_sandbox_network_json(struct an_sandbox *sb, char **json, an_error_t *err)
   an_jgen_kv_strv(&j, "allow", (const char *const *) an_sandbox_opts_allow(sb->opts));
   an_jgen_kv_strv(&j, "dns_upstream", (const char *const *) an_sandbox_opts_dns_upstreams(sb->opts));
   an_jgen_key(&j, "counters");
-  if (!have) an_jgen_null(&j);
-  else {
-    an_jgen_map_open(&j);
-    an_jgen_kv_u64(&j, "redirected_packets", c.redirected_packets);
-    an_jgen_kv_u64(&j, "dropped_packets", c.dropped_packets);
-    an_jgen_kv_u64(&j, "dropped_bytes", c.dropped_bytes);
-    an_jgen_kv_u64(&j, "dns_packets", c.dns_packets);
-    an_jgen_map_close(&j);
-  }
+  an_sb_egress_counters_gen(sb, &j);
   an_jgen_map_close(&j);
   int r = an_jgen_finish(&j, json, NULL);
   return r < 0 ? an_error_set(err, -r, "network JSON") : 0;

@@ -32,4 +32,11 @@ int an_sb_egress_stop(const char *dir, an_error_t *err);
  * from the options record (SIGUSR1; best effort: none running is fine). */
 void an_sb_egress_reload(const char *dir);
 
+/* Write the value of the sandbox's egress counters (its netns ruleset's
+ * named counters: redirected_packets, dropped_packets, dropped_bytes,
+ * dns_packets) to `g`: a map, or null for mode none or when they cannot be
+ * read (the sandbox is gone).  For `network ID` and `inspect`. */
+struct an_jgen;
+void an_sb_egress_counters_gen(struct an_sandbox *sb, struct an_jgen *g);
+
 #endif

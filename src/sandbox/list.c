@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "sandbox/egress_run.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "sandbox/opts_internal.h"
@@ -165,6 +166,8 @@ int an_sandbox_inspect(struct an_sandbox *sb, char **json, an_error_t *err) {
   an_jgen_key(g, "options");
   if (sb->opts) an_sandbox_opts_gen(g, sb->opts);
   else an_jgen_null(g);
+  an_jgen_key(g, "egress_counters");
+  an_sb_egress_counters_gen(sb, g);
   an_jgen_map_close(g);
   int r = an_jgen_finish(&j, json, NULL);
   if (r == -EINVAL)

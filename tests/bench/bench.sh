@@ -93,6 +93,7 @@ CLEANED=0
 cleanup() {
   [ "$CLEANED" = 1 ] && return; CLEANED=1
   trap '' INT TERM
+  declare -F eg_stop >/dev/null && eg_stop
   local ids left
   [ -x "$AN" ] && $ANR pool stop bench >/dev/null 2>&1
   ids=$( { cat "$WORK"/ids.* 2>/dev/null; [ -x "$AN" ] && $ANR ls --json 2>/dev/null | jq -r '.[].id' 2>/dev/null; } | sort -u)
@@ -305,6 +306,9 @@ else
   why=${SB_WHY:-create failed: $(tail -1 "$WORK/c.err" 2>/dev/null)}
   na $G "agentnest exec (true)" "$why"; na $G "agentnest exec x2 concurrent (wall time of the pair)" "$why"
 fi
+
+# egress data path: a DNS lookup through the filter, TCP throughput (issue 12)
+. tests/bench/egress_rows.sh   # (the cwd is the repository root)
 
 # a call of `pass` in a live Python session vs exec of python3 -c pass (issue 13
 # item 1; DESIGN: a session call under 1 ms beyond the interpreter's own work)
@@ -637,6 +641,10 @@ jq -s --argjson R "$REFS" --argjson quick "$QUICK" --slurpfile dens <(jq -s . "$
       {target: "--network allowlist adds at most 5 ms to one-shot run -- true",
        value: (if med("agentnest run --network allowlist -- true") and med("agentnest run -- true")
                then med("agentnest run --network allowlist -- true") - med("agentnest run -- true") else null end), bound: 5},
+      {target: "TCP through the egress path >= 0.8 x the same transfer between two plain netns",
+       value: ([$rows[] | select(.metric | test("^TCP .* between two plain netns")) | select(.status == "ok") | .median] as $p
+               | [$rows[] | select(.metric | test("^TCP .* through egress")) | select(.status == "ok") | .median] as $e
+               | if ($p | length) > 0 and ($e | length) > 0 then r($p[0]; $e[0]) else null end), bound: 0.8, higher_is_better: true},
       {target: "agentnest image import \($image) median < 2000 ms", value: med("agentnest image import \($image)"), bound: 2000},
       {target: "stateful Python session call < 1 ms", value: null, bound: 1, reason: "no session API in the CLI yet"},
       {target: "agentnest batch -j2 of true jobs >= 100 jobs/s",

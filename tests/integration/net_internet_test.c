@@ -12,7 +12,12 @@
  * on the same IP (DNS refused, and a forged Host header closed by the
  * proxy); a direct IP connect refused; BL-37 (random subdomains of a
  * non-allowed zone: zero queries reach dnsmasq); the deny set in mode full
- * (metadata, private, the host's own address). */
+ * (metadata, private, the host's own address); pip install from a PEP 503
+ * index on an allowed name (and not from one whose name is not allowed);
+ * git clone over HTTPS (dumb HTTP behind TLS, the test's certificate
+ * trusted by GIT_SSL_CAINFO) of the allowed name, and not with another
+ * name's SNI on the same address; fork, workspace restore and a pooled
+ * sandbox keep exactly the egress policy (`agentnest network ID`). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
@@ -258,6 +263,183 @@ Test(net_internet, dns_decisions_and_connections_are_events) {
   cr_assert(strstr(ev, "\"redirected_packets\"") && !strstr(ev, "\"redirected_packets\": 0,"),
             "counters count the redirected connection: %s", ev);
   free(ev);
+  /* the same counters in inspect (issue 12 item 6) */
+  cr_assert_eq(an_test_sh("%s --root %s inspect %s > %s", E.an, E.root, id, E.out), 0);
+  ev = out();
+  const char *ic = strstr(ev, "\"egress_counters\": {");
+  cr_assert(ic && strstr(ic, "\"redirected_packets\"") && !strstr(ic, "\"redirected_packets\": 0,") &&
+                strstr(ic, "\"dns_packets\""),
+            "inspect shows the egress counters: %s", ev);
+  free(ev);
   an_test_sh("%s --root %s destroy %s >/dev/null 2>&1", E.an, E.root, id);
   free(id);
+}
+
+/* ---- workflows through the allowlist: pip from a package index, git clone over HTTPS ---- */
+
+/* A pure-Python wheel (PEP 427) made with zipfile on the host, put where
+ * http.server serves it as a PEP 503 project page: www/simple/anpkg/. */
+static const char make_wheel_py[] =
+    "import base64, hashlib, os, sys, zipfile\n"
+    "d = os.path.join(sys.argv[1], 'simple', 'anpkg')\n"
+    "os.makedirs(d, exist_ok=True)\n"
+    "files = {\n"
+    "    'anpkg/__init__.py': b'MARK = \"an-pip-index-ok\"\\n',\n"
+    "    'anpkg-1.0.dist-info/METADATA': b'Metadata-Version: 2.1\\nName: anpkg\\nVersion: 1.0\\n',\n"
+    "    'anpkg-1.0.dist-info/WHEEL': b'Wheel-Version: 1.0\\nGenerator: agentnest-test\\n'\n"
+    "                                 b'Root-Is-Purelib: true\\nTag: py3-none-any\\n',\n"
+    "}\n"
+    "def digest(b):\n"
+    "    return 'sha256=' + base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b'=').decode()\n"
+    "record = ''.join('%s,%s,%d\\n' % (n, digest(b), len(b)) for n, b in files.items())\n"
+    "record += 'anpkg-1.0.dist-info/RECORD,,\\n'\n"
+    "with zipfile.ZipFile(os.path.join(d, 'anpkg-1.0-py3-none-any.whl'), 'w') as z:\n"
+    "    for n, b in files.items():\n"
+    "        z.writestr(n, b)\n"
+    "    z.writestr('anpkg-1.0.dist-info/RECORD', record)\n"
+    "with open(os.path.join(d, 'index.html'), 'w') as f:\n"
+    "    f.write('<!DOCTYPE html><html><body><a href=\"anpkg-1.0-py3-none-any.whl\">anpkg-1.0-py3-none-any.whl</a></body></html>\\n')\n";
+
+#define PIP_INSTALL "pip install --no-cache-dir --disable-pip-version-check --target /workspace/lib " \
+                    "--index-url http://pkg.example/simple --trusted-host pkg.example anpkg && " \
+                    "PYTHONPATH=/workspace/lib python3 -c \"import anpkg; print(anpkg.MARK)\""
+
+/* issue 16 item 1 with issue 12's local index: pip install from an index
+ * on an allowlisted name works, and the same install with the index's name
+ * not on the list fails (its name is refused at DNS, never asked upstream). */
+Test(net_internet, pip_install_from_an_allowlisted_index) {
+  if (access(PY_CACHE, F_OK) != 0) cr_skip_test("no python image in %s", PY_CACHE);
+  cr_assert_eq(an_test_sh("%s --root %s image import %s --name python >/dev/null 2>&1", E.an, E.root, PY_CACHE), 0);
+  char py[128];
+  snprintf(py, sizeof py, "%s/make_wheel.py", E.dir);
+  an_test_write_file(py, make_wheel_py, strlen(make_wheel_py), 0644);
+  cr_assert_eq(an_test_sh("/usr/bin/python3 %s %s/www && chmod -R a+rX %s/www", py, E.dir, E.dir), 0, "wheel");
+  int st = an_test_sh("%s --root %s run --image python --dns-upstream 192.0.2.53 --network allowlist "
+                      "--allow pkg.example -- sh -c '" PIP_INSTALL "' > %s 2>&1", E.an, E.root, E.out);
+  char *o = out();
+  cr_assert_eq(st, 0, "pip install from the allowlisted index: %s", o);
+  cr_assert(strstr(o, "an-pip-index-ok"), "%s", o);
+  free(o);
+  int before = queries("pkg.example");
+  st = an_test_sh("%s --root %s run --image python --dns-upstream 192.0.2.53 --network allowlist "
+                  "--allow other.example -- sh -c '" PIP_INSTALL "' > %s 2>&1", E.an, E.root, E.out);
+  o = out();
+  cr_assert_neq(st, 0, "pip installed from an index whose name is not allowed: %s", o);
+  cr_assert_null(strstr(o, "an-pip-index-ok"), "%s", o);
+  free(o);
+  cr_assert_eq(queries("pkg.example"), before, "the non-allowed index name was asked upstream");
+}
+
+#define DEB_CACHE "/var/cache/agentnest/images/debian/layout"
+#define HOST_GIT "env -u GIT_DIR HOME=%s GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null " \
+                 "git -c user.name=host -c user.email=host@test.invalid"
+
+/* issue 16 item 2 with issue 12's Git server: a bare repository served by
+ * git's dumb HTTP protocol (http.server over it after update-server-info)
+ * behind TLS on pkg.example and other.example (one address, one
+ * certificate for both names, trusted in the sandbox by GIT_SSL_CAINFO).
+ * The clone of the allowed name works; a clone of the other name on the
+ * same, already admitted address (curl told the address, so no DNS) is
+ * closed by the proxy on the ClientHello's SNI. */
+Test(net_internet, git_clone_over_https_through_the_allowlist) {
+  if (access(DEB_CACHE, F_OK) != 0) cr_skip_test("no debian image in %s", DEB_CACHE);
+  if (an_test_sh("command -v git >/dev/null && command -v openssl >/dev/null")) cr_skip_test("no git or openssl on the host");
+  cr_assert_eq(an_test_sh("%s --root %s image import %s --name debian >/dev/null 2>&1", E.an, E.root, DEB_CACHE), 0);
+  cr_assert_eq(an_test_sh("cd %s && " HOST_GIT " init -q base && cd base && echo cloned-over-https > a.txt && "
+                          HOST_GIT " add a.txt && " HOST_GIT " commit -qm one && cd .. && "
+                          HOST_GIT " clone -q --bare base www/repo.git && cd www/repo.git && "
+                          HOST_GIT " update-server-info && chmod -R a+rX %s/www",
+                          E.dir, E.dir, E.dir, E.dir, E.dir, E.dir, E.dir), 0, "bare repository");
+  cr_assert_eq(an_test_sh("cd %s && openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem "
+                          "-days 1 -subj /CN=pkg.example -addext subjectAltName=DNS:pkg.example,DNS:other.example "
+                          ">/dev/null 2>&1 && chmod a+r key.pem cert.pem", E.dir), 0, "openssl");
+  char srv[128], tlog[160];
+  snprintf(srv, sizeof srv, "%s/tls_server.py", E.dir);
+  snprintf(tlog, sizeof tlog, "%s/https.log", E.dir);
+  an_test_write_file(srv, tls_server, strlen(tls_server), 0644);
+  pid_t https = nf_spawn(E.inet, tlog, "cd %s/www && exec setpriv --reuid=65534 --regid=65534 --clear-groups "
+                                       "/usr/bin/python3 -u %s %s/cert.pem %s/key.pem", E.dir, srv, E.dir, E.dir);
+  bool started = nf_wait(up, tlog, 1000);
+  int st = an_test_sh(
+      "cd %s && %s --root %s run --image debian --dns-upstream 192.0.2.53 --network allowlist --allow pkg.example "
+      "--put cert.pem --env GIT_SSL_CAINFO=/workspace/cert.pem --env HOME=/workspace -- sh -c '"
+      "git clone -q https://pkg.example/repo.git /workspace/ok && cat /workspace/ok/a.txt; "
+      "git -c http.curloptResolve=other.example:443:203.0.113.10 clone -q https://other.example/repo.git "
+      "/workspace/bad 2>&1 && echo OTHER-CLONED; true' > %s 2>&1", E.dir, E.an, E.root, E.out);
+  nf_stop(https);
+  cr_assert(started, "the HTTPS server did not start");
+  char *o = out();
+  cr_assert_eq(st, 0, "%s", o);
+  cr_assert(strstr(o, "cloned-over-https"), "clone of the allowed name over HTTPS: %s", o);
+  cr_assert_null(strstr(o, "OTHER-CLONED"), "a clone with another name's SNI on the allowed address: %s", o);
+  free(o);
+}
+
+/* ---- inheritance: fork, restore and a pooled sandbox keep exactly their egress policy ---- */
+
+/* `agentnest network ID`'s policy (mode, allow, dns_upstream: from "mode"
+ * up to the counters), malloc'd. */
+static char *policy_of(const char *id) {
+  cr_assert_eq(an_test_sh("%s --root %s network %s > %s 2>&1", E.an, E.root, id, E.out), 0, "network %s", id);
+  char *o = out();
+  char *a = strstr(o, "\"mode\""), *b = a ? strstr(a, "\"counters\"") : NULL;
+  cr_assert(a && b, "network %s: %s", id, o);
+  char *p = strndup(a, (size_t) (b - a));
+  free(o);
+  return p;
+}
+
+/* the id a command printed (first line of E.out), malloc'd */
+static char *made(const char *what, int st) {
+  char *o = out();
+  cr_assert_eq(st, 0, "%s: %s", what, o);
+  o[strcspn(o, "\n")] = 0;
+  return o;
+}
+
+#define POLICY "--dns-upstream 192.0.2.53 --network allowlist --allow pkg.example:80,443 --allow '*.zone.example' " \
+               "--allow 203.0.113.0/24:8080"
+
+Test(net_internet, fork_and_restore_keep_exactly_the_egress_policy) {
+  char *id = made("create", an_test_sh("%s --root %s create --image busybox " POLICY " > %s 2>&1", E.an, E.root, E.out));
+  /* a live change first: the fork must copy the policy as it is now */
+  cr_assert_eq(an_test_sh("%s --root %s network %s --allow other.example:443 --deny '*.zone.example' > %s 2>&1",
+                          E.an, E.root, id, E.out), 0);
+  char *parent = policy_of(id);
+  cr_assert(strstr(parent, "other.example:443") && !strstr(parent, "zone.example"), "%s", parent);
+  char *child = made("fork", an_test_sh("%s --root %s fork %s > %s 2>&1", E.an, E.root, id, E.out));
+  char *cp = policy_of(child);
+  cr_assert_str_eq(cp, parent, "the fork's policy differs from its parent's");
+  /* a workspace restore replaces files only: the policy is unchanged */
+  cr_assert_eq(an_test_sh("%s --root %s snapshot %s %s/ws.tar > %s 2>&1 && %s --root %s restore %s %s/ws.tar >> %s 2>&1",
+                          E.an, E.root, id, E.dir, E.out, E.an, E.root, id, E.dir, E.out), 0, "snapshot/restore");
+  char *after = policy_of(id);
+  cr_assert_str_eq(after, parent, "restore changed the policy");
+  /* and the fork's rules are its own, enforced: pkg.example resolves there */
+  cr_assert_eq(an_test_sh("%s --root %s exec %s -- sh -c '" GET("pkg.example", "203.0.113.10") "' > %s 2>&1",
+                          E.an, E.root, child, E.out), 0);
+  char *o = out();
+  cr_assert(strstr(o, "hello-from-pkg"), "the fork's egress: %s", o);
+  free(o);
+  an_test_sh("%s --root %s destroy %s %s >/dev/null 2>&1", E.an, E.root, id, child);
+  free(after); free(cp); free(child); free(parent); free(id);
+}
+
+Test(net_internet, a_pooled_sandbox_has_the_pools_egress_policy) {
+  cr_assert_eq(an_test_sh("%s --root %s pool start egress --size 1 --image busybox " POLICY " > %s 2>&1",
+                          E.an, E.root, E.out), 0, "pool start");
+  char *pooled = made("create --pool", an_test_sh("%s --root %s create --pool egress --pool-only > %s 2>&1", E.an, E.root, E.out));
+  char *fresh = made("create", an_test_sh("%s --root %s create --image busybox " POLICY " > %s 2>&1",
+                                          E.an, E.root, E.out));
+  char *pp = policy_of(pooled), *fp = policy_of(fresh);
+  cr_assert(strstr(pp, "\"allowlist\""), "%s", pp);
+  cr_assert_str_eq(pp, fp, "the pooled sandbox's policy differs from a fresh one's");
+  cr_assert_eq(an_test_sh("%s --root %s exec %s -- sh -c '" GET("pkg.example", "203.0.113.10") "' > %s 2>&1",
+                          E.an, E.root, pooled, E.out), 0);
+  char *o = out();
+  cr_assert(strstr(o, "hello-from-pkg"), "the pooled sandbox's egress: %s", o);
+  free(o);
+  an_test_sh("%s --root %s pool stop egress >/dev/null 2>&1; %s --root %s destroy %s %s >/dev/null 2>&1",
+             E.an, E.root, E.an, E.root, pooled, fresh);
+  free(pp); free(fp); free(pooled); free(fresh);
 }

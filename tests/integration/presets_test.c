@@ -17,8 +17,10 @@
  *            profile's 512 MiB /dev/shm, no --disable-dev-shm-usage); the PNG,
  *            fetched as an artifact, is decoded on the host (python3's zlib
  *            as uid 65534) and a pixel has the marker colour.
- * Tests that need the egress allowlist (pip from an index, HTTPS clone)
- * skip while `--network allowlist` is refused as "not supported yet".
+ * The workflows that need the egress allowlist (pip from a package index,
+ * git clone over HTTPS) are in net_internet_test.c, which builds the fake
+ * internet they need (pip_install_from_an_allowlisted_index,
+ * git_clone_over_https_through_the_allowlist).
  * State root per runner /tmp/an-presets-<runner pid>. */
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
@@ -97,16 +99,6 @@ static const char *create(const char *args) {
   snprintf(id, sizeof id, "%.*s", (int) strcspn(out_text, "\n"), out_text);
   cr_assert(id[0], "create printed no id");
   return id;
-}
-
-/* Skip unless `--network allowlist` is accepted (issue 12, egress). */
-static void need_allowlist(const char *what) {
-  int rc = an("run --image python --network allowlist -- true");
-  if (rc == 125 && strstr(err_text, "not supported yet"))
-    cr_skip_test("%s: needs --network allowlist, which is not supported yet (egress, issue 12)", what);
-  cr_skip_test("%s: --network allowlist is no longer refused as unsupported (run said: status %d, %.200s), "
-               "but this test's index/server fixture of the egress tests is not wired in yet (issue 16 "
-               "follow-up)", what, rc, err_text);
 }
 
 static void setup(void) {
@@ -196,11 +188,6 @@ Test(presets_pip, venv_in_the_workspace_installs_a_local_wheel) {
   cr_expect(strstr(out_text, "an-pip-ok /workspace/venv/lib/python3.11/site-packages/anpkg/__init__.py "
                              "/workspace/venv\n"),
             "not installed into the venv: %s%s", out_text, err_text);
-}
-
-Test(presets_pip, pip_install_from_an_allowlisted_index) {
-  import_image("python");
-  need_allowlist("pip install from an allowlisted index");
 }
 
 /* ---- git ------------------------------------------------------------------------------------ */
@@ -404,11 +391,6 @@ Test(presets_git, openssh_client_and_helpers_are_in_the_git_image) {
                 strstr(out_text, "stricthostkeychecking accept-new\n") && strstr(out_text, "batchmode yes\n") &&
                 strstr(out_text, "no-leftover\n"),
             "ssh helper: %s%s", out_text, err_text);
-}
-
-Test(presets_git, https_clone_through_the_allowlist) {
-  import_image("debian");
-  need_allowlist("git clone over HTTPS through the allowlist");
 }
 
 /* ---- browser -------------------------------------------------------------------------------- */
