@@ -301,3 +301,16 @@ Test(cdi_cli, oci_applies_cdi_device_annotations, .fini = fini_bundle) {
   cr_expect_neq(oci_cmd(&B, "--cdi-spec-dir %s/cdi run @cdi2", work), 0);
   cr_expect(strstr(oci_last_err(&B), "example.com/fake=42"), "%s", oci_last_err(&B));
 }
+
+/* The real GPU run (issue 16): on a host with an NVIDIA GPU and the NVIDIA container toolkit's
+ * CDI spec (nvidia-ctk cdi generate), nvidia-smi runs inside a --gpu all sandbox and lists a GPU.
+ * Skipped, saying why, where there is none (as on the CI hosts). */
+Test(cdi_cli, nvidia_smi_runs_in_a_gpu_sandbox_where_a_gpu_exists) {
+  if (access("/dev/nvidia0", F_OK) != 0) cr_skip_test("no NVIDIA GPU on this host (/dev/nvidia0 absent)");
+  if (access("/etc/cdi/nvidia.yaml", F_OK) != 0 && access("/var/run/cdi/nvidia.yaml", F_OK) != 0 &&
+      access("/etc/cdi/nvidia.json", F_OK) != 0)
+    cr_skip_test("a GPU but no NVIDIA CDI spec in /etc/cdi or /var/run/cdi (nvidia-ctk cdi generate)");
+  import_busybox();
+  cr_assert_eq(an("run --image busybox --gpu all -- nvidia-smi -L"), 0, "%s", err_text);
+  cr_expect(strstr(out_text, "GPU 0"), "%s", out_text);
+}
