@@ -32,6 +32,8 @@ PACKAGES=(
   python3.11 libpython3.11-testsuite
   # the Python client (python/): its test installs it with pip, without an index
   python3-pip python3-setuptools python3-wheel python3-venv
+  # agentnest-batch(1)'s Slurm example, run on a one-node cluster by tests/batch/slurm-array.sh
+  slurm-wlm munge
 )
 # the browser image (build-browser.sh): npm ci of playwright-core; any npm will do (a
 # Node.js from elsewhere brings its own, and Debian's npm would conflict with it)
