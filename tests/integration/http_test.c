@@ -43,6 +43,9 @@ Test(http, every_route_auth_caps_and_openapi_checked_nothing_left) {
   int port = 20000 + (int) (getpid() % 20000);
   int rc = an_test_sh("cd '%s' && node http_check.mjs '%s' '%s' '%s' %d >'%s/.node.out' 2>&1", dir, bf_an_bin,
                       bf_root, bf_work, port, bf_work);
+  /* a script that stopped early (a failed check) leaves its servers running: end them */
+  an_test_sh("pkill -TERM -f -- '[-]-root %s serve' >/dev/null 2>&1; sleep 1; pkill -KILL -f -- '[-]-root %s serve' "
+             ">/dev/null 2>&1; true", bf_root, bf_root);
   char p[700];
   snprintf(p, sizeof p, "%s/.node.out", bf_work);
   char *out = an_test_read_file(p, NULL);
