@@ -42,6 +42,10 @@ class S(socketserver.ThreadingTCPServer): allow_reuse_address = True; daemon_thr
 S(("203.0.113.10", 8080), H).serve_forever()' "$EG_MIB" >/dev/null 2>&1 &
   EG_PIDS="$EG_PIDS $!"
   sleep 0.5
+  # the rows' sandboxes are busybox ones: the bench's store holds only $IMAGE until now
+  $ANR image inspect busybox >/dev/null 2>&1 ||
+    $ANR image import "$AN_IMAGES/busybox/layout" --name busybox >/dev/null 2>"$WORK/eg.err" ||
+    { EG_WHY="import busybox: $(tail -1 "$WORK/eg.err")"; return 1; }
   EG_ID=$(eg_in $EH $ANR create --image busybox --timeout 2h --dns-upstream 192.0.2.53 --network allowlist \
             --allow pkg.example --allow 203.0.113.10/32:8080 2>"$WORK/eg.err") &&
   EG_NONE=$(eg_in $EH $ANR create --image busybox --timeout 2h 2>>"$WORK/eg.err") ||
