@@ -17,11 +17,30 @@ SANFLAGS  ?=
 CFLAGS    += -std=gnu11 -D_GNU_SOURCE $(OPT) $(WARN) $(HARDEN) $(SANFLAGS) -Iinclude -Isrc \
              -DAN_VERSION='"$(VERSION)"' -DAN_DATADIR='"$(DATADIR)"' $(shell pkg-config --cflags $(PKGS))
 LDFLAGS   += $(SANFLAGS) -Wl,-z,relro,-z,now
-LIBS      := $(shell pkg-config --libs $(PKGS))
+ALL_LIBS  := $(shell pkg-config --libs $(PKGS))
+# Lazy binding (src/util/lazylib.c): on x86_64 only libseccomp, libcap and yajl
+# are linked; the functions used from the other libraries are stubs, generated
+# from src/util/lazylib/<name>.syms, that dlopen() the library on first call.
+# Elsewhere, or with `make LAZYLIB=0`, every library is linked normally.
+EAGER_PKGS:= libseccomp libcap yajl
+LAZYLIB_NAMES := archive nftables crypto ldns microhttpd yaml nl-route-3 nl-3
+LAZYLIB   ?= $(if $(filter x86_64-%,$(shell $(CC) -dumpmachine)),1,0)
+ifeq ($(LAZYLIB),1)
+LIBS      := $(shell pkg-config --libs $(EAGER_PKGS))
+PC_PKGS   := $(EAGER_PKGS)
+LAZY_OBJ  := $(LAZYLIB_NAMES:%=$(BUILD)/lazylib/%.o)
+LAZY_CHECK:= $(BUILD)/lazylib/check.stamp
+else
+LIBS      := $(ALL_LIBS)
+PC_PKGS   := $(PKGS)
+endif
+CFLAGS    += -DAN_LAZYLIB=$(LAZYLIB)
 
 LIB_SRC   := $(sort $(wildcard src/util/*.c src/engine/*.c src/image/*.c src/sandbox/*.c \
                                src/net/*.c src/api/*.c src/mcp/*.c src/server/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+C_LIB_OBJ := $(LIB_OBJ)
+LIB_OBJ   += $(LAZY_OBJ)
 CLI_SRC   := $(sort $(wildcard src/cli/agentnest/*.c src/cli/common/*.c))
 OCI_SRC   := $(sort $(wildcard src/cli/oci/*.c src/cli/common/*.c))
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -38,7 +57,7 @@ HELPER_BIN:= $(HELPER_SRC:%.c=$(BUILD)/%)
 # after a plain `make` rebuilds what bakes the paths in (AN_DATADIR, the .pc)
 # instead of installing /usr/local ones.
 FLAGS_STAMP := $(BUILD)/flags.stamp
-FLAGS_NOW := $(CC) $(OPT) $(SANFLAGS) $(VERSION) $(PREFIX) $(BINDIR) $(LIBDIR) $(INCDIR) $(DATADIR)
+FLAGS_NOW := $(CC) $(OPT) $(SANFLAGS) $(LAZYLIB) $(VERSION) $(PREFIX) $(BINDIR) $(LIBDIR) $(INCDIR) $(DATADIR)
 $(shell mkdir -p $(BUILD) && { [ "$$(cat $(FLAGS_STAMP) 2>/dev/null)" = '$(FLAGS_NOW)' ] || echo '$(FLAGS_NOW)' > $(FLAGS_STAMP); })
 
 .PHONY: all deps install check check-all check-asan check-cgroupv2 check-engines test-bins images demo bench bench-quick clean help fuzz
@@ -68,17 +87,32 @@ $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 # the Python session helper is embedded with .incbin (session_helper_src.c)
 $(BUILD)/src/sandbox/session_helper_src.o: src/sandbox/session_helper.py
 
-$(BUILD)/libagentnest.a: $(LIB_OBJ)
+# Lazy-binding stubs (src/util/lazylib.c), and the check that every function
+# the code imports from those libraries is listed (and no data symbol is).
+LAZY_SO = "$$(readlink -f "$$($(CC) -print-file-name=lib$(1).so)")"
+$(BUILD)/lazylib/%.S: src/util/lazylib/%.syms scripts/lazylib-gen.sh
+	@mkdir -p $(dir $@)
+	scripts/lazylib-gen.sh $* $(call LAZY_SO,$*) $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/lazylib/%.o: $(BUILD)/lazylib/%.S
+	$(CC) -c $< -o $@
+
+$(LAZY_CHECK): $(C_LIB_OBJ) $(CLI_OBJ) $(OCI_OBJ) $(LAZYLIB_NAMES:%=src/util/lazylib/%.syms) scripts/lazylib-check.sh
+	scripts/lazylib-check.sh src/util/lazylib $(foreach l,$(LAZYLIB_NAMES),$(l)=$(call LAZY_SO,$(l))) \
+	  -- $(sort $(filter %.o,$^))
+	touch $@
+
+$(BUILD)/libagentnest.a: $(LIB_OBJ) | $(LAZY_CHECK)
 	@mkdir -p $(dir $@)
 	rm -f $@; ar rcs $@ $^
 
-$(BUILD)/libagentnest.so: $(LIB_OBJ)
+$(BUILD)/libagentnest.so: $(LIB_OBJ) | $(LAZY_CHECK)
 	$(CC) -shared -Wl,-soname,libagentnest.so.0 $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/agentnest: $(CLI_OBJ) $(BUILD)/libagentnest.a
+$(BUILD)/agentnest: $(CLI_OBJ) $(BUILD)/libagentnest.a | $(LAZY_CHECK)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libagentnest.a $(LIBS)
 
-$(BUILD)/agentnest-oci: $(OCI_OBJ) $(BUILD)/libagentnest.a
+$(BUILD)/agentnest-oci: $(OCI_OBJ) $(BUILD)/libagentnest.a | $(LAZY_CHECK)
 	$(CC) $(LDFLAGS) -o $@ $(OCI_OBJ) $(BUILD)/libagentnest.a $(LIBS)
 
 # agentnest-init: static, no libraries; bind-mounted into every sandbox as pid 1.
@@ -87,7 +121,7 @@ $(BUILD)/agentnest-init: $(sort $(wildcard src/cli/init/*.c))
 	$(CC) -std=gnu11 -D_GNU_SOURCE -O2 -static $(WARN) -o $@ $^
 
 $(BUILD)/agentnest.pc: agentnest.pc.in Makefile $(FLAGS_STAMP)
-	sed -e 's|@PREFIX@|$(PREFIX)|;s|@LIBDIR@|$(LIBDIR)|;s|@INCDIR@|$(INCDIR)|;s|@VERSION@|$(VERSION)|;s|@PKGS@|$(PKGS)|' $< > $@
+	sed -e 's|@PREFIX@|$(PREFIX)|;s|@LIBDIR@|$(LIBDIR)|;s|@INCDIR@|$(INCDIR)|;s|@VERSION@|$(VERSION)|;s|@PKGS@|$(PC_PKGS)|' $< > $@
 
 $(BUILD)/tests/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
@@ -96,15 +130,16 @@ $(BUILD)/tests/helpers/%: tests/helpers/%.c
 # -MMD: a test binary and a tests/lib object are rebuilt when a header they
 # include changes; .SECONDARY: make keeps the tests/lib objects (they are
 # only prerequisites of a pattern rule, which would make them intermediate).
+# Tests link every library (ALL_LIBS): some call libarchive, ldns... directly.
 $(BUILD)/tests/%: tests/%.c $(TLIB_OBJ) $(BUILD)/libagentnest.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/lib -MMD -MP -MT $@ -MF $@.d -o $@ $< $(TLIB_OBJ) $(BUILD)/libagentnest.a $(LDFLAGS) $(LIBS) -lcriterion
+	$(CC) $(CFLAGS) -Itests/lib -MMD -MP -MT $@ -MF $@.d -o $@ $< $(TLIB_OBJ) $(BUILD)/libagentnest.a $(LDFLAGS) $(ALL_LIBS) -lcriterion
 
 $(BUILD)/tests/lib/%.o: tests/lib/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/lib -MMD -MP -c $< -o $@
 
-.SECONDARY: $(TLIB_OBJ)
+.SECONDARY: $(TLIB_OBJ) $(LAZY_OBJ:%.o=%.S)
 
 test-bins: all $(TEST_BIN) $(HELPER_BIN)
 

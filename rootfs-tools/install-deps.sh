@@ -19,7 +19,7 @@ PACKAGES=(
   # runtime: mke2fs for workspace images where the store has no project quota
   e2fsprogs
   # tests, sanitizers, benchmarks
-  libcriterion-dev clang libclang-rt-14-dev strace hyperfine runc crun
+  libcriterion-dev clang libclang-rt-14-dev strace hyperfine runc crun bubblewrap
   tmux   # a real terminal for the exec -t tests (tests/integration/cli_io_test.c)
   nftables iproute2 qemu-system-x86 linux-image-amd64 kmod cpio   # + busybox-static: tests/vm/
   # container engines for `make check-engines` (tests/engines/): podman, Docker, containerd

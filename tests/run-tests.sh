@@ -6,13 +6,15 @@
 # (its Failing already includes Crashing); skipped from its TAP report
 # (`--tap=FILE`, "ok - suite::test # SKIP reason"), because criterion 2.4's
 # default output prints nothing for a skipped test and Synthesis leaves it
-# out.  Exit status: 0 only if nothing failed.
+# out.  The failures' assertion lines are repeated just above the summary,
+# so that the tail of a long log names them.  Exit status: 0 only if
+# nothing failed.
 set -u
 BUILD=${BUILD:-build}
 cd "$(dirname "$0")/.."
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 export AN_TEST_BUILD="$BUILD" AN_TEST_SRC="$PWD"
-log=$(mktemp); tap=$(mktemp); trap 'rm -f "$log" "$tap"' EXIT
+log=$(mktemp); tap=$(mktemp); why=$(mktemp); trap 'rm -f "$log" "$tap" "$why"' EXIT
 tp=0; tf=0; ts=0; failed=()
 for kind in unit integration escapes; do
   for t in "$BUILD"/tests/$kind/*; do
@@ -30,10 +32,13 @@ for kind in unit integration escapes; do
     else
       tf=$((tf + 1))
     fi
-    if [ $rc -ne 0 ] || [ -z "$syn" ]; then failed+=("$t (exit $rc)"); fi
+    if [ $rc -ne 0 ] || [ -z "$syn" ]; then
+      failed+=("$t (exit $rc)")
+      { echo "--- $t (exit $rc)"; grep -a -A8 -E 'Assertion Failed|\[FAIL\]|CRASH|Timed out|Warning! The test' "$log" | head -100; } >>"$why"
+    fi
   done
 done
 echo
-[ ${#failed[@]} -gt 0 ] && printf 'FAILED: %s\n' "${failed[@]}"
+[ ${#failed[@]} -gt 0 ] && { cat "$why"; echo; printf 'FAILED: %s\n' "${failed[@]}"; }
 echo "tests: $tp passed, $tf failed, $ts skipped"
 [ ${#failed[@]} -eq 0 ] && [ "$tf" -eq 0 ]

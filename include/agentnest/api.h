@@ -75,8 +75,10 @@ extern "C" {
  * Strings are borrowed: they must outlive the jobs started with it. */
 struct an_api_ctx {
   const char *store_root;     /* image store and sandbox state (NULL: the library default) */
-  const char *init_path;      /* agentnest-init (NULL: an_sandbox_init_path's search) */
-  const char *profiles_dir;   /* profiles (NULL: an_sandbox_profiles_dir()) */
+  const struct an_ctx *lib;   /* the library context (agentnest/ctx.h): agentnest-init, the
+                                 profiles directory, the id-range root; NULL: the defaults.
+                                 Give one without secret_env: a client must not read the
+                                 server's environment through a profile's "secret": "NAME" */
   const char *profile;        /* when set: every create uses this profile and the input may
                                  not name another profile or an image (--profile) */
   uint64_t max_lifetime_ms;   /* 0: none; else a create's lifetime is capped at this */
@@ -112,6 +114,7 @@ enum {
                                     (an_api_job_take_output) before the result */
 };
 
+struct an_ctx;
 struct an_api_call;             /* what a handler sees of its call (src/api/api_internal.h) */
 
 /* One operation.  The schemas are JSON documents (NUL-terminated strings).
@@ -134,8 +137,17 @@ struct an_api_op {
 
 /* The table: *n entries, in a fixed order.  Constant storage. */
 const struct an_api_op *an_api_ops(size_t *n);
-/* The operation named `name`, or NULL. */
+/* The operation named `name` (an entry of the constant table), or NULL. */
 const struct an_api_op *an_api_op_find(const char *name);
+
+/* Whether a call of `op` with `input` (its arguments object; NULL: none)
+ * holds a sandbox while it runs: an operation that creates one
+ * (AN_API_OP_CREATES: create, fork) and run_code without "sandbox" (a
+ * one-shot, whose sandbox lives for the call).  Front ends count such calls
+ * against their caps on sandboxes (`agentnest mcp --max-sandboxes`, serve's
+ * per-token max-sandboxes=N) from the moment they admit the call (the slot
+ * reserved in the same step as the check) to its end.  Pure; any thread. */
+bool an_api_call_holds_sandbox(const struct an_api_op *op, yajl_val input);
 
 /* Check `input` against an operation's input schema (the subset our schemas
  * use: type object/string/integer/boolean/array, properties, required,
@@ -160,7 +172,7 @@ struct an_api_job;
 int an_api_job_start(const struct an_api_ctx *ctx, const struct an_api_op *op, const char *input,
                      size_t input_len, struct an_api_job **out, an_error_t *err);
 
-/* The fd to poll for POLLIN while the job runs (owned by the job). */
+/* The fd to poll for POLLIN while the job runs (owned by the job; never fails). */
 int an_api_job_fd(const struct an_api_job *job);
 
 /* Read what the worker has sent (never blocks).  Returns 1 when the result
@@ -188,7 +200,7 @@ uint64_t an_api_job_elapsed_ms(const struct an_api_job *job);
 
 /* Wait for the worker (reads the rest of its result) and take the result:
  * on success returns 0 and *output (heap, NUL-terminated JSON object,
- * caller frees; *len its length).  On failure of the operation returns its
+ * caller frees; *len its length in bytes).  On failure of the operation returns its
  * negative errno with *err (the handler's message); -ECANCELED when the job
  * was cancelled or killed; -EPROTO the worker died without a result (its
  * signal named).  *keeper_pid (may be NULL) receives the pid of the worker
@@ -203,7 +215,10 @@ void an_api_job_free(struct an_api_job *job);
 /* Start, wait and finish: an_api_job_finish's results.  The call is
  * cancelled when cancel_fd (>= 0) reports one of cancel_events in poll(2)
  * (POLLIN for a pipe; POLLRDHUP for a client socket: its peer closed) or
- * POLLHUP/POLLERR.  For threaded front ends (each thread its own call). */
+ * POLLHUP/POLLERR.  input_len and *len are lengths in bytes.  Errors: those
+ * of an_api_job_start, then those of an_api_job_finish (-ECANCELED when
+ * cancelled).  For threaded front ends
+ * (each thread its own call). */
 int an_api_call_sync(const struct an_api_ctx *ctx, const struct an_api_op *op, const char *input,
                      size_t input_len, int cancel_fd, short cancel_events, char **output, size_t *len,
                      an_error_t *err);
@@ -213,7 +228,7 @@ int an_api_call_sync(const struct an_api_ctx *ctx, const struct an_api_op *op, c
 /* The OpenAPI 3.1 document of the HTTP API (`agentnest serve`): every
  * operation's route, its request body (input schema less the path
  * parameter), its 200 response (output schema) and the error responses
- * (an_api_error_schema), bearer authentication.  *json heap, caller frees.
+ * (an_api_error_schema), bearer authentication.  *json heap, caller frees; *len its length in bytes.
  * Errors: -EINVAL a schema of the table is not JSON (a build defect);
  * -ENOMEM. */
 int an_api_openapi(char **json, size_t *len, an_error_t *err);

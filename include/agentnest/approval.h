@@ -92,7 +92,7 @@ struct an_sandbox;
 int an_sandbox_opts_set_approve_with(struct an_sandbox_opts *opts, const char *hook, an_error_t *err);
 /* Answer timeout in ms.  Refused (-EINVAL): 0, > AN_APPROVAL_TIMEOUT_MAX_MS. */
 int an_sandbox_opts_set_approval_timeout(struct an_sandbox_opts *opts, uint64_t ms, an_error_t *err);
-/* The hook (NULL: none) and the timeout in force (ms). */
+/* The hook (NULL: none; owned by opts) and the timeout in force (ms). */
 const char *an_sandbox_opts_approve_with(const struct an_sandbox_opts *opts);
 uint64_t an_sandbox_opts_approval_timeout(const struct an_sandbox_opts *opts);
 
@@ -106,7 +106,7 @@ uint64_t an_sandbox_opts_approval_timeout(const struct an_sandbox_opts *opts);
  * sandbox's secrets are redacted from the request.  Not thread-safe with
  * respect to other threads of the caller (it forks). */
 int an_approval_check(struct an_sandbox *sb, const char *operation, an_error_t *err, ...);
-/* The same with an array of n fields. */
+/* The same with an array of n fields; returns as an_approval_check. */
 int an_approval_checkv(struct an_sandbox *sb, const char *operation, const struct an_audit_field *args,
                        size_t n, an_error_t *err);
 

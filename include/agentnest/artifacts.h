@@ -20,6 +20,10 @@
  *  - FIFOs, sockets and devices are skipped with a warning without being
  *    opened; sizes and digests come from reading the file through an fd the
  *    host opened, so the sandbox cannot forge them.
+ *
+ * Thread-safety: no global state; every function may be called from
+ * several threads at once (an_artifacts_collect each with its own copy
+ * destination).
  */
 #ifndef AGENTNEST_ARTIFACTS_H
 #define AGENTNEST_ARTIFACTS_H

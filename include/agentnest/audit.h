@@ -135,7 +135,8 @@ struct an_sandbox;
 void an_audit_sandbox(const struct an_sandbox *sb, const char *op, int result, const an_error_t *err,
                       ...);
 
-/* The same with an array of n fields (no AN_AUDIT_END needed). */
+/* As an_audit_record with an array of n fields (no AN_AUDIT_END needed);
+ * the same errors and thread-safety. */
 int an_audit_recordv(const char *store_root, const char *op, const char *sandbox_id,
                      const struct an_audit_field *fields, size_t n, an_error_t *err);
 
@@ -154,7 +155,7 @@ int an_audit_fields_gen(struct an_jgen *j, const struct an_audit_field *fields, 
 int an_audit_configure(const char *store_root, uint64_t max_bytes, unsigned keep, an_error_t *err);
 
 /* The rotation in force: config.json's values, or the defaults when it is
- * absent.  Errors: -EINVAL a malformed config.json (named); read errors. */
+ * absent (*max_bytes in bytes, *keep a number of rotated files).  Errors: -EINVAL a malformed config.json (named); read errors. */
 int an_audit_config(const char *store_root, uint64_t *max_bytes, unsigned *keep, an_error_t *err);
 
 /* Which records an_audit_read delivers (all members optional: 0/NULL = any). */

@@ -24,6 +24,11 @@
  * runc's default allow list (null zero full random urandom tty console ptmx
  * pts, mknod of any node); the last matching rule wins.  v1: the devices
  * controller; v2: an eBPF program (BPF_PROG_TYPE_CGROUP_DEVICE).
+ *
+ * Thread-safety: no global state.  Calls on distinct handles may run in
+ * parallel on any threads; one handle is used by one thread at a time
+ * (an_cgroup_path and an_cgroup_clone_fd only read it).  Two handles of the
+ * same cgroup write the same kernel files: the last write wins.
  */
 #ifndef AGENTNEST_CGROUP_H
 #define AGENTNEST_CGROUP_H
@@ -75,6 +80,21 @@ const char *an_cgroup_layout_name(enum an_cgroup_layout layout);
  * of the failing mkdir/write with the cgroup file named. */
 int an_cgroup_create(const char *path, const struct an_spec_resources *res,
                      struct an_cgroup **out, an_error_t *err);
+
+/* As an_cgroup_create, but the cgroup is made only in the hierarchies that
+ * enforce a controller `res` names, plus those of memory and pids (OOM and
+ * pids-limit reporting), freezer (pause; kill without cgroup.kill), devices
+ * (the device policy) and the cgroup2 hierarchy (tracking, cgroup.kill).
+ * On a v1 or hybrid host a container without a cpuset or blkio limit then
+ * has no cgroup in the cpuset, blkio and cpuacct hierarchies: one mkdir,
+ * one v1 migration per joining process and one rmdir fewer for each; its
+ * processes stay in the creating process's cgroup there (no limit of theirs
+ * is lost: none was asked for).  On a cgroup2-only host it is
+ * an_cgroup_create.  an_cgroup_open later finds the same set, and
+ * an_cgroup_apply of a limit for a missing hierarchy fails (-EOPNOTSUPP)
+ * rather than write it nowhere.  Errors: as an_cgroup_create. */
+int an_cgroup_create_used(const char *path, const struct an_spec_resources *res,
+                          struct an_cgroup **out, an_error_t *err);
 
 /* Open an existing cgroup created earlier (e.g. from a state file), same
  * path rules as create.  *out is owned by the caller.  Errors: -EINVAL bad

@@ -56,6 +56,9 @@ struct an_container_opts {
   const char *seccomp_cache;    /* directory caching compiled seccomp programs by profile hash
                                    (made 0700 if missing); NULL: none, nothing is written
                                    outside the container's state directory */
+  bool cgroup_used_only;        /* make the cgroup only in the hierarchies its limits use
+                                   (an_cgroup_create_used; a later update may then refuse a
+                                   limit of another controller); false: in every one (runc) */
 };
 
 /* The runtime-spec state (runtime.md "State") as kept by the engine. */
@@ -73,6 +76,7 @@ struct an_container_state {
   struct an_spec_key_value *annotations; size_t n_annotations;
 };
 
+/* Free a state and every string it owns; NULL allowed. */
 void an_container_state_free(struct an_container_state *st);
 
 /* Create: set up namespaces, cgroup, mounts, pivot_root, and leave the init
@@ -113,12 +117,15 @@ int an_container_exec_stdio(const char *state_root, const char *id,
                             an_error_t *err);
 
 /* Read the state, refreshing status (a recorded pid whose start time differs
- * is treated as gone: PID reuse guard).  *out owned by the caller. */
+ * is treated as gone: PID reuse guard).  *out owned by the caller
+ * (an_container_state_free).  Errors: -ENOENT no such container; errors of
+ * reading the state file (named). */
 int an_container_state(const char *state_root, const char *id,
                        struct an_container_state **out, an_error_t *err);
 
 /* Ids of all containers under state_root (NULL-terminated, caller frees with
- * free() of each and of the array). */
+ * free() of each and of the array; a missing state_root is an empty list).
+ * Errors: -ENOMEM; the errno of opening state_root. */
 int an_container_list(const char *state_root, char ***ids, an_error_t *err);
 
 /* Send `sig` to init, or to every process of the container with `all`.
@@ -145,12 +152,14 @@ int an_container_delete(const char *state_root, const char *id, bool force, an_e
 int an_container_pause(const char *state_root, const char *id, an_error_t *err);
 int an_container_resume(const char *state_root, const char *id, an_error_t *err);
 
-/* Pids of the container's processes (host pid namespace).  Caller frees. */
+/* Pids of the container's processes (host pid namespace): *pids heap (the
+ * caller's, free()), *n entries.  Errors: as an_container_state; -ENOENT no
+ * cgroup recorded; those of an_cgroup_pids. */
 int an_container_pids(const char *state_root, const char *id, pid_t **pids, size_t *n,
                       an_error_t *err);
 
 /* The runtime-spec state as JSON (runc's `state` output; also handed to hooks
- * on stdin).  *json owned by caller. */
+ * on stdin).  *json owned by caller (free()).  Errors: -ENOMEM. */
 int an_container_state_json(const struct an_container_state *st, char **json, an_error_t *err);
 
 #ifdef __cplusplus

@@ -52,7 +52,9 @@ extern "C" {
  *          owned by the caller (free()).
  *   ok     receives true when nothing required is missing.
  * A probe that fails is reported inside the document, not as an error.
- * Errors: -EINVAL root NULL or empty; -ENOMEM. */
+ * Errors: -EINVAL root NULL or empty; -ENOMEM.  Thread-safe: no global
+ * state; the probes read /proc and /sys or make syscalls that create
+ * nothing (clone3 with no arguments, ...) but the temporary file. */
 int an_doctor_probe(const char *root, char **json, bool *ok, an_error_t *err);
 
 /* 0 when the caller can make sandboxes and use the image store: host root

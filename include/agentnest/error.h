@@ -7,6 +7,11 @@
  *   "mount proc on /run/x/rootfs/proc: EPERM".
  * On success it returns >= 0 and leaves *err untouched (NULL).
  * The caller owns *err and releases it with an_error_free().
+ *
+ * Thread-safety: no global state but the constant out-of-memory error;
+ * every function may be called from any thread, each on its own an_error_t.
+ * Standard: errno values are Linux's (errno(3)); their names are glibc's
+ * strerrorname_np(3).
  */
 #ifndef AGENTNEST_ERROR_H
 #define AGENTNEST_ERROR_H
@@ -32,7 +37,7 @@ typedef struct an_error *an_error_t;
 int an_error_set(an_error_t *err, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* The same, with a va_list. */
+/* The same, with a va_list (returns as an_error_set). */
 int an_error_setv(an_error_t *err, int errnum, const char *fmt, va_list ap);
 
 /* Prepend context to an existing error: "<context>: <old message>".
@@ -44,9 +49,8 @@ int an_error_prefix(an_error_t *err, const char *fmt, ...)
 /* Release an error (NULL allowed) and set *err to NULL. */
 void an_error_free(an_error_t *err);
 
-/* Symbolic name of an errno value ("EPERM"); "E?" followed by the number for
- * unknown values.  Returns a pointer to static storage (thread-safe: never
- * written). */
+/* Symbolic name of an errno value ("EPERM"); "E?" for unknown values.
+ * Returns a pointer to static storage (thread-safe: never written). */
 const char *an_errno_name(int errnum);
 
 #ifdef __cplusplus

@@ -29,6 +29,10 @@
  *            itself where an entry is needed;
  *   -EFBIG   "file too large" (more than the cap);
  *   -ENOENT, -ENOTDIR, -EISDIR, -EACCES, -ENOSPC, ...: from the kernel.
+ *
+ * Thread-safety: no global state and no change of the process (cwd, umask,
+ * signals): calls may run in parallel on any threads, also on one
+ * ws_dirfd, which is only used as the base of openat2(2) lookups.
  */
 #ifndef AGENTNEST_FILES_H
 #define AGENTNEST_FILES_H
@@ -97,7 +101,8 @@ int an_file_put(int ws_dirfd, const char *relpath, const void *data, size_t len,
 
 /* As an_file_put, with the content read from `src_fd` (a host fd, read to
  * EOF, no cap).  Also usable to write into any untrusted tree (e.g. a host
- * output directory) with the same guarantees. */
+ * output directory) with the same guarantees.  Errors: as an_file_put,
+ * plus -EBADF for a negative src_fd and the read errno of src_fd. */
 int an_file_put_fd(int ws_dirfd, const char *relpath, int src_fd,
                    const struct an_file_opts *opts, an_error_t *err);
 

@@ -26,8 +26,9 @@ struct an_git_diff_opts {
 /* The changes of the repository at /workspace/<path> against its HEAD (the
  * empty tree when it has no commit yet), staged or not, new files (not
  * ignored by .gitignore) included, as one `git diff --binary --full-index`
- * patch relative to the repository's top directory, so that `git apply`
- * (or `git apply --index`) in a clone at the same HEAD recreates them.
+ * patch (git-diff(1)'s format) relative to the repository's top directory,
+ * so that `git apply` (or `git apply --index`) in a clone at the same HEAD
+ * recreates them.
  * The repository's own index is not changed (a temporary index in the
  * sandbox's /tmp is used).
  *

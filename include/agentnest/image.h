@@ -78,6 +78,10 @@
  *    accepted with a warning: the data is complete and digest-verified.
  * Every refusal is an error naming the layer, the entry and the reason; the
  * import then fails and leaves nothing in the store.
+ *
+ * Thread-safety: no global state; calls may run at once from several
+ * threads and processes: the flock(2) files above serialise the changes to
+ * the store.  The progress callback runs on the calling thread.
  */
 #ifndef AGENTNEST_IMAGE_H
 #define AGENTNEST_IMAGE_H

@@ -38,6 +38,12 @@
  *   encodings, reversal, arithmetic, a value spread over many writes far
  *   apart, timing or exit-status channels).
  * Nothing here prints, execs or allocates per byte.
+ *
+ * Thread-safety: no global state.  A redactor or a capture is used by one
+ * thread at a time, distinct ones in parallel; an_output_capture,
+ * an_json_escape_output, an_utf8_sanitize and an_output_json_fields are
+ * reentrant (the on_data callback runs on the calling thread).  Standards:
+ * UTF-8 as RFC 3629, JSON strings as RFC 8259 (through yajl).
  */
 #ifndef AGENTNEST_OUTPUT_H
 #define AGENTNEST_OUTPUT_H
@@ -103,7 +109,8 @@ typedef int (*an_output_stream_sink_fn)(void *data, enum an_stream stream, const
 int an_redactor_feed_stream(an_redactor_t *r, enum an_stream stream, const char *buf, size_t len,
                             an_output_stream_sink_fn sink, void *data);
 
-/* End of both streams: emit everything held back.  0 or the sink's value. */
+/* End of both streams: emit everything held back.  Returns 0 or the
+ * sink's negative value. */
 int an_redactor_flush_streams(an_redactor_t *r, an_output_stream_sink_fn sink, void *data);
 
 /* Release (NULL allowed).  Secret copies are wiped first. */

@@ -9,6 +9,10 @@
  * effect (Landlock ABI, cgroup layout and controllers, online CPUs) are probed
  * at the call.  Nothing here prints; the CLI does (`agentnest inspect
  * --policy`, `agentnest policy explain`).
+ *
+ * Thread-safety: no global state; an_policy_explain* may run on any thread;
+ * an_sandbox_policy uses the handle as the calls of agentnest/sandbox.h do
+ * (one thread at a time).
  */
 #ifndef AGENTNEST_POLICY_H
 #define AGENTNEST_POLICY_H
@@ -61,10 +65,10 @@ int an_sandbox_policy(struct an_sandbox *sb, char **json, an_error_t *err);
 int an_policy_explain(const char *profile, const char *profiles_dir, char **json,
                       an_error_t *err);
 
-/* As an_policy_explain, and with store_root (non-NULL) a profile whose
- * image is not in that image store is also runnable false, the reason
- * an_image_resolve's ("image NAME: not found in the image store ROOT;
- * import it first: ..."). */
+/* As an_policy_explain (*json the caller's, free(); the same errors), and
+ * with store_root (non-NULL) a profile whose image is not in that image
+ * store is also runnable false, the reason an_image_resolve's ("image NAME:
+ * not found in the image store ROOT; import it first: ..."). */
 int an_policy_explain_store(const char *store_root, const char *profile, const char *profiles_dir,
                             char **json, an_error_t *err);
 

@@ -32,7 +32,8 @@
  * HAND-OUT.  Atomic: a claim renames ready/ID to taken/ID (rename(2)), so
  * of any number of concurrent takers exactly one gets a given sandbox; it
  * is never put back (a used sandbox is destroyed, not returned).  The
- * claim path reads one directory entry, renames it, opens the sandbox (its
+ * claim path reads pool.json (a dead keeper's pool hands out nothing:
+ * -ESRCH), one directory entry, renames it, opens the sandbox (its
  * record and options.json) and rewrites its record: no scan of the store,
  * no profile parsed.
  *
@@ -58,7 +59,7 @@ extern "C" {
 #define AN_POOL_SIZE_MAX 256
 
 /* Start pool `name` (1-64 of [A-Za-z0-9._-], not starting with '.') of
- * store `store_root` (NULL: the default store) holding `size` (1..256)
+ * store `store_root` (NULL: the default store) holding `size` (a count, 1..256)
  * ready sandboxes made with `opts` (copied; a name or secrets are refused:
  * a name can be held by one sandbox only, and secret values would wait in
  * every ready sandbox).  Returns once the keeper has filled the pool (every
@@ -83,7 +84,8 @@ int an_pool_stop(const char *store_root, const char *name, unsigned *destroyed, 
 struct an_pool_info {
   char *name;
   unsigned size;          /* sandboxes kept ready */
-  unsigned ready;         /* ready now */
+  unsigned ready;         /* ready now: entries of ready/ while the keeper runs; 0 once it
+                             is dead (its ready sandboxes die with it, see KEEPER) */
   uint64_t handed_out;    /* sandboxes taken since the pool started */
   uint64_t created;       /* sandboxes the keeper created */
   uint64_t failures;      /* creates that failed */
@@ -91,6 +93,9 @@ struct an_pool_info {
   pid_t keeper_pid;
   bool keeper_alive;
   uint64_t created_ms;    /* the pool's start, ms since the Unix epoch */
+  const char *state;      /* static: "starting" (no pool.json yet), "running" (keeper
+                             alive) or "dead" (keeper gone: `pool stop` or prune removes it) */
+  unsigned stale;         /* entries left in ready/ by a dead keeper (0 while it runs) */
 };
 
 /* The pools of the store, sorted by name: *list (an_pool_info_list_free),
@@ -107,28 +112,36 @@ void an_pool_info_list_free(struct an_pool_info *list, size_t n);
 int an_pool_options(const char *store_root, const char *name, struct an_sandbox_opts **out,
                     char **json, an_error_t *err);
 
+/* Whether pool `name` can hand out sandboxes: 0 its keeper runs (or the
+ * pool is being started: no pool.json yet).  Reads ROOT/pools/NAME/pool.json
+ * and checks the keeper's pid against its start time (a reused pid is no
+ * keeper).  Errors: -ESRCH the keeper is dead ("pool NAME: its keeper (pid
+ * N) is dead; `agentnest pool stop NAME` or `agentnest prune` removes
+ * it"); -ENOENT no such pool; -EINVAL bad name; pool.json unreadable
+ * (named). */
+int an_pool_check(const char *store_root, const char *name, an_error_t *err);
+
 /* Take one ready sandbox of pool `name`: *out is an open handle
  * (an_sandbox_close) of a sandbox nobody else got or will get, whose
  * lifetime starts now.  `owned`: the calling process becomes its owner
  * (its monitor tears it down when this process exits, as
  * an_sandbox_create_owned); else it is persistent (as an_sandbox_create).
  * Errors: -EAGAIN no ready sandbox ("pool NAME is empty"): the caller may
- * create a fresh one; -ENOENT no such pool; -EINVAL bad name.  Ready
+ * create a fresh one; -ESRCH the pool's keeper is dead (an_pool_check's
+ * message; nothing is taken: its ready sandboxes die with it); -ENOENT no
+ * such pool; -EINVAL bad name.  Ready
  * sandboxes found dead on the way are skipped (the keeper replaces them).
  * Event "claimed" {"pool"} in the sandbox's events. */
 int an_pool_claim(const char *store_root, const char *name, bool owned, struct an_sandbox **out,
                   an_error_t *err);
 
-/* End sandbox `sb` at once and leave its teardown to its monitor: pid 1 is
- * SIGKILLed (every process in the sandbox dies with its pid namespace), so
- * the sandbox is dead for every later call (an_sandbox_open: "dead") and
- * its monitor removes the rest in the background ("init exited"); if the
- * monitor is gone too, an_sandbox_prune does.  For the one-shot paths,
+/* End sandbox `sb` at once and leave the removal of its remains to a
+ * detached reaper: an_sandbox_destroy_detached (agentnest/sandbox.h), its
+ * "destroy" audit record written by the reaper.  On return no process of
+ * the sandbox runs and no call finds it any more ("no such sandbox"); if
+ * the reaper is killed, an_sandbox_prune finishes.  For the one-shot paths,
  * where the caller's result is ready and the teardown need not be on its
- * clock.  A sandbox without a monitor (an_sandbox_run_once's) is destroyed
- * in the foreground (an_sandbox_destroy).  The handle stays open.
- * Errors: -ESRCH pid 1 already gone (its monitor is tearing it down);
- * pidfd errors; an_sandbox_destroy's. */
+ * clock.  The handle stays open.  Errors: an_sandbox_destroy_detached's. */
 int an_sandbox_destroy_background(struct an_sandbox *sb, an_error_t *err);
 
 #ifdef __cplusplus

@@ -49,7 +49,8 @@ struct an_proc_info {
   int status;               /* when !running: DESIGN's exit status (128+N for signal N) */
   uint64_t started_ms;      /* CLOCK_REALTIME */
 };
-/* The processes of sb (*list heap, an_proc_info_list_free). */
+/* The processes of sb (*list heap, *n entries, an_proc_info_list_free).
+ * Errors: -ESRCH no monitor; errors of the monitor's answer. */
 int an_proc_list(struct an_sandbox *sb, struct an_proc_info **list, size_t *n, an_error_t *err);
 void an_proc_info_list_free(struct an_proc_info *list, size_t n);
 

@@ -105,8 +105,10 @@ struct an_sandbox;                       /* opaque handle: an_sandbox_close() */
 #define AN_EXEC_STATUS_NOT_FOUND 127
 
 /* Path of the agentnest-init binary bind-mounted read-only into every
- * sandbox as its pid 1: $AGENTNEST_INIT if set, else "agentnest-init" next
- * to /proc/self/exe if that exists, else AN_LIBEXECDIR "/agentnest-init".
+ * sandbox as its pid 1 when no context says otherwise: an_ctx_init_path(NULL)
+ * ("agentnest-init" next to /proc/self/exe if that exists, else
+ * AN_LIBEXECDIR "/agentnest-init"; the front ends put $AGENTNEST_INIT in
+ * their context, agentnest/ctx.h).
  * *path is heap-allocated, owned by the caller.  Errors: -ENOENT none found
  * (message lists where it looked). */
 int an_sandbox_init_path(char **path, an_error_t *err);
@@ -147,14 +149,23 @@ int an_sandbox_create_owned(const char *store_root, const struct an_sandbox_opts
 /* Open a live sandbox by id or name.  Errors: -ENOENT "sandbox X: no such
  * sandbox"; -ETIME "sandbox <id> expired" (its lifetime ran out and it was
  * destroyed); -ESRCH "sandbox <id> is dead (monitor gone); run prune"; read
- * errors of its state, named. */
+ * errors of its state, named.  an_sandbox_open_ctx: the handle uses context
+ * `ctx` (agentnest/ctx.h; borrowed, must outlive the handle; store_root NULL:
+ * the context's) for what it makes later (fork's sandbox); an_sandbox_open
+ * is it with ctx NULL.  Thread-safety: distinct handles (of one sandbox too)
+ * may be used from different threads at once; one handle by one thread at a
+ * time. */
+struct an_ctx;
+int an_sandbox_open_ctx(const struct an_ctx *ctx, const char *store_root, const char *id_or_name,
+                        struct an_sandbox **out, an_error_t *err);
 int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sandbox **out,
                     an_error_t *err);
 
 /* Release the handle (the sandbox keeps running).  NULL allowed. */
 void an_sandbox_close(struct an_sandbox *sb);
 
-/* Accessors; strings owned by the handle. */
+/* Accessors; strings owned by the handle (valid until an_sandbox_close).
+ * The deadline is CLOCK_REALTIME milliseconds since the epoch (0: none). */
 const char *an_sandbox_id(const struct an_sandbox *sb);
 const char *an_sandbox_name(const struct an_sandbox *sb);              /* NULL: none */
 const char *an_sandbox_workspace_path(const struct an_sandbox *sb);    /* host path */
@@ -163,17 +174,20 @@ pid_t an_sandbox_init_pid(const struct an_sandbox *sb);                /* host p
 pid_t an_sandbox_monitor_pid(const struct an_sandbox *sb);             /* 0: none (run_once) */
 uint64_t an_sandbox_deadline_ms(const struct an_sandbox *sb);          /* CLOCK_REALTIME ms */
 const struct an_sandbox_opts *an_sandbox_get_opts(const struct an_sandbox *sb);
-/* O_DIRECTORY fd of the workspace (owned by the handle) for files.h calls. */
+/* O_DIRECTORY fd of the workspace (owned by the handle) for files.h calls;
+ * -1 (not an error code) when the handle could not open the workspace. */
 int an_sandbox_workspace_fd(const struct an_sandbox *sb);
 /* an_file_opts for writing into this workspace: owner = the sandbox user's
  * host ids, max_bytes = opts' max_read, mkdir_parents. */
 void an_sandbox_file_opts(const struct an_sandbox *sb, struct an_file_opts *fo);
 
 /* Destroy: stop every process (SIGTERM to pid 1, which forwards it to all;
- * SIGKILL via cgroup.kill after grace_ms, 0 = at once), stop the monitor,
+ * SIGKILL via cgroup.kill after grace_ms milliseconds, 0 = at once), stop the monitor,
  * delete the container, cgroups, workspace, state, name and id range.
  * Event "destroyed" is written before the state goes.  The handle is still
  * to be closed.  Idempotent: a sandbox already gone is not an error.
+ * Everything is removed before it returns (an_sandbox_destroy_detached
+ * leaves the removal to a background reaper).
  * Errors: -EBUSY processes could not be killed; the errno of a removal step,
  * named (what could be removed is removed; prune retries the rest). */
 int an_sandbox_destroy(struct an_sandbox *sb, uint64_t grace_ms, an_error_t *err);
@@ -222,6 +236,9 @@ struct an_exec_opts {
                                  its window size at start and on every SIGWINCH the caller's
                                  process group receives; the caller's terminal modes are the
                                  caller's business (a front end sets it raw) */
+  unsigned short tty_rows, tty_cols; /* with tty: the pty's window size in character cells
+                                 when it is not taken from stdin_fd (no has_stdin, or
+                                 stdin_fd not a terminal); 0: none (the pty is 0x0) */
 };
 
 struct an_exec_result {
@@ -273,7 +290,9 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
  * workdir), eo->env is added to the sandbox env.  A command status above
  * 128 is reported as signal status-128 (pid 1 reports a shell's status).
  * If the caller is SIGKILLed meanwhile, prune (owner gone) removes what is
- * left.  *id_out (may be NULL) receives the id (heap, caller frees).
+ * left.  On return every process of the sandbox has exited and the
+ * sandbox is unreachable; its remains are removed by a detached reaper
+ * (an_sandbox_destroy_detached; an_sandbox_reap_wait waits).  *id_out (may be NULL) receives the id (heap, caller frees).
  * Errors as create and exec. */
 int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *opts,
                         char *const argv[], const struct an_exec_opts *eo,
@@ -285,7 +304,8 @@ int an_sandbox_run_once(const char *store_root, const struct an_sandbox_opts *op
  * basename) in the workspace; owned by the sandbox user.  Errors: files.h. */
 int an_sandbox_put(struct an_sandbox *sb, const char *host_path, const char *dest,
                    an_error_t *err);
-/* Write a buffer as the workspace file dest (mode & 0777, 0 = 0644). */
+/* Write a buffer of len bytes as the workspace file dest (mode & 0777,
+ * 0 = 0644).  Errors: files.h (an_file_write_data). */
 int an_sandbox_put_data(struct an_sandbox *sb, const char *dest, const void *data, size_t len,
                         mode_t mode, an_error_t *err);
 /* Copy workspace file or directory src out to host path host_dest (a file is
@@ -294,23 +314,26 @@ int an_sandbox_get(struct an_sandbox *sb, const char *src, const char *host_dest
                    an_error_t *err);
 /* As an_sandbox_get, calling warn(warn_data, msg) (may be NULL) for each
  * entry a directory copy skips: symlinks, special files, directories nested
- * deeper than AN_TREE_MAX_DEPTH_SKIP (names quoted; see an_dir_get). */
+ * deeper than AN_TREE_MAX_DEPTH_SKIP (names quoted; see an_dir_get).
+ * Errors: as an_sandbox_get. */
 int an_sandbox_get_warn(struct an_sandbox *sb, const char *src, const char *host_dest, an_warn_fn warn,
                         void *warn_data, an_error_t *err);
-/* Read workspace file src into *data (heap, caller frees; capped by opts
- * max_read, -EFBIG beyond). */
+/* Read workspace file src into *data (heap, caller frees; *len its length
+ * in bytes; capped by opts max_read, -EFBIG beyond).  Errors: files.h. */
 int an_sandbox_get_data(struct an_sandbox *sb, const char *src, void **data, size_t *len,
                         an_error_t *err);
 
 /* ---- snapshot, restore, artifacts, fork ----------------------------------------------------- */
 
 /* Snapshot the workspace to tar_path (snapshot.h; the sandbox is frozen
- * while it is read, so the tar is one point in time).  info may be NULL. */
+ * while it is read, so the tar is one point in time).  info may be NULL.
+ * Errors: snapshot.h's (an_snapshot_create). */
 int an_sandbox_snapshot(struct an_sandbox *sb, const char *tar_path, struct an_snapshot_info *info,
                         an_error_t *err);
 /* As an_sandbox_snapshot, calling warn(warn_data, msg) (may be NULL) for
  * each entry left out: special files, directories nested deeper than
- * AN_TREE_MAX_DEPTH_SKIP, paths over PATH_MAX (names quoted). */
+ * AN_TREE_MAX_DEPTH_SKIP, paths over PATH_MAX (names quoted).  Errors: as
+ * an_sandbox_snapshot. */
 int an_sandbox_snapshot_warn(struct an_sandbox *sb, const char *tar_path, struct an_snapshot_info *info,
                              an_warn_fn warn, void *warn_data, an_error_t *err);
 
@@ -324,7 +347,8 @@ int an_sandbox_restore(struct an_sandbox *sb, const char *tar_path, const char *
                        an_error_t *err);
 
 /* an_artifacts_collect on the workspace (max_bytes defaults to opts
- * max_read).  *out: an_artifact_list_free. */
+ * max_read).  *out: an_artifact_list_free.  Errors: an_artifacts_collect's
+ * (artifacts.h). */
 int an_sandbox_artifacts(struct an_sandbox *sb, const char *const *globs, size_t nglobs,
                          const struct an_artifact_opts *ao, struct an_artifact_list *out,
                          an_error_t *err);
@@ -375,13 +399,14 @@ int an_sandbox_image_users(const char *store_root, const char *rootfs, char ***i
 void an_sandbox_image_users_free(char **ids);
 
 /* JSON array of the list (objects with the fields above; times RFC 3339).
- * *json heap, caller frees. */
+ * *json heap, caller frees.  Errors: those of an_sandbox_list; -ENOMEM. */
 int an_sandbox_list_json(const char *store_root, char **json, an_error_t *err);
 
 /* JSON object describing a sandbox: id, name, image, status, created,
  * deadline, init_pid, monitor_pid, cgroup, workspace, host_uid_base,
  * options (an_sandbox_opts_to_json: never secrets), pids_current.
- * *json heap, caller frees. */
+ * *json heap, caller frees.  Errors: -ENOMEM; the errno of reading the
+ * sandbox's state (named). */
 int an_sandbox_inspect(struct an_sandbox *sb, char **json, an_error_t *err);
 
 /* Receives one event: a JSON object (one line, no newline) such as
@@ -418,6 +443,14 @@ int an_sandbox_events(const char *store_root, const char *id_or_name, bool follo
  * Errors: only when the state directory cannot be read; per-sandbox
  * problems are listed in "errors". */
 int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t *err);
+/* an_sandbox_prune for context `ctx` (agentnest/ctx.h): store_root NULL is
+ * the context's, and the id-range reservations pruned are those under the
+ * context's idrange_root.  an_sandbox_prune is this with ctx NULL: *report
+ * (heap, caller frees) and errors are an_sandbox_prune's.  May run
+ * concurrently with any other call (the store's locks order them). */
+struct an_ctx;
+int an_sandbox_prune_ctx(const struct an_ctx *ctx, const char *store_root, bool all, char **report,
+                         an_error_t *err);
 
 /* Change a live sandbox's egress policy (`agentnest network ID`): `mode`
  * ("allowlist" or "full", NULL: unchanged), entries to add (`allow`, the
@@ -436,8 +469,35 @@ int an_sandbox_network_change(struct an_sandbox *sb, const char *mode, const cha
 /* The sandbox's egress policy and counters as JSON:
  *   {"id","mode","allow":[..],"dns_upstream":[..],
  *    "counters":{"redirected_packets","dropped_packets","dropped_bytes","dns_packets"}|null}
- * (null for mode none or when the ruleset cannot be read).  *json heap. */
+ * (null for mode none or when the ruleset cannot be read).  *json heap,
+ * caller frees.  Errors: -ENOMEM; the errno of reading the sandbox's
+ * options record (named). */
 int an_sandbox_network_json(struct an_sandbox *sb, char **json, an_error_t *err);
+
+/* ---- teardown after the result (sandbox/teardown_detach.c) ---- */
+
+/* Destroy sb with only the caller's part on the caller's clock: SIGTERM
+ * and grace_ms (milliseconds) as an_sandbox_destroy, then SIGKILL of pid 1 and a wait
+ * (up to 10 s) until it has exited: every process of the sandbox dies with
+ * its pid namespace, so none runs when this returns.  The sandbox is then
+ * unreachable (open, list, inspect, exec: "no such sandbox"; its name free
+ * for a new sandbox) and a detached reaper process removes its remains
+ * (monitor, container, cgroups, workspace, egress, id range, state) in the
+ * background; an_sandbox_reap_wait waits for that, and prune finishes what
+ * a killed reaper left.  The handle is still to be closed.  Idempotent: a
+ * sandbox already gone is not an error.  Not thread-safe (it forks).
+ * Errors: lock errors (named); the errno of a step of an_sandbox_destroy
+ * when the sandbox has to be torn down in the caller (no record, or its
+ * state directory cannot be moved). */
+int an_sandbox_destroy_detached(struct an_sandbox *sb, uint64_t grace_ms, an_error_t *err);
+
+/* Wait until nothing is left of destroyed sandbox `id` (an id, not a
+ * name) of store `store_root` (NULL: the default store): if its reaper has
+ * not finished, finish the teardown in the caller (serialised with the
+ * reaper by the sandbox's lock, so the work is done once).  0 at once for a
+ * sandbox that left nothing or was never destroyed detached.
+ * Errors: -EINVAL not an id; an_sandbox_destroy's removal errors. */
+int an_sandbox_reap_wait(const char *store_root, const char *id, an_error_t *err);
 
 #ifdef __cplusplus
 }

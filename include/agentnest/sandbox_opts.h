@@ -58,10 +58,24 @@ struct an_sandbox_opts;
 #define AN_SANDBOX_DEFAULT_GID      65532
 #define AN_SANDBOX_WORKSPACE        "/workspace"
 
-/* Make an options object holding the defaults above.  The default seccomp
- * profile path is resolved now from an_sandbox_profiles_dir().
- * *opts is owned by the caller (an_sandbox_opts_free).  Errors: -ENOMEM. */
+/* Make an options object holding the defaults above, for the library
+ * context `ctx` (agentnest/ctx.h; borrowed: it must outlive the options, the
+ * copies an_sandbox_opts_dup makes and the sandboxes made from them; NULL:
+ * the built-in defaults).  The default seccomp profile path is resolved now
+ * from an_ctx_profiles_dir(ctx); named profiles are looked up there, a
+ * secret given as NAME through the context's secret_env, and a sandbox made
+ * from the options finds agentnest-init and reserves its id range as the
+ * context says.  an_sandbox_opts_new is an_sandbox_opts_new_ctx(NULL, ...).
+ * *opts is owned by the caller (an_sandbox_opts_free).  Errors: -ENOMEM.
+ * Thread-safety: one options object is used by one thread at a time;
+ * distinct ones (of one context too) from any threads. */
+struct an_ctx;
+int an_sandbox_opts_new_ctx(const struct an_ctx *ctx, struct an_sandbox_opts **opts, an_error_t *err);
 int an_sandbox_opts_new(struct an_sandbox_opts **opts, an_error_t *err);
+/* Make options (e.g. an_pool_options') use context `ctx` (borrowed, as above):
+ * the default seccomp profile becomes the one of an_ctx_profiles_dir(ctx)
+ * (and the chosen one too while it was the old default).  Errors: -ENOMEM. */
+int an_sandbox_opts_set_ctx(struct an_sandbox_opts *opts, const struct an_ctx *ctx, an_error_t *err);
 
 /* Free the object and every string it holds (secret values are zeroed
  * first); NULL allowed. */
@@ -70,7 +84,7 @@ void an_sandbox_opts_free(struct an_sandbox_opts *opts);
 /* ---- setters: each returns 0, or -EINVAL with "<option> <value>: <why>" --------------- */
 
 /* Image reference as the image store names it ("python", "debian:12",
- * "sha256:..."): 1..255 printable non-space characters. */
+ * "sha256:..."): 1..255 printable non-space characters (-EINVAL else). */
 int an_sandbox_opts_set_image(struct an_sandbox_opts *opts, const char *image, an_error_t *err);
 
 /* Memory limit in bytes (cgroup memory.max); swap is always off
@@ -108,8 +122,9 @@ int an_sandbox_opts_set_lifetime(struct an_sandbox_opts *opts, uint64_t ms, an_e
  * of AN_SANDBOX_DEFAULT_MAX_LIFETIME_MS and the lifetime.  Refused: > 366
  * days. */
 #define AN_SANDBOX_DEFAULT_MAX_LIFETIME_MS (3600ull * 1000)
+/* ms: milliseconds.  Errors: -EINVAL over 366 days. */
 int an_sandbox_opts_set_max_lifetime(struct an_sandbox_opts *opts, uint64_t ms, an_error_t *err);
-/* The effective bound (never 0). */
+/* The effective bound in milliseconds (never 0). */
 uint64_t an_sandbox_opts_max_lifetime(const struct an_sandbox_opts *opts);  /* ms */
 
 /* Default per-exec timeout in ms; an exec is limited to the smaller of this
@@ -147,7 +162,9 @@ int an_sandbox_opts_add_secret(struct an_sandbox_opts *opts, const char *name, c
                                an_error_t *err);
 
 /* The CLI's `--secret` argument: "NAME" takes the value of NAME from the
- * caller's environment (-ENOENT when unset or empty); "NAME=@FILE" reads FILE
+ * caller's environment, which only the options' context's secret_env gives
+ * (agentnest/ctx.h; the CLI's is getenv, the servers have none: -ENOENT when
+ * there is no callback or the value is unset or empty); "NAME=@FILE" reads FILE
  * (at most 64 KiB, -EFBIG beyond; one trailing newline dropped; open/read
  * errno with a message naming FILE).  Anything else: -EINVAL (a literal
  * value on the command line would leak through ps(1) and shell history). */
@@ -155,7 +172,8 @@ int an_sandbox_opts_add_secret_arg(struct an_sandbox_opts *opts, const char *arg
 
 /* Working directory of the sandbox's processes: absolute, no "." or ".."
  * components, not under /proc, /sys or /dev (CVE-2024-21626: a cwd must
- * never be a magic link), < 4096 bytes.  Default /workspace. */
+ * never be a magic link), < 4096 bytes.  Default /workspace.  Errors:
+ * -EINVAL (the rule broken, named). */
 int an_sandbox_opts_set_workdir(struct an_sandbox_opts *opts, const char *path, an_error_t *err);
 
 /* Egress mode (agentnest(1) NETWORK): "none" (default: an empty netns with
@@ -206,11 +224,13 @@ void an_sandbox_opts_set_seccomp_unsafe(struct an_sandbox_opts *opts, bool unsaf
 enum an_sandbox_landlock {
   AN_SANDBOX_LANDLOCK_BEST_EFFORT = 0, AN_SANDBOX_LANDLOCK_REQUIRED, AN_SANDBOX_LANDLOCK_OFF,
 };
+/* Set the Landlock mode from its text form; -EINVAL another text. */
 int an_sandbox_opts_set_landlock(struct an_sandbox_opts *opts, const char *mode, an_error_t *err);
 /* The text form of a mode ("best-effort", "required", "off"); static. */
 const char *an_sandbox_landlock_name(enum an_sandbox_landlock mode);
 
-/* Human name of the sandbox: [A-Za-z0-9][A-Za-z0-9_.-]{0,62}. */
+/* Human name of the sandbox: [A-Za-z0-9][A-Za-z0-9_.-]{0,62} (-EINVAL
+ * else; whether it is free is checked by create). */
 int an_sandbox_opts_set_name(struct an_sandbox_opts *opts, const char *name, an_error_t *err);
 
 /* Set one option from its text form, as a command-line flag gives it, with
@@ -252,6 +272,8 @@ uint64_t an_sandbox_opts_max_output(const struct an_sandbox_opts *opts);    /* b
 uint64_t an_sandbox_opts_max_read(const struct an_sandbox_opts *opts);      /* bytes */
 uint64_t an_sandbox_opts_disk(const struct an_sandbox_opts *opts);          /* bytes */
 uint64_t an_sandbox_opts_inodes(const struct an_sandbox_opts *opts);
+/* Strings and arrays below are owned by opts (valid until it is changed
+ * or freed). */
 const char *an_sandbox_opts_workdir(const struct an_sandbox_opts *opts);    /* never NULL */
 const char *an_sandbox_opts_network(const struct an_sandbox_opts *opts);    /* never NULL */
 const char *an_sandbox_opts_seccomp_profile(const struct an_sandbox_opts *opts); /* never NULL */
@@ -259,12 +281,13 @@ bool an_sandbox_opts_seccomp_unsafe(const struct an_sandbox_opts *opts);
 enum an_sandbox_landlock an_sandbox_opts_landlock(const struct an_sandbox_opts *opts);
 uid_t an_sandbox_opts_uid(const struct an_sandbox_opts *opts);              /* in the sandbox */
 gid_t an_sandbox_opts_gid(const struct an_sandbox_opts *opts);
-/* "KEY=value" entries from add_env, NULL-terminated (never NULL). */
+/* "KEY=value" entries from add_env, NULL-terminated (never NULL; owned by opts). */
 char *const *an_sandbox_opts_env(const struct an_sandbox_opts *opts);
-/* Secret values, NULL-terminated (never NULL): what the output module
- * redacts.  Secret names with their values are in the built spec's env. */
+/* Secret values, NULL-terminated (never NULL; owned by opts): what the
+ * output module redacts.  Secret names with their values are in the built spec's env. */
 char *const *an_sandbox_opts_secret_values(const struct an_sandbox_opts *opts);
-/* --allow entries and --dns-upstream addresses as given, NULL-terminated (never NULL). */
+/* --allow entries and --dns-upstream addresses as given, NULL-terminated
+ * (never NULL; owned by opts, valid until it is changed or freed). */
 char *const *an_sandbox_opts_allow(const struct an_sandbox_opts *opts);
 char *const *an_sandbox_opts_dns_upstreams(const struct an_sandbox_opts *opts);
 
@@ -298,22 +321,25 @@ int an_sandbox_opts_add_cdi_spec_dir(struct an_sandbox_opts *opts, const char *d
 /* Let CDI hooks (host programs run as root by the engine) be applied;
  * without it a device whose spec has hooks is refused. */
 void an_sandbox_opts_set_cdi_allow_hooks(struct an_sandbox_opts *opts, bool allow);
-/* Qualified device names asked for, NULL-terminated (never NULL). */
+/* Qualified device names asked for, NULL-terminated (never NULL; owned by
+ * opts, valid until it is changed or freed; also for the directories). */
 char *const *an_sandbox_opts_cdi_devices(const struct an_sandbox_opts *opts);
-/* The CDI spec directories, NULL-terminated (never NULL; the defaults unless set). */
+/* The CDI spec directories, NULL-terminated (never NULL; the defaults unless
+ * set; owned by opts or static). */
 const char *const *an_sandbox_opts_cdi_spec_dirs(const struct an_sandbox_opts *opts);
 bool an_sandbox_opts_cdi_allow_hooks(const struct an_sandbox_opts *opts);
 
 /* ---- profiles (src/sandbox/profile.c) ---------------------------------------------------- */
 
-/* The directory named profiles are looked up in: $AGENTNEST_PROFILES if set
- * and non-empty, else AN_DATADIR "/profiles".  Static or environment storage;
- * do not free. */
+/* The default directory named profiles are looked up in: AN_DATADIR
+ * "/profiles" (an_ctx_profiles_dir(NULL); the front ends put
+ * $AGENTNEST_PROFILES in their context).  Static storage; do not free. */
 const char *an_sandbox_profiles_dir(void);
 
 /* Apply a JSON profile to opts.  name_or_path is a file path if it contains
  * '/' or ends in ".json", else a name [a-z0-9][a-z0-9_-]* looked up as
- * <profiles_dir>/<name>.json (profiles_dir NULL: an_sandbox_profiles_dir()).
+ * <profiles_dir>/<name>.json (profiles_dir NULL: the options' context's,
+ * an_ctx_profiles_dir).
  *
  * A profile is one JSON object (at most 1 MiB) with only these keys:
  *   image (string), memory, tmp_size, shm_size, max_output, max_read, disk (size: a string in
@@ -447,15 +473,19 @@ int an_sandbox_build_spec(const struct an_sandbox_opts *opts, const struct an_sa
 
 #define AN_IDRANGE_SIZE       65536u
 #define AN_IDRANGE_BASE       0x10000000u   /* 268435456: far above login and system ids */
-#define AN_IDRANGE_SLOTS      4096u         /* ranges from 0x10000000 up to 0x20000000 */
+/* ranges from 0x10000000 up to 0x50000000: room for DESIGN.md's 5,000 live
+ * sandboxes (4096 slots refused the 4097th) with the random-start probe
+ * still finding a free slot in ~1 try at that load; every id stays below
+ * 2^31, so no tool that reads ids as signed ints sees a negative one */
+#define AN_IDRANGE_SLOTS      16384u
 /* Reservations are machine-wide (host uids are): one directory for every
  * store root.  /run is emptied at boot, as are the processes that used the
  * ids. */
 #define AN_IDRANGE_ROOT_DEFAULT "/run/agentnest"
 
-/* Where ranges are reserved: $AGENTNEST_IDRANGE_ROOT when set and not empty
- * (tests keep theirs apart), else AN_IDRANGE_ROOT_DEFAULT.  Static or
- * environment memory; do not free. */
+/* Where ranges are reserved by default: AN_IDRANGE_ROOT_DEFAULT
+ * (an_ctx_idrange_root(NULL); a context's idrange_root overrides it: tests
+ * keep theirs apart).  Static memory; do not free. */
 const char *an_idrange_root(void);
 
 /* Where ranges come from; tests point the host id files elsewhere.  A field
@@ -498,7 +528,8 @@ int an_idrange_alloc_config(const char *state_root, const struct an_idrange_conf
 int an_idrange_free(const char *state_root, const struct an_sandbox_ids *ids, an_error_t *err);
 
 /* A reservation on disk: the range, the pid that made it (0 if the file
- * holds none) and its owner path (heap; NULL if none). */
+ * holds none; -1 if it is empty and less than 60 s old: being written by
+ * an_idrange_alloc) and its owner path (heap; NULL if none). */
 struct an_idrange_reservation {
   struct an_sandbox_ids ids;
   pid_t pid;
@@ -518,7 +549,8 @@ int an_idrange_list(const char *state_root, struct an_idrange_reservation **out,
 /* Free a list from an_idrange_list (NULL allowed). */
 void an_idrange_list_free(struct an_idrange_reservation *list, size_t n);
 
-/* True when nothing can hold the reservation any more: the allocating pid
+/* True when nothing can hold the reservation any more: it is not being
+ * written (pid -1), the allocating pid
  * is gone (kill(2) ESRCH) and its owner path is gone (lstat ENOENT) or it
  * has none.  A live sandbox of any store keeps its state directory, so
  * prune of one store never releases another store's range. */

@@ -8,6 +8,9 @@
  * "archMap" (an architecture and its sub-architectures), per-syscall
  * "name" (one name) besides "names", "comment", and "includes"/"excludes"
  * filters with "arches", "caps" and "minKernel".
+ *
+ * Thread-safety: no global state; both loaders may run in parallel on any
+ * threads.
  */
 #ifndef AGENTNEST_SECCOMP_PROFILE_H
 #define AGENTNEST_SECCOMP_PROFILE_H
@@ -44,7 +47,9 @@ extern "C" {
 int an_seccomp_profile_load(const char *path, struct an_spec_seccomp **out, an_error_t *err);
 
 /* The same for a profile held in memory (`len` bytes, need not be
- * NUL-terminated); messages start with the JSON path. */
+ * NUL-terminated); *out is the caller's as an_seccomp_profile_load's, and
+ * so are the errors, except that there is no file to open and messages
+ * start with the JSON path. */
 int an_seccomp_profile_parse(const char *json, size_t len, struct an_spec_seccomp **out,
                              an_error_t *err);
 

@@ -71,7 +71,7 @@ enum an_session_kind { AN_SESSION_PYTHON = 1, AN_SESSION_SHELL = 2 };
 #define AN_SESSION_NAME_MAX 32          /* bytes of a session name */
 #define AN_SESSION_DEFAULT_GRACE_MS 2000
 
-/* "python" / "shell"; NULL for another value. */
+/* "python" / "shell" (static strings); NULL for another value. */
 const char *an_session_kind_name(enum an_session_kind kind);
 /* Parse "python" / "shell" into *kind.  Errors: -EINVAL naming the value. */
 int an_session_kind_parse(const char *s, enum an_session_kind *kind, an_error_t *err);
@@ -79,7 +79,7 @@ int an_session_kind_parse(const char *s, enum an_session_kind *kind, an_error_t 
 /* Start a session of `kind` in the live sandbox sb, named `name` (1 to 32
  * of [A-Za-z0-9_.-], not starting with '.' or '-'; NULL: the monitor picks
  * "s1", "s2", ...), and wait until its helper is ready (at most
- * timeout_ms, 0: 30 s).  *name_out (may be NULL): the name (heap, caller
+ * timeout_ms milliseconds, 0: 30 s).  *name_out (may be NULL): the name (heap, caller
  * frees).  Event "session_started" is recorded.
  * Errors: -EINVAL bad name; -EEXIST a session of that name exists;
  * -ENOSPC 32 sessions already; -ENOENT / -EACCES the interpreter (python3,

@@ -29,6 +29,11 @@
  * follows them.  Modes keep permission bits only (& 0777: no setuid,
  * setgid, sticky).  Only uncompressed tar is read: no decompressor program
  * is ever looked up or run (BL-24).
+ *
+ * Thread-safety: no global state and no change of the process (cwd, umask,
+ * signals): calls on different workspaces may run in parallel on any
+ * threads.  Calls on one workspace must not overlap a restore of it (the
+ * swap replaces the tree a concurrent snapshot or restore is walking).
  */
 #ifndef AGENTNEST_SNAPSHOT_H
 #define AGENTNEST_SNAPSHOT_H
@@ -90,7 +95,8 @@ int an_workspace_snapshot(int ws_dirfd, const char *tar_path, const struct an_sn
                           struct an_snapshot_info *info, an_error_t *err);
 
 /* The same, writing the tar to the host fd `out_fd` (not closed; size and
- * sha256 cover exactly the bytes written). */
+ * sha256 cover exactly the bytes written).  Returns as an_workspace_snapshot,
+ * with the write errno of out_fd. */
 int an_workspace_snapshot_fd(int ws_dirfd, int out_fd, const struct an_snapshot_opts *opts,
                              struct an_snapshot_info *info, an_error_t *err);
 
@@ -120,7 +126,7 @@ int an_tar_extract_safe(int tar_fd, int dest_dirfd, const struct an_snapshot_opt
 int an_workspace_restore(int parent_dirfd, const char *workspace_name, const char *tar_path,
                          const char *expected_sha256, an_error_t *err);
 
-/* As an_workspace_restore, with options (NULL = defaults). */
+/* As an_workspace_restore, with options (NULL = defaults); the same errors. */
 int an_workspace_restore_ex(int parent_dirfd, const char *workspace_name, const char *tar_path,
                             const char *expected_sha256, const struct an_snapshot_opts *opts,
                             an_error_t *err);

@@ -7,6 +7,10 @@
  * Optional scalars carry a `has_` flag.  Free the whole tree with
  * an_spec_free().  Parsing uses yajl; the in-memory spec is also what the
  * sandbox layer builds from a profile (DESIGN.md, "ONE engine").
+ *
+ * Thread-safety: no global state; parsing, building, serialising and
+ * freeing may run in parallel on any threads, each on its own tree (a tree
+ * is only read by the engine, so several threads may read one).
  */
 #ifndef AGENTNEST_SPEC_H
 #define AGENTNEST_SPEC_H
@@ -243,7 +247,8 @@ struct an_spec {
  * an_spec_seccomp_syscall.names). */
 int an_spec_parse(const char *json, size_t len, struct an_spec **out, an_error_t *err);
 
-/* Read and parse `path` (at most 16 MiB).  Errors: as an_spec_parse, plus the
+/* Read and parse `path` (at most 16 MiB); *out as an_spec_parse's (the
+ * caller's, an_spec_free).  Errors: as an_spec_parse, plus the
  * open/read errno (-ENOENT, -EACCES, -EFBIG) with a message naming the file. */
 int an_spec_load_file(const char *path, struct an_spec **out, an_error_t *err);
 
@@ -269,7 +274,8 @@ void an_spec_free(struct an_spec *spec);
 
 /* Parse a LinuxResources JSON document (config-linux.md "Control groups";
  * what `runc update --resources` reads) into *out (free with
- * an_spec_resources_free).  Members absent stay unset (has_* false).
+ * an_spec_resources_free).  Values in the spec's units (bytes, µs,
+ * shares).  Members absent stay unset (has_* false).
  * Errors: -EINVAL bad JSON or a value out of range or of the wrong type,
  * naming the member ("resources.memory.limit"); -ENOMEM. */
 int an_spec_resources_parse(const char *json, size_t len, struct an_spec_resources **out,

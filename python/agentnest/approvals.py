@@ -2,18 +2,12 @@
 (the runtime's own --approve-with hooks, on the host, are checked by the server too)."""
 
 import dataclasses
-import enum
 
+from .types import WORKSPACE_OPS, str_enum
 
-class Action(str, enum.Enum):
-    EXECUTE = "execute"
-    EXECUTE_PYTHON = "execute_python"
-    EXECUTE_SHELL = "execute_shell"
-    WRITE_FILE = "write_file"
-    READ_FILE = "read_file"
-    SNAPSHOT = "snapshot"
-    RESTORE = "restore"
-    FORK = "fork"
+Action = str_enum("Action", __name__, "execute", "execute_python", "execute_shell", "write_file", "read_file",
+                  *WORKSPACE_OPS)
+Action.__doc__ = "What an ApprovalRequest asks to do."
 
 
 @dataclasses.dataclass(frozen=True)

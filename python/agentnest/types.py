@@ -104,16 +104,18 @@ class Artifact:
     sha256: Optional[str]
 
 
-class EventType(str, enum.Enum):
-    CREATED = "created"
-    EXEC = "exec"
-    FILE = "file"
-    SNAPSHOT = "snapshot"
-    RESTORE = "restore"
-    FORK = "fork"
-    DESTROYED = "destroyed"
-    EXPIRED = "expired"
-    OTHER = "other"
+def str_enum(name: str, module: str, *values: str):
+    """A str-valued enum.Enum class `name` of `module` with one member per value, named as the
+    value in upper case (EventType.FORK == "fork"); the same as `class name(str, enum.Enum)`
+    with NAME = "name" lines."""
+    return enum.Enum(name, [(v.upper(), v) for v in values], type=str, module=module, qualname=name)
+
+
+# The workspace operations, both an approval Action and an EventType.
+WORKSPACE_OPS = ("snapshot", "restore", "fork")
+
+EventType = str_enum("EventType", __name__, "created", "exec", "file", *WORKSPACE_OPS, "destroyed", "expired", "other")
+EventType.__doc__ = "What a SandboxEvent reports."
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,8 +29,9 @@ int64_t an_api_in_int(yajl_val in, const char *key, int64_t dflt);
 yajl_val an_api_in_array(yajl_val in, const char *key);           /* NULL: absent */
 yajl_val an_api_in_object(yajl_val in, const char *key);          /* NULL: absent */
 
-/* Open the input's "sandbox" (id or name) and check ctx->may_use on its id
- * (-EPERM "sandbox X: not created by this client" otherwise). */
+/* Open the input's "sandbox" (id or name) and check ctx->may_use on its id:
+ * a sandbox the client may not use is -ENOENT "sandbox X: no such sandbox",
+ * the answer of an unknown one (nothing about it is revealed). */
 int an_api_open_sandbox(struct an_api_call *call, yajl_val in, struct an_sandbox **out,
                         an_error_t *err);
 

@@ -6,6 +6,7 @@
  * file routes (PUT/GET /v1/sandboxes/{sandbox}/files/{path}, the transport
  * of write_file/read_file for bytes) and the document itself. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,29 +63,63 @@ static const char stream_line_schema[] =
     "\"error\":{\"type\":\"object\",\"properties\":{\"code\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"}}}}}";
 
 
-static void json_content_x(yajl_gen g, const char *type, yajl_val schema, const char *ref, bool streams);
-static void json_content(yajl_gen g, const char *type, yajl_val schema, const char *ref) {
-  json_content_x(g, type, schema, ref, false);
+/* The writers below each emit one piece of the document into g; the
+ * caller has opened the map they go in. */
+
+/* {k1: v1, k2: v2, ...}: a map of strings, the list ended by a NULL key. */
+static void gen_strings(yajl_gen g, const char *k, ...) __attribute__((sentinel));
+static void gen_strings(yajl_gen g, const char *k, ...) {
+  va_list ap;
+  va_start(ap, k);
+  yajl_gen_map_open(g);
+  for (; k; k = va_arg(ap, const char *)) s(g, k), s(g, va_arg(ap, const char *));
+  yajl_gen_map_close(g);
+  va_end(ap);
 }
 
-static void json_content_x(yajl_gen g, const char *type, yajl_val schema, const char *ref, bool streams) {
-  s(g, "content");
+/* {"$ref": ref} */
+static void gen_ref(yajl_gen g, const char *ref) {
+  gen_strings(g, "$ref", ref, NULL);
+}
+
+/* {"type": type} (and "contentMediaType": media, for raw bytes) */
+static void gen_type(yajl_gen g, const char *type, const char *media) {
   yajl_gen_map_open(g);
-  s(g, type);
+  s(g, "type"), s(g, type);
+  if (media) s(g, "contentMediaType"), s(g, media);
+  yajl_gen_map_close(g);
+}
+
+/* media: {"schema": ...}: opens it up to the schema, which the caller writes
+ * and then closes with yajl_gen_map_close. */
+static void media_open(yajl_gen g, const char *media) {
+  s(g, media);
   yajl_gen_map_open(g);
   s(g, "schema");
-  if (ref) {
-    yajl_gen_map_open(g);
-    s(g, "$ref");
-    s(g, ref);
-    yajl_gen_map_close(g);
-  } else an_api_gen_value(g, schema);
+}
+
+/* "content": {media: {"schema": {"type": "string", "contentMediaType": media}}}: raw bytes */
+static void raw_content(yajl_gen g, const char *media) {
+  s(g, "content");
+  yajl_gen_map_open(g);
+  media_open(g, media);
+  gen_type(g, "string", media);
+  yajl_gen_map_close(g);
+  yajl_gen_map_close(g);
+}
+
+/* "content": {type: {"schema": schema or {"$ref": ref}}}, and, for a
+ * streaming operation, the JSON Lines alternative. */
+static void json_content(yajl_gen g, const char *type, yajl_val schema, const char *ref, bool streams) {
+  s(g, "content");
+  yajl_gen_map_open(g);
+  media_open(g, type);
+  if (ref) gen_ref(g, ref);
+  else an_api_gen_value(g, schema);
   yajl_gen_map_close(g);
   yajl_val line = streams ? yajl_tree_parse(stream_line_schema, NULL, 0) : NULL;
   if (line) {
-    s(g, "application/x-ndjson");
-    yajl_gen_map_open(g);
-    s(g, "schema");
+    media_open(g, "application/x-ndjson");
     an_api_gen_value(g, line);
     yajl_gen_map_close(g);
     yajl_tree_free(line);
@@ -92,16 +127,29 @@ static void json_content_x(yajl_gen g, const char *type, yajl_val schema, const 
   yajl_gen_map_close(g);
 }
 
+/* code: {"description": description, ...: opens a response, which the
+ * caller fills (its content) and closes with yajl_gen_map_close. */
+static void response_open(yajl_gen g, const char *code, const char *description) {
+  s(g, code);
+  yajl_gen_map_open(g);
+  s(g, "description"), s(g, description);
+}
+
+/* The members every operation object starts with. */
+static void op_head(yajl_gen g, const char *id, const char *summary, const char *description, const char *tag) {
+  s(g, "operationId"), s(g, id);
+  s(g, "summary"), s(g, summary);
+  s(g, "description"), s(g, description);
+  s(g, "tags"), yajl_gen_array_open(g), s(g, tag), yajl_gen_array_close(g);
+}
 
 static void error_responses(yajl_gen g, bool with_path) {
   static const char *const codes[] = {"400", "401", "403", "404", "413", "429", "500", "503"};
   for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
-    if (!with_path && !strcmp(codes[i], "404")) continue;
+    /* 404 on every route: an unknown image (create), a "sandbox" in the body that is unknown
+     * or another client's (run_code, audit) read as not found */
     s(g, codes[i]);
-    yajl_gen_map_open(g);
-    s(g, "$ref");
-    s(g, "#/components/responses/Error");
-    yajl_gen_map_close(g);
+    gen_ref(g, "#/components/responses/Error");
   }
 }
 
@@ -117,9 +165,7 @@ static void path_params(yajl_gen g, bool sandbox, bool path) {
     s(g, "description");
     s(g, i == 0 ? "sandbox id or name" : "file path relative to /workspace (URL-encoded; no .., no symlinks)");
     s(g, "schema");
-    yajl_gen_map_open(g);
-    s(g, "type"), s(g, "string");
-    yajl_gen_map_close(g);
+    gen_type(g, "string", NULL);
     yajl_gen_map_close(g);
   }
   yajl_gen_array_close(g);
@@ -137,13 +183,8 @@ static void gen_op(yajl_gen g, const struct an_api_op *op, yajl_val in, yajl_val
   lower(m, op->http_method);
   s(g, m);
   yajl_gen_map_open(g);
-  s(g, "operationId"), s(g, op->name);
-  s(g, "summary"), s(g, op->title);
-  s(g, "description"), s(g, op->description);
-  s(g, "tags");
-  yajl_gen_array_open(g);
-  s(g, has_sb || !strcmp(op->name, "create") || !strcmp(op->name, "ls") ? "sandboxes" : "run");
-  yajl_gen_array_close(g);
+  op_head(g, op->name, op->title, op->description,
+          has_sb || !strcmp(op->name, "create") || !strcmp(op->name, "ls") ? "sandboxes" : "run");
   if (has_sb) path_params(g, true, false);
   if (!strcmp(op->http_method, "POST")) {
     s(g, "requestBody");
@@ -151,9 +192,7 @@ static void gen_op(yajl_gen g, const struct an_api_op *op, yajl_val in, yajl_val
     s(g, "required"), yajl_gen_bool(g, required_without(in, "sandbox") > 0);
     s(g, "content");
     yajl_gen_map_open(g);
-    s(g, "application/json");
-    yajl_gen_map_open(g);
-    s(g, "schema");
+    media_open(g, "application/json");
     gen_schema_without(g, in, "sandbox");
     yajl_gen_map_close(g);
     yajl_gen_map_close(g);
@@ -161,13 +200,11 @@ static void gen_op(yajl_gen g, const struct an_api_op *op, yajl_val in, yajl_val
   }
   s(g, "responses");
   yajl_gen_map_open(g);
-  s(g, "200");
-  yajl_gen_map_open(g);
-  s(g, "description"), s(g, op->flags & AN_API_OP_STREAMS
-                             ? "the operation's result; with Accept: application/x-ndjson or \"stream\": true, JSON Lines: "
-                               "output chunks as they come, then one result (or error) line"
-                             : "the operation's result");
-  json_content_x(g, "application/json", out, NULL, op->flags & AN_API_OP_STREAMS);
+  response_open(g, "200", op->flags & AN_API_OP_STREAMS
+                              ? "the operation's result; with Accept: application/x-ndjson or \"stream\": true, JSON Lines: "
+                                "output chunks as they come, then one result (or error) line"
+                              : "the operation's result");
+  json_content(g, "application/json", out, NULL, op->flags & AN_API_OP_STREAMS);
   yajl_gen_map_close(g);
   error_responses(g, has_sb);
   yajl_gen_map_close(g);
@@ -180,57 +217,29 @@ static void gen_raw_files(yajl_gen g, yajl_val write_out) {
   path_params(g, true, true);
   s(g, "get");
   yajl_gen_map_open(g);
-  s(g, "operationId"), s(g, "download_file");
-  s(g, "summary"), s(g, "Download a file");
-  s(g, "description"), s(g, "read_file as raw bytes (capped by the sandbox's max_read and the server's --max-body).");
-  s(g, "tags"), yajl_gen_array_open(g), s(g, "files"), yajl_gen_array_close(g);
+  op_head(g, "download_file", "Download a file",
+          "read_file as raw bytes (capped by the sandbox's max_read and the server's --max-body).", "files");
   s(g, "responses");
   yajl_gen_map_open(g);
-  s(g, "200");
-  yajl_gen_map_open(g);
-  s(g, "description"), s(g, "the file's bytes");
-  s(g, "content");
-  yajl_gen_map_open(g);
-  s(g, "application/octet-stream");
-  yajl_gen_map_open(g);
-  s(g, "schema");
-  yajl_gen_map_open(g);
-  s(g, "type"), s(g, "string");
-  s(g, "contentMediaType"), s(g, "application/octet-stream");
-  yajl_gen_map_close(g);
-  yajl_gen_map_close(g);
-  yajl_gen_map_close(g);
+  response_open(g, "200", "the file's bytes");
+  raw_content(g, "application/octet-stream");
   yajl_gen_map_close(g);
   error_responses(g, true);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
   s(g, "put");
   yajl_gen_map_open(g);
-  s(g, "operationId"), s(g, "upload_file");
-  s(g, "summary"), s(g, "Upload a file");
-  s(g, "description"), s(g, "write_file from raw bytes (at most --max-body), written atomically.");
-  s(g, "tags"), yajl_gen_array_open(g), s(g, "files"), yajl_gen_array_close(g);
+  op_head(g, "upload_file", "Upload a file", "write_file from raw bytes (at most --max-body), written atomically.",
+          "files");
   s(g, "requestBody");
   yajl_gen_map_open(g);
   s(g, "required"), yajl_gen_bool(g, 1);
-  s(g, "content");
-  yajl_gen_map_open(g);
-  s(g, "application/octet-stream");
-  yajl_gen_map_open(g);
-  s(g, "schema");
-  yajl_gen_map_open(g);
-  s(g, "type"), s(g, "string");
-  s(g, "contentMediaType"), s(g, "application/octet-stream");
-  yajl_gen_map_close(g);
-  yajl_gen_map_close(g);
-  yajl_gen_map_close(g);
+  raw_content(g, "application/octet-stream");
   yajl_gen_map_close(g);
   s(g, "responses");
   yajl_gen_map_open(g);
-  s(g, "200");
-  yajl_gen_map_open(g);
-  s(g, "description"), s(g, "written");
-  json_content(g, "application/json", write_out, NULL);
+  response_open(g, "200", "written");
+  json_content(g, "application/json", write_out, NULL, false);
   yajl_gen_map_close(g);
   error_responses(g, true);
   yajl_gen_map_close(g);
@@ -243,31 +252,21 @@ static void gen_self(yajl_gen g) {
   yajl_gen_map_open(g);
   s(g, "get");
   yajl_gen_map_open(g);
-  s(g, "operationId"), s(g, "openapi");
-  s(g, "summary"), s(g, "This document");
-  s(g, "description"), s(g, "The OpenAPI 3.1 document of this API, generated from the operations table.");
-  s(g, "tags"), yajl_gen_array_open(g), s(g, "meta"), yajl_gen_array_close(g);
+  op_head(g, "openapi", "This document",
+          "The OpenAPI 3.1 document of this API, generated from the operations table.", "meta");
   s(g, "security"), yajl_gen_array_open(g), yajl_gen_array_close(g);
   s(g, "responses");
   yajl_gen_map_open(g);
-  s(g, "200");
-  yajl_gen_map_open(g);
-  s(g, "description"), s(g, "the document");
+  response_open(g, "200", "the document");
   s(g, "content");
   yajl_gen_map_open(g);
-  s(g, "application/json");
-  yajl_gen_map_open(g);
-  s(g, "schema");
-  yajl_gen_map_open(g);
-  s(g, "type"), s(g, "object");
-  yajl_gen_map_close(g);
+  media_open(g, "application/json");
+  gen_type(g, "object", NULL);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
   s(g, "405");
-  yajl_gen_map_open(g);
-  s(g, "$ref"), s(g, "#/components/responses/Error");
-  yajl_gen_map_close(g);
+  gen_ref(g, "#/components/responses/Error");
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
@@ -279,11 +278,7 @@ static void gen_components(yajl_gen g, yajl_val errs) {
   s(g, "securitySchemes");
   yajl_gen_map_open(g);
   s(g, "bearer");
-  yajl_gen_map_open(g);
-  s(g, "type"), s(g, "http");
-  s(g, "scheme"), s(g, "bearer");
-  s(g, "description"), s(g, "a token of the server's --tokens file");
-  yajl_gen_map_close(g);
+  gen_strings(g, "type", "http", "scheme", "bearer", "description", "a token of the server's --tokens file", NULL);
   yajl_gen_map_close(g);
   s(g, "schemas");
   yajl_gen_map_open(g);
@@ -292,10 +287,8 @@ static void gen_components(yajl_gen g, yajl_val errs) {
   yajl_gen_map_close(g);
   s(g, "responses");
   yajl_gen_map_open(g);
-  s(g, "Error");
-  yajl_gen_map_open(g);
-  s(g, "description"), s(g, "the request failed: the status says how, the body why");
-  json_content(g, "application/json", NULL, "#/components/schemas/Error");
+  response_open(g, "Error", "the request failed: the status says how, the body why");
+  json_content(g, "application/json", NULL, "#/components/schemas/Error", false);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
   yajl_gen_map_close(g);
@@ -324,17 +317,11 @@ int an_api_openapi(char **json, size_t *len, an_error_t *err) {
   s(g, "Disposable, policy-controlled Linux sandboxes for untrusted code (agentnest serve). "
        "Every operation is also an MCP tool of agentnest mcp, from the same table.");
   s(g, "license");
-  yajl_gen_map_open(g);
-  s(g, "name"), s(g, "Apache-2.0");
-  s(g, "identifier"), s(g, "Apache-2.0");
-  yajl_gen_map_close(g);
+  gen_strings(g, "name", "Apache-2.0", "identifier", "Apache-2.0", NULL);
   yajl_gen_map_close(g);
   s(g, "servers");
   yajl_gen_array_open(g);
-  yajl_gen_map_open(g);
-  s(g, "url"), s(g, "http://127.0.0.1:8741");
-  s(g, "description"), s(g, "the default --listen");
-  yajl_gen_map_close(g);
+  gen_strings(g, "url", "http://127.0.0.1:8741", "description", "the default --listen", NULL);
   yajl_gen_array_close(g);
   s(g, "security");
   yajl_gen_array_open(g);
@@ -347,12 +334,7 @@ int an_api_openapi(char **json, size_t *len, an_error_t *err) {
   static const char *const tags[][2] = {{"sandboxes", "sandbox lifecycle and operations on one sandbox"},
                                         {"run", "one-shot code runs"}, {"files", "raw file transfer"},
                                         {"meta", "this document"}};
-  for (size_t t = 0; t < 4; t++) {
-    yajl_gen_map_open(g);
-    s(g, "name"), s(g, tags[t][0]);
-    s(g, "description"), s(g, tags[t][1]);
-    yajl_gen_map_close(g);
-  }
+  for (size_t t = 0; t < 4; t++) gen_strings(g, "name", tags[t][0], "description", tags[t][1], NULL);
   yajl_gen_array_close(g);
   s(g, "paths");
   yajl_gen_map_open(g);

@@ -119,9 +119,9 @@ int an_api_op_run_code(struct an_api_call *c, yajl_val in, yajl_gen out, an_erro
     return an_error_set(err, EINVAL, "run_code: \"workdir\" needs \"sandbox\" (a one-shot runs in the profile's workdir)");
   /* one-shot: a sandbox of the server's profile (else the python image) for this call only */
   struct an_sandbox_opts *o = NULL;
-  int r = an_sandbox_opts_new(&o, err);
+  int r = an_sandbox_opts_new_ctx(c->ctx->lib, &o, err);
   if (r < 0) return r;
-  if (c->ctx->profile) r = an_sandbox_opts_load_profile(o, c->ctx->profile, c->ctx->profiles_dir, err);
+  if (c->ctx->profile) r = an_sandbox_opts_load_profile(o, c->ctx->profile, NULL, err);
   if (r >= 0 && !an_sandbox_opts_image(o)) r = an_sandbox_opts_set_image(o, "python", err);
   if (r >= 0 && c->ctx->max_lifetime_ms && an_sandbox_opts_lifetime(o) > c->ctx->max_lifetime_ms)
     r = an_sandbox_opts_set_lifetime(o, c->ctx->max_lifetime_ms, err);

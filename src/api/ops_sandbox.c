@@ -13,12 +13,25 @@ int an_api_open_sandbox(struct an_api_call *call, yajl_val in, struct an_sandbox
   const char *name = an_api_in_str(in, "sandbox");
   if (!name) return an_error_set(err, EINVAL, "input: \"sandbox\" is required");
   struct an_sandbox *sb = NULL;
-  int r = an_sandbox_open(call->ctx->store_root, name, &sb, err);
+  const struct an_api_ctx *c = call->ctx;
+  /* Another client's sandbox gets the answer of an unknown one, in status
+   * and text (redteam: 403 "not created by this client" against 404 told a
+   * token which ids exist): an id the client does not own is refused before
+   * anything is opened (its state, expiry or death stay unseen), and a name
+   * or prefix resolving to one the client does not own, or not resolving,
+   * reads as unknown too. */
+  bool full_id = strlen(name) == AN_SANDBOX_ID_LEN && strspn(name, "0123456789abcdef") == AN_SANDBOX_ID_LEN;
+  if (c->may_use && full_id && !c->may_use(c->may_use_data, name))
+    return an_error_set(err, ENOENT, "sandbox %s: no such sandbox", name);
+  int r = an_sandbox_open_ctx(c->lib, c->store_root, name, &sb, err);
+  if (r < 0 && c->may_use && !full_id && r != -ENOMEM) {
+    an_error_free(err);
+    return an_error_set(err, ENOENT, "sandbox %s: no such sandbox", name);
+  }
   if (r < 0) return r;
-  if (call->ctx->may_use && !call->ctx->may_use(call->ctx->may_use_data, an_sandbox_id(sb))) {
+  if (c->may_use && !c->may_use(c->may_use_data, an_sandbox_id(sb))) {
     an_sandbox_close(sb);
-    /* the same answer whether or not it exists elsewhere in the store */
-    return an_error_set(err, EPERM, "sandbox %s: not created by this client", name);
+    return an_error_set(err, ENOENT, "sandbox %s: no such sandbox", name);
   }
   *out = sb;
   return 0;
@@ -29,7 +42,7 @@ static int create_opts(struct an_api_call *call, yajl_val in, struct an_sandbox_
                        an_error_t *err) {
   const struct an_api_ctx *ctx = call->ctx;
   struct an_sandbox_opts *o = NULL;
-  int r = an_sandbox_opts_new(&o, err);
+  int r = an_sandbox_opts_new_ctx(ctx->lib, &o, err);
   if (r < 0) return r;
   const char *profile = an_api_in_str(in, "profile");
   if (ctx->profile && (profile || an_api_in_str(in, "image"))) {
@@ -47,7 +60,7 @@ static int create_opts(struct an_api_call *call, yajl_val in, struct an_sandbox_
     goto fail;
   }
   if (ctx->profile) profile = ctx->profile;
-  if (profile && (r = an_sandbox_opts_load_profile(o, profile, ctx->profiles_dir, err)) < 0) goto fail;
+  if (profile && (r = an_sandbox_opts_load_profile(o, profile, NULL, err)) < 0) goto fail;
   static const char *const text_keys[] = {"image", "name", "memory", "cpus", "timeout",
                                           "exec_timeout", "workdir", "max_output", "disk"};
   for (size_t i = 0; i < sizeof text_keys / sizeof text_keys[0]; i++) {

@@ -9,166 +9,166 @@
 #define Q(...) #__VA_ARGS__
 
 /* shared pieces of the schemas */
-#define SANDBOX_PROP "\"sandbox\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"description\":\"sandbox id or name (from create)\"}"
-#define ENV_PROP "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},\"description\":\"extra environment variables\"}"
-#define EXEC_PROPS                                                                                     \
-  "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"timeout of this command in seconds (default: the sandbox's exec timeout)\"}," \
-  ENV_PROP ","                                                                                         \
-  "\"workdir\":{\"type\":\"string\",\"description\":\"absolute working directory inside the sandbox\"}," \
-  "\"stdin\":{\"type\":\"string\",\"description\":\"text given to the command on stdin\"}," \
-  "\"stream\":{\"type\":\"boolean\",\"description\":\"HTTP: answer JSON Lines (application/x-ndjson) with the output as it comes, then the result (as Accept: application/x-ndjson); elsewhere ignored\"}"
-#define EXEC_RESULT                                                                                    \
-  "{\"type\":\"object\",\"required\":[\"exit_code\",\"status\",\"timed_out\",\"stdout\",\"stderr\"],\"properties\":{" \
-  "\"id\":{\"type\":\"string\"},"                                                                      \
-  "\"exit_code\":{\"type\":[\"integer\",\"null\"],\"description\":\"null when killed by a signal\"}," \
-  "\"signal\":{\"type\":[\"integer\",\"null\"]},"                                                       \
-  "\"status\":{\"type\":\"integer\",\"description\":\"the CLI's exit status: 124 timed out, 126, 127, 128+N\"}," \
-  "\"timed_out\":{\"type\":\"boolean\"},\"oom_killed\":{\"type\":\"boolean\"},\"cancelled\":{\"type\":\"boolean\"}," \
-  "\"duration_ms\":{\"type\":\"integer\"},"                                                            \
-  "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"                               \
-  "\"stdout_truncated\":{\"type\":\"boolean\"},\"stderr_truncated\":{\"type\":\"boolean\"},"        \
-  "\"artifacts\":{\"type\":\"array\"}}}"
-#define CREATED_RESULT                                                                                 \
-  "{\"type\":\"object\",\"required\":[\"id\"],\"properties\":{\"id\":{\"type\":\"string\"},"           \
-  "\"name\":{\"type\":[\"string\",\"null\"]},\"image\":{\"type\":\"string\"},"                        \
-  "\"deadline_ms\":{\"type\":\"integer\",\"description\":\"end of its lifetime, ms since the epoch\"}}}"
-#define ALLOW_PROP(what)                                                                               \
-  "{\"type\":\"array\",\"maxItems\":256,\"items\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":300},"             \
-  "\"description\":\"" what ": NAME[:PORTS], *.ZONE[:PORTS] or CIDR[:PORTS]\"}"
-#define SIZE_TEXT(what) "{\"type\":\"string\",\"maxLength\":32,\"description\":\"" what "\"}"
+#define SANDBOX_PROP Q("sandbox":{"type":"string","minLength":1,"maxLength":64,"description":"sandbox id or name (from create)"})
+#define ENV_PROP Q("env":{"type":"object","additionalProperties":{"type":"string"},"description":"extra environment variables"})
+#define EXEC_PROPS \
+  Q("timeout_s":{"type":"integer","minimum":1,"maximum":86400,"description":"timeout of this command in seconds (default: the sandbox's exec timeout)"},) \
+  ENV_PROP "," \
+  Q("workdir":{"type":"string","description":"absolute working directory inside the sandbox"},) \
+  Q("stdin":{"type":"string","description":"text given to the command on stdin"},) \
+  Q("stream":{"type":"boolean","description":"HTTP: answer JSON Lines (application/x-ndjson) with the output as it comes, then the result (as Accept: application/x-ndjson); elsewhere ignored"})
+#define EXEC_RESULT \
+  Q({"type":"object","required":["exit_code","status","timed_out","stdout","stderr"],"properties":{) \
+  Q("id":{"type":"string"},) \
+  Q("exit_code":{"type":["integer","null"],"description":"null when killed by a signal"},) \
+  Q("signal":{"type":["integer","null"]},) \
+  Q("status":{"type":"integer","description":"the CLI's exit status: 124 timed out, 126, 127, 128+N"},) \
+  Q("timed_out":{"type":"boolean"},"oom_killed":{"type":"boolean"},"cancelled":{"type":"boolean"},) \
+  Q("duration_ms":{"type":"integer"},) \
+  Q("stdout":{"type":"string"},"stderr":{"type":"string"},) \
+  Q("stdout_truncated":{"type":"boolean"},"stderr_truncated":{"type":"boolean"},) \
+  Q("artifacts":{"type":"array"}}})
+#define CREATED_RESULT \
+  Q({"type":"object","required":["id"],"properties":{"id":{"type":"string"},) \
+  Q("name":{"type":["string","null"]},"image":{"type":"string"},) \
+  Q("deadline_ms":{"type":"integer","description":"end of its lifetime, ms since the epoch"}}})
+/* an allowlist: `what` is its description (a string literal) */
+#define ALLOW_PROP(what) \
+  Q({"type":"array","maxItems":256,"items":{"type":"string","minLength":1,"maxLength":300},"description":what})
+#define SIZE_TEXT(what) Q({"type":"string","maxLength":32,"description":what})
 
 static const char create_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"profile\":{\"type\":\"string\",\"maxLength\":256,\"description\":\"a shipped profile: default, python, shell, git (refused when the server pins one)\"},"
-    "\"image\":{\"type\":\"string\",\"maxLength\":256,\"description\":\"image in the store (default python)\"},"
-    "\"name\":{\"type\":\"string\",\"maxLength\":63},"
-    "\"memory\":" SIZE_TEXT("memory limit, e.g. 512m") ","
-    "\"cpus\":" SIZE_TEXT("CPUs, e.g. 1.5") ","
-    "\"pids\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":4194304},"
-    "\"timeout\":" SIZE_TEXT("lifetime, e.g. 300s or 10m (capped by the server)") ","
-    "\"exec_timeout\":" SIZE_TEXT("default timeout of each exec") ","
-    "\"max_output\":" SIZE_TEXT("output kept per exec, e.g. 10m") ","
-    "\"disk\":" SIZE_TEXT("workspace quota, e.g. 1g") ","
-    "\"workdir\":{\"type\":\"string\"}," ENV_PROP ","
-    "\"secrets\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"minLength\":1},\"description\":\"secrets: environment variables whose values are redacted as [REDACTED:NAME] in every output, never logged or recorded\"},"
-    "\"network\":{\"type\":\"string\",\"enum\":[\"none\",\"allowlist\",\"full\"],\"description\":\"egress: none (default), allowlist (only the allow entries) or full (refused when the server pins a profile)\"},"
-    "\"allow\":" ALLOW_PROP("egress allowlist entries (network allowlist)") "}}";
+    Q({"type":"object","additionalProperties":false,"properties":{)
+    Q("profile":{"type":"string","maxLength":256,"description":"a shipped profile: default, python, shell, git (refused when the server pins one)"},)
+    Q("image":{"type":"string","maxLength":256,"description":"image in the store (default python)"},)
+    Q("name":{"type":"string","maxLength":63},)
+    Q("memory":) SIZE_TEXT("memory limit, e.g. 512m") ","
+    Q("cpus":) SIZE_TEXT("CPUs, e.g. 1.5") ","
+    Q("pids":{"type":"integer","minimum":1,"maximum":4194304},)
+    Q("timeout":) SIZE_TEXT("lifetime, e.g. 300s or 10m (capped by the server)") ","
+    Q("exec_timeout":) SIZE_TEXT("default timeout of each exec") ","
+    Q("max_output":) SIZE_TEXT("output kept per exec, e.g. 10m") ","
+    Q("disk":) SIZE_TEXT("workspace quota, e.g. 1g") ","
+    Q("workdir":{"type":"string"},) ENV_PROP ","
+    Q("secrets":{"type":"object","additionalProperties":{"type":"string","minLength":1},"description":"secrets: environment variables whose values are redacted as [REDACTED:NAME] in every output, never logged or recorded"},)
+    Q("network":{"type":"string","enum":["none","allowlist","full"],"description":"egress: none (default), allowlist (only the allow entries) or full (refused when the server pins a profile)"},)
+    Q("allow":) ALLOW_PROP("egress allowlist entries (network allowlist): NAME[:PORTS], *.ZONE[:PORTS] or CIDR[:PORTS]") "}}";
 
 static const char sandbox_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\"],\"properties\":{" SANDBOX_PROP "}}";
+    Q({"type":"object","additionalProperties":false,"required":["sandbox"],"properties":{) SANDBOX_PROP "}}";
 
 static const char destroy_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\"],\"properties\":{" SANDBOX_PROP ","
-    "\"grace_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":60000,\"description\":\"SIGTERM first, SIGKILL after this (default 1000)\"}}}";
+    Q({"type":"object","additionalProperties":false,"required":["sandbox"],"properties":{) SANDBOX_PROP ","
+    Q("grace_ms":{"type":"integer","minimum":0,"maximum":60000,"description":"SIGTERM first, SIGKILL after this (default 1000)"}}});
 static const char destroy_out[] = Q({"type":"object","required":["id","destroyed"],"properties":{"id":{"type":"string"},"destroyed":{"type":"boolean"}}});
 
 static const char exec_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\",\"argv\"],\"properties\":{" SANDBOX_PROP ","
-    "\"argv\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"string\"},\"description\":\"the command and its arguments (no shell)\"},"
+    Q({"type":"object","additionalProperties":false,"required":["sandbox","argv"],"properties":{) SANDBOX_PROP ","
+    Q("argv":{"type":"array","minItems":1,"items":{"type":"string"},"description":"the command and its arguments (no shell)"},)
     EXEC_PROPS "}}";
 
 static const char run_code_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"code\"],\"properties\":{"
-    "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"shell\"],\"description\":\"python (default) runs python3 -c CODE, shell runs sh -c CODE\"},"
-    "\"code\":{\"type\":\"string\",\"maxLength\":1048576},"
-    "\"sandbox\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"description\":\"run in this live sandbox; without it a one-shot sandbox is made and destroyed\"},"
+    Q({"type":"object","additionalProperties":false,"required":["code"],"properties":{)
+    Q("language":{"type":"string","enum":["python","shell"],"description":"python (default) runs python3 -c CODE, shell runs sh -c CODE"},)
+    Q("code":{"type":"string","maxLength":1048576},)
+    Q("sandbox":{"type":"string","minLength":1,"maxLength":64,"description":"run in this live sandbox; without it a one-shot sandbox is made and destroyed"},)
     EXEC_PROPS "}}";
 
 static const char ls_in[] = Q({"type":"object","additionalProperties":false,"properties":{}});
 static const char ls_out[] =
-    "{\"type\":\"object\",\"required\":[\"sandboxes\"],\"properties\":{\"sandboxes\":{\"type\":\"array\",\"items\":"
-    "{\"type\":\"object\",\"required\":[\"id\",\"status\"],\"properties\":{\"id\":{\"type\":\"string\"},"
-    "\"name\":{\"type\":[\"string\",\"null\"]},\"image\":{\"type\":[\"string\",\"null\"]},"
-    "\"status\":{\"type\":\"string\",\"enum\":[\"running\",\"dead\",\"expired\"]},"
-    "\"created_ms\":{\"type\":\"integer\"},\"deadline_ms\":{\"type\":\"integer\"}}}}}}";
+    Q({"type":"object","required":["sandboxes"],"properties":{"sandboxes":{"type":"array","items":)
+    Q({"type":"object","required":["id","status"],"properties":{"id":{"type":"string"},)
+    Q("name":{"type":["string","null"]},"image":{"type":["string","null"]},)
+    Q("status":{"type":"string","enum":["running","dead","expired"]},)
+    Q("created_ms":{"type":"integer"},"deadline_ms":{"type":"integer"}}}}}});
 
 static const char inspect_out[] =
-    "{\"type\":\"object\",\"required\":[\"id\",\"status\"],\"properties\":{\"id\":{\"type\":\"string\"},"
-    "\"name\":{\"type\":[\"string\",\"null\"]},\"image\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},"
-    "\"options\":{\"type\":\"object\"}}}";
+    Q({"type":"object","required":["id","status"],"properties":{"id":{"type":"string"},)
+    Q("name":{"type":["string","null"]},"image":{"type":"string"},"status":{"type":"string"},)
+    Q("options":{"type":"object"}}});
 
 static const char events_out[] =
     Q({"type":"object","required":["events"],"properties":{"events":{"type":"array","items":{"type":"object","required":["type"],"properties":{"time":{"type":"string"},"type":{"type":"string"}}}}}});
 
-#define PATH_PROP "\"path\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":\"relative to /workspace (no .., no symlinks followed)\"}"
+#define PATH_PROP Q("path":{"type":"string","minLength":1,"maxLength":4096,"description":"relative to /workspace (no .., no symlinks followed)"})
 static const char write_file_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\",\"path\",\"content\"],\"properties\":{"
+    Q({"type":"object","additionalProperties":false,"required":["sandbox","path","content"],"properties":{)
     SANDBOX_PROP "," PATH_PROP ","
-    "\"content\":{\"type\":\"string\"},"
-    "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],\"description\":\"of content (default utf-8)\"},"
-    "\"mode\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":511,\"description\":\"permission bits (default 0644 = 420)\"}}}";
+    Q("content":{"type":"string"},)
+    Q("encoding":{"type":"string","enum":["utf-8","base64"],"description":"of content (default utf-8)"},)
+    Q("mode":{"type":"integer","minimum":0,"maximum":511,"description":"permission bits (default 0644 = 420)"}}});
 static const char write_file_out[] = Q({"type":"object","required":["path","size"],"properties":{"path":{"type":"string"},"size":{"type":"integer"}}});
 static const char read_file_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\",\"path\"],\"properties\":{"
+    Q({"type":"object","additionalProperties":false,"required":["sandbox","path"],"properties":{)
     SANDBOX_PROP "," PATH_PROP ","
-    "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],\"description\":\"base64 forces base64; text that is not UTF-8 comes as base64 anyway\"}}}";
+    Q("encoding":{"type":"string","enum":["utf-8","base64"],"description":"base64 forces base64; text that is not UTF-8 comes as base64 anyway"}}});
 static const char read_file_out[] =
     Q({"type":"object","required":["path","size","encoding","content"],"properties":{"path":{"type":"string"},"size":{"type":"integer"},"encoding":{"type":"string","enum":["utf-8","base64"]},"content":{"type":"string"}}});
 static const char list_files_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\"],\"properties\":{" SANDBOX_PROP ","
-    "\"path\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"directory relative to /workspace (default: all)\"}}}";
+    Q({"type":"object","additionalProperties":false,"required":["sandbox"],"properties":{) SANDBOX_PROP ","
+    Q("path":{"type":"string","maxLength":4096,"description":"directory relative to /workspace (default: all)"}}});
 static const char list_files_out[] =
     Q({"type":"object","required":["files"],"properties":{"files":{"type":"array","items":{"type":"object","required":["path","type","size"],"properties":{"path":{"type":"string"},"type":{"type":"string","enum":["file","symlink"]},"size":{"type":"integer"}}}}}});
 static const char artifacts_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\"],\"properties\":{" SANDBOX_PROP ","
-    "\"globs\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"minLength\":1},\"description\":\"e.g. out/*.png, **/*.csv (default: everything)\"}}}";
+    Q({"type":"object","additionalProperties":false,"required":["sandbox"],"properties":{) SANDBOX_PROP ","
+    Q("globs":{"type":"array","items":{"type":"string","minLength":1},"description":"e.g. out/*.png, **/*.csv (default: everything)"}}});
 static const char artifacts_out[] =
     Q({"type":"object","required":["artifacts"],"properties":{"artifacts":{"type":"array","items":{"type":"object","required":["path","type","size"],"properties":{"path":{"type":"string"},"type":{"type":"string"},"size":{"type":"integer"},"sha256":{"type":["string","null"]},"target":{"type":["string","null"]},"copied":{"type":"boolean"}}}}}});
 static const char snapshot_out[] =
     Q({"type":"object","required":["snapshot","size"],"properties":{"snapshot":{"type":"string","description":"sha256 of the tar: give it to restore"},"size":{"type":"integer"},"entries":{"type":"integer"}}});
 static const char restore_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\",\"snapshot\"],\"properties\":{" SANDBOX_PROP ","
-    "\"snapshot\":{\"type\":\"string\",\"minLength\":64,\"maxLength\":64,\"description\":\"what snapshot returned\"}}}";
+    Q({"type":"object","additionalProperties":false,"required":["sandbox","snapshot"],"properties":{) SANDBOX_PROP ","
+    Q("snapshot":{"type":"string","minLength":64,"maxLength":64,"description":"what snapshot returned"}}});
 static const char restore_out[] =
     Q({"type":"object","required":["id","snapshot","restored"],"properties":{"id":{"type":"string"},"snapshot":{"type":"string"},"restored":{"type":"boolean"}}});
 
-#define SESSION_PROP "\"session\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":32,\"description\":\"session name (from session_start)\"}"
+#define SESSION_PROP Q("session":{"type":"string","minLength":1,"maxLength":32,"description":"session name (from session_start)"})
 static const char session_start_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\"],\"properties\":{" SANDBOX_PROP ","
-    "\"kind\":{\"type\":\"string\",\"enum\":[\"python\",\"shell\"],\"description\":\"python (default): globals kept; shell: cwd, env and variables kept\"},"
-    "\"session\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":32,\"description\":\"a name (default: s1, s2, ...)\"}}}";
+    Q({"type":"object","additionalProperties":false,"required":["sandbox"],"properties":{) SANDBOX_PROP ","
+    Q("kind":{"type":"string","enum":["python","shell"],"description":"python (default): globals kept; shell: cwd, env and variables kept"},)
+    Q("session":{"type":"string","minLength":1,"maxLength":32,"description":"a name (default: s1, s2, ...)"}}});
 static const char session_start_out[] =
     Q({"type":"object","required":["session","kind"],"properties":{"session":{"type":"string"},"kind":{"type":"string"}}});
 static const char session_run_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\",\"session\",\"code\"],\"properties\":{" SANDBOX_PROP ","
-    SESSION_PROP ",\"code\":{\"type\":\"string\",\"maxLength\":1048576},"
-    "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400,\"description\":\"interrupt the call after this (the session lives on)\"}}}";
+    Q({"type":"object","additionalProperties":false,"required":["sandbox","session","code"],"properties":{) SANDBOX_PROP ","
+    SESSION_PROP Q(,"code":{"type":"string","maxLength":1048576},)
+    Q("timeout_s":{"type":"integer","minimum":1,"maximum":86400,"description":"interrupt the call after this (the session lives on)"}}});
 static const char session_run_out[] =
-    "{\"type\":\"object\",\"required\":[\"session\",\"status\",\"timed_out\",\"session_lost\",\"stdout\",\"stderr\"],\"properties\":{"
-    "\"session\":{\"type\":\"string\"},\"status\":{\"type\":\"integer\"},\"timed_out\":{\"type\":\"boolean\"},"
-    "\"session_lost\":{\"type\":\"boolean\"},\"lost_reason\":{\"type\":\"string\"},\"duration_ms\":{\"type\":\"integer\"},"
-    "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
-    "\"stdout_truncated\":{\"type\":\"boolean\"},\"stderr_truncated\":{\"type\":\"boolean\"},\"cancelled\":{\"type\":\"boolean\"},"
-    "\"value\":{\"type\":[\"object\",\"null\"],\"properties\":{\"repr\":{\"type\":\"string\"},\"json\":{}}},"
-    "\"error\":{\"type\":[\"object\",\"null\"],\"properties\":{\"type\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"},\"traceback\":{\"type\":\"string\"}}}}}";
+    Q({"type":"object","required":["session","status","timed_out","session_lost","stdout","stderr"],"properties":{)
+    Q("session":{"type":"string"},"status":{"type":"integer"},"timed_out":{"type":"boolean"},)
+    Q("session_lost":{"type":"boolean"},"lost_reason":{"type":"string"},"duration_ms":{"type":"integer"},)
+    Q("stdout":{"type":"string"},"stderr":{"type":"string"},)
+    Q("stdout_truncated":{"type":"boolean"},"stderr_truncated":{"type":"boolean"},"cancelled":{"type":"boolean"},)
+    Q("value":{"type":["object","null"],"properties":{"repr":{"type":"string"},"json":{}}},)
+    Q("error":{"type":["object","null"],"properties":{"type":{"type":"string"},"message":{"type":"string"},"traceback":{"type":"string"}}}}});
 static const char session_stop_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\",\"session\"],\"properties\":{" SANDBOX_PROP "," SESSION_PROP "}}";
+    Q({"type":"object","additionalProperties":false,"required":["sandbox","session"],"properties":{) SANDBOX_PROP "," SESSION_PROP "}}";
 static const char session_stop_out[] =
     Q({"type":"object","required":["session","stopped"],"properties":{"session":{"type":"string"},"stopped":{"type":"boolean"}}});
 
 static const char network_out[] =
-    "{\"type\":\"object\",\"required\":[\"id\",\"mode\",\"allow\"],\"properties\":{\"id\":{\"type\":\"string\"},"
-    "\"mode\":{\"type\":\"string\",\"enum\":[\"none\",\"allowlist\",\"full\"]},"
-    "\"allow\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"dns_upstream\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
-    "\"counters\":{\"type\":[\"object\",\"null\"],\"description\":\"null for mode none or when the ruleset cannot be read\",\"properties\":{"
-    "\"redirected_packets\":{\"type\":\"integer\"},\"dropped_packets\":{\"type\":\"integer\"},"
-    "\"dropped_bytes\":{\"type\":\"integer\"},\"dns_packets\":{\"type\":\"integer\"}}}}}";
+    Q({"type":"object","required":["id","mode","allow"],"properties":{"id":{"type":"string"},)
+    Q("mode":{"type":"string","enum":["none","allowlist","full"]},)
+    Q("allow":{"type":"array","items":{"type":"string"}},"dns_upstream":{"type":"array","items":{"type":"string"}},)
+    Q("counters":{"type":["object","null"],"description":"null for mode none or when the ruleset cannot be read","properties":{)
+    Q("redirected_packets":{"type":"integer"},"dropped_packets":{"type":"integer"},)
+    Q("dropped_bytes":{"type":"integer"},"dns_packets":{"type":"integer"}}}}});
 static const char network_change_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\"],\"properties\":{" SANDBOX_PROP ","
-    "\"mode\":{\"type\":\"string\",\"enum\":[\"allowlist\",\"full\"],\"description\":\"new mode (default: unchanged; a sandbox made with network none has no egress)\"},"
-    "\"allow\":" ALLOW_PROP("entries to add") ","
-    "\"deny\":{\"type\":\"array\",\"maxItems\":256,\"items\":{\"type\":\"string\",\"minLength\":1},\"description\":\"entries to remove, exactly as added\"}}}";
+    Q({"type":"object","additionalProperties":false,"required":["sandbox"],"properties":{) SANDBOX_PROP ","
+    Q("mode":{"type":"string","enum":["allowlist","full"],"description":"new mode (default: unchanged; a sandbox made with network none has no egress)"},)
+    Q("allow":) ALLOW_PROP("entries to add: NAME[:PORTS], *.ZONE[:PORTS] or CIDR[:PORTS]") ","
+    Q("deny":{"type":"array","maxItems":256,"items":{"type":"string","minLength":1},"description":"entries to remove, exactly as added"}}});
 static const char extend_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox\",\"by\"],\"properties\":{" SANDBOX_PROP ","
-    "\"by\":" SIZE_TEXT("how much longer, e.g. 10m (the whole lifetime is bounded by the sandbox's max_lifetime and the server's cap)") "}}";
+    Q({"type":"object","additionalProperties":false,"required":["sandbox","by"],"properties":{) SANDBOX_PROP ","
+    Q("by":) SIZE_TEXT("how much longer, e.g. 10m (the whole lifetime is bounded by the sandbox's max_lifetime and the server's cap)") "}}";
 static const char extend_out[] =
     Q({"type":"object","required":["id","deadline_ms"],"properties":{"id":{"type":"string"},"deadline_ms":{"type":"integer","description":"the new end of its lifetime, ms since the epoch"}}});
 static const char audit_in[] =
-    "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"sandbox\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"description\":\"only this sandbox's records\"},"
-    "\"op\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"only records of this op (create, exec, network_change, ...)\"},"
-    "\"since\":" SIZE_TEXT("RFC 3339 UTC time, a date, or a duration before now (10m)") ","
-    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000,\"description\":\"at most this many records (oldest first)\"}}}";
+    Q({"type":"object","additionalProperties":false,"properties":{)
+    Q("sandbox":{"type":"string","minLength":1,"maxLength":64,"description":"only this sandbox's records"},)
+    Q("op":{"type":"string","maxLength":64,"description":"only records of this op (create, exec, network_change, ...)"},)
+    Q("since":) SIZE_TEXT("RFC 3339 UTC time, a date, or a duration before now (10m)") ","
+    Q("limit":{"type":"integer","minimum":1,"maximum":100000,"description":"at most this many records (oldest first)"}}});
 static const char audit_out[] =
     Q({"type":"object","required":["records"],"properties":{"records":{"type":"array","items":{"type":"object","required":["op"],"properties":{"time":{"type":"string"},"op":{"type":"string"},"sandbox":{"type":"string"},"result":{}}}}}});
 
@@ -247,6 +247,14 @@ const char an_api_error_schema[] =
 const struct an_api_op *an_api_ops(size_t *n) {
   *n = sizeof ops / sizeof ops[0];
   return ops;
+}
+
+bool an_api_call_holds_sandbox(const struct an_api_op *op, yajl_val input) {
+  if (!op) return false;
+  if (op->flags & AN_API_OP_CREATES) return true;
+  if (strcmp(op->name, "run_code")) return false;
+  const char *path[] = {"sandbox", NULL};
+  return !(input && YAJL_IS_OBJECT(input) && yajl_tree_get(input, path, yajl_t_any));
 }
 
 const struct an_api_op *an_api_op_find(const char *name) {

@@ -84,8 +84,6 @@ static int worker_run(const struct an_api_ctx *ctx, const struct an_api_op *op, 
   struct worker_warnings warns = {0};
   wctx.warn = worker_warn;
   wctx.warn_data = &warns;
-  if (ctx->init_path) setenv("AGENTNEST_INIT", ctx->init_path, 1);
-  if (ctx->profiles_dir) setenv("AGENTNEST_PROFILES", ctx->profiles_dir, 1);
   struct an_api_call call = {.ctx = &wctx, .cancel_fd = FD_CANCEL, .stream_fd = FD_RESULT};
   an_error_t err = NULL;
   yajl_val in = NULL;

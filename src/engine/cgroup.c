@@ -29,6 +29,23 @@
  * hierarchy has them, so that memory.events (OOM reporting) and
  * pids.current always exist.
  *
+ * Which hierarchies (an_cgroup_create_used, the sandbox layer's choice):
+ * on v1 and hybrid hosts every mounted hierarchy is one more mkdir, and
+ * every process that enters the cgroup one more cgroup.procs write (a v1
+ * migration, the costly part of an exec's join) and one more rmdir at the
+ * end; a sandbox without a cpuset or blkio limit gains nothing from its
+ * own cgroup in those hierarchies (nor ever from cpuacct, which only
+ * counts).  So the cgroup is made in the hierarchies of the controllers
+ * its resources name, plus memory and pids (OOM and pids-limit reporting,
+ * always), freezer (pause, and kill without cgroup.kill), devices (the
+ * device policy every container gets) and the cgroup2 hierarchy
+ * (tracking, cgroup.kill).  Elsewhere its processes stay in the creator's
+ * cgroup, which limits nothing of theirs either way; an_cgroup_open finds
+ * the hierarchies a cgroup exists in (one stat each), so every later call
+ * (exec's child cgroup, join, kill, destroy, prune) uses the same set.
+ * an_cgroup_create (agentnest-oci: `update` may add any limit later, as
+ * with runc) still makes it everywhere.
+ *
  * Hybrid hosts: limits go to the v1 hierarchy of their controller; the
  * cgroup2 hierarchy, even without controllers, is used for tracking
  * (cgroup.procs), cgroup.kill and cgroup.freeze; a controller mounted only
@@ -108,6 +125,7 @@ static int cg_new(char *path, size_t depth, const struct an_cg_layout *from,
   cg->unified_fd = -1;
   int r = from ? an_cg_layout_copy(&cg->l, from, err) : an_cg_layout_read(&cg->l, err);
   if (r < 0) { cg->l.n = 0; cg_free(cg); return r; }
+  cg->present = cg->l.n >= 32 ? ~0u : (1u << cg->l.n) - 1;
   for (size_t i = 0; i < cg->l.n; i++)
     if (asprintf(&cg->dir[i], "%s/%s", cg->l.h[i].mount, path) < 0) {
       cg->dir[i] = NULL;
@@ -132,6 +150,25 @@ static int open_unified_fd(struct an_cgroup *cg, an_error_t *err) {
   cg->unified_fd = open(cg->dir[cg->l.unified], O_DIRECTORY | O_RDONLY | O_CLOEXEC);
   if (cg->unified_fd < 0) return an_error_set(err, errno, "open cgroup %s", cg->dir[cg->l.unified]);
   return 0;
+}
+
+/* Index of the hierarchy enforcing `c` if the cgroup exists there, or -1. */
+static int find_has(const struct an_cgroup *cg, enum an_cg_ctrl c) {
+  int i = an_cg_layout_find(&cg->l, c);
+  return i >= 0 && an_cg_has(cg, (size_t) i) ? i : -1;
+}
+
+/* The hierarchies a cgroup asking for `want` is made in by
+ * an_cgroup_create_used (see the header comment): those enforcing a wanted
+ * controller or memory, pids, freezer, devices, and the tracking one. */
+static uint32_t used_hierarchies(const struct an_cgroup *cg, uint32_t want) {
+  uint32_t need = want | AN_CG_BIT(AN_CG_MEMORY) | AN_CG_BIT(AN_CG_PIDS) |
+                  AN_CG_BIT(AN_CG_FREEZER) | AN_CG_BIT(AN_CG_DEVICES);
+  uint32_t m = 0;
+  for (size_t i = 0; i < cg->l.n; i++)
+    if ((cg->l.h[i].ctrls & need) || (int) i == cg->l.unified || (int) i == cg->tracking)
+      m |= 1u << i;
+  return m;
 }
 
 /* Fail closed: every controller `want` names must be enforceable here. */
@@ -234,14 +271,14 @@ static int apply_resources(struct an_cgroup *cg, const struct an_spec_resources 
   const struct an_cg_layout *l = &cg->l;
   int r, i;
   if (with_devices) {
-    if ((i = an_cg_layout_find(l, AN_CG_DEVICES)) >= 0)
+    if ((i = find_has(cg, AN_CG_DEVICES)) >= 0)
       r = an_cg_v1_devices_apply(cg->dir[i], res, err);
     else
       r = an_cg_v2_devices_apply(cg->unified_fd, cg->dir[l->unified], res, err);
     if (r < 0) return r;
   }
   if (!res) return 0;
-#define V(ctrl) ((i = an_cg_layout_find(l, ctrl)) >= 0)
+#define V(ctrl) ((i = find_has(cg, ctrl)) >= 0)
 #define IS2 (l->h[i].version == 2)
   if (V(AN_CG_MEMORY) && (r = IS2 ? an_cg_v2_memory_apply(cg->dir[i], res, err)
                                   : an_cg_v1_memory_apply(cg->dir[i], res, err)) < 0) return r;
@@ -250,7 +287,7 @@ static int apply_resources(struct an_cgroup *cg, const struct an_spec_resources 
     if (IS2)
       r = an_cg_v2_cpu_apply(cg->dir[i], res, err);
     else {
-      int a = an_cg_layout_find(l, AN_CG_CPUACCT);
+      int a = find_has(cg, AN_CG_CPUACCT);
       r = an_cg_v1_cpu_apply(cg->dir[i], a >= 0 ? cg->dir[a] : NULL, res, err);
     }
     if (r < 0) return r;
@@ -282,6 +319,12 @@ static int mkdir_path(const char *mount, const char *path, size_t depth, size_t 
         return an_error_set(err, ENOMEM, "cgroup path");
       if (mkdir(d, 0755) == 0) {
         if (*first_created == depth) *first_created = k;
+        /* A kernfs inode's times are those of its instantiation, made again
+         * when the inode is evicted and looked up; times that were set are
+         * kept with the node.  So the leaf's mtime stays its creation time
+         * (later raised by child cgroups made or removed), which prune's
+         * grace for a create in progress reads. */
+        if (!c[len]) (void) utimensat(AT_FDCWD, d, NULL, 0);
       } else if (errno == EEXIST) {
         if (!c[len]) return an_error_set(err, EEXIST, "create cgroup %s", d);
       } else if (errno == ENOENT && attempt < 3) {
@@ -326,7 +369,7 @@ static int v1_cpuset_init_path(const char *mount, const char *path, an_error_t *
   }
 }
 
-int an_cgroup_create(const char *path, const struct an_spec_resources *res,
+static int cg_create(const char *path, const struct an_spec_resources *res, bool used_only,
                      struct an_cgroup **out, an_error_t *err) {
   char *norm = NULL;
   size_t depth = 0;
@@ -337,13 +380,17 @@ int an_cgroup_create(const char *path, const struct an_spec_resources *res,
   if ((r = an_cg_validate_resources(res, err)) < 0) return r;
   uint32_t want = an_cg_wanted_ctrls(res, true);
   if ((r = check_available(&cg->l, want, res, err)) < 0) return r;
+  if (used_only) cg->present = used_hierarchies(cg, want);
   for (size_t i = 0; i < cg->l.n; i++) {
     struct stat st;
-    if (stat(cg->dir[i], &st) == 0) return an_error_set(err, EEXIST, "create cgroup %s", cg->dir[i]);
+    if (an_cg_has(cg, i) && stat(cg->dir[i], &st) == 0)
+      return an_error_set(err, EEXIST, "create cgroup %s", cg->dir[i]);
   }
   size_t first[AN_CG_MAX_HIER];
+  for (size_t i = 0; i < AN_CG_MAX_HIER; i++) first[i] = depth;   /* nothing made there */
   size_t made = 0;
   for (; made < cg->l.n; made++) {
+    if (!an_cg_has(cg, made)) continue;
     r = mkdir_path(cg->l.h[made].mount, cg->path, depth, &first[made], err);
     if (r < 0) break;
     if (cg->l.h[made].version == 1 && (cg->l.h[made].ctrls & AN_CG_BIT(AN_CG_CPUSET)) &&
@@ -367,6 +414,16 @@ int an_cgroup_create(const char *path, const struct an_spec_resources *res,
   return 0;
 }
 
+int an_cgroup_create(const char *path, const struct an_spec_resources *res,
+                     struct an_cgroup **out, an_error_t *err) {
+  return cg_create(path, res, false, out, err);
+}
+
+int an_cgroup_create_used(const char *path, const struct an_spec_resources *res,
+                          struct an_cgroup **out, an_error_t *err) {
+  return cg_create(path, res, true, out, err);
+}
+
 int an_cgroup_open(const char *path, struct an_cgroup **out, an_error_t *err) {
   char *norm = NULL;
   size_t depth = 0;
@@ -376,6 +433,9 @@ int an_cgroup_open(const char *path, struct an_cgroup **out, an_error_t *err) {
   if ((r = cg_new(norm, depth, NULL, &cg, err)) < 0) return r;
   struct stat st;
   if (stat(cg->dir[cg->tracking], &st) < 0) return an_error_set(err, errno, "open cgroup %s", cg->dir[cg->tracking]);
+  /* the hierarchies it was made in (an_cgroup_create_used: not all) */
+  for (size_t i = 0; i < cg->l.n; i++)
+    if ((int) i != cg->tracking && stat(cg->dir[i], &st) < 0) cg->present &= ~(1u << i);
   if ((r = open_unified_fd(cg, err)) < 0) return r;
   *out = an_steal(&cg);
   return 0;
@@ -394,7 +454,9 @@ static int child_new(const struct an_cgroup *parent, const char *name, struct an
   int r = normalize_path(p, &norm, &depth, err);
   free(p);
   if (r < 0) return r;
-  return cg_new(norm, parent->base_depth, &parent->l, out, err);
+  if ((r = cg_new(norm, parent->base_depth, &parent->l, out, err)) < 0) return r;
+  (*out)->present = parent->present;   /* a child lives where its parent does */
+  return 0;
 }
 
 int an_cgroup_open_child(const struct an_cgroup *parent, const char *name, struct an_cgroup **out,
@@ -417,13 +479,15 @@ int an_cgroup_create_child(struct an_cgroup *parent, const char *name,
   if (r < 0) return r;
   size_t made = 0;
   for (; made < cg->l.n; made++) {
+    if (!an_cg_has(cg, made)) continue;
     if (mkdir(cg->dir[made], 0755) < 0) { r = an_error_set(err, errno, "create cgroup %s", cg->dir[made]); break; }
     if (cg->l.h[made].version == 1 && (cg->l.h[made].ctrls & AN_CG_BIT(AN_CG_CPUSET)) &&
         (r = an_cg_v1_cpuset_init(cg->dir[made], err)) < 0) { made++; break; }
   }
   if (r >= 0) r = open_unified_fd(cg, err);
   if (r < 0) {
-    for (size_t i = 0; i < made; i++) rmdir(cg->dir[i]);
+    for (size_t i = 0; i < made; i++)
+      if (an_cg_has(cg, i)) rmdir(cg->dir[i]);
     return r;
   }
   *out = an_steal(&cg);
@@ -436,6 +500,15 @@ int an_cgroup_apply(struct an_cgroup *cg, const struct an_spec_resources *res, a
   bool devices = res && res->n_devices > 0;
   uint32_t want = an_cg_wanted_ctrls(res, devices);
   if ((r = check_available(&cg->l, want, res, err)) < 0) return r;
+  /* fail closed: a limit for a hierarchy the cgroup was not made in
+   * (an_cgroup_create_used) would be written nowhere */
+  for (int c = 0; c < AN_CG__COUNT; c++) {
+    int i = an_cg_layout_find(&cg->l, c);
+    if ((want & AN_CG_BIT(c)) && i >= 0 && !an_cg_has(cg, (size_t) i))
+      return an_error_set(err, EOPNOTSUPP, "update cgroup %s: %s: the cgroup was made without the "
+                          "%s hierarchy (only those its limits used at create)", cg->path,
+                          an_cg_ctrl_field(c), cg->l.h[i].mount);
+  }
   if ((r = enable_v2_controllers(cg, v2_ctrls_of(&cg->l, want), err)) < 0) return r;
   if ((r = apply_resources(cg, res, devices, err)) < 0)
     return an_error_prefix(err, "update cgroup %s", cg->path);
@@ -445,7 +518,7 @@ int an_cgroup_apply(struct an_cgroup *cg, const struct an_spec_resources *res, a
 int an_cgroup_enter(struct an_cgroup *cg, pid_t pid, an_error_t *err) {
   /* v1 hierarchies first, the cgroup2 one (tracking) last. */
   for (size_t i = 0; i < cg->l.n; i++)
-    if ((int) i != cg->l.unified) {
+    if ((int) i != cg->l.unified && an_cg_has(cg, i)) {
       int r = an_cg_writef(err, cg->dir[i], "cgroup.procs", "%d", (int) pid);
       if (r < 0) return r;
     }
@@ -473,7 +546,7 @@ int an_cgroup_pids(struct an_cgroup *cg, pid_t **pids, size_t *n, an_error_t *er
  * is mounted (hybrid hosts: what runc uses and what engines read back in
  * freezer.state), else cgroup2's cgroup.freeze. */
 static int freeze_dir(struct an_cgroup *cg, bool frozen, an_error_t *err) {
-  int i = an_cg_layout_find(&cg->l, AN_CG_FREEZER);
+  int i = find_has(cg, AN_CG_FREEZER);
   if (i >= 0 && cg->l.h[i].version == 1) return an_cg_v1_freezer_set(cg->dir[i], frozen, err);
   if (cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.freeze"))
     return an_cg_v2_freeze_set(cg->dir[cg->l.unified], frozen, err);
@@ -501,7 +574,7 @@ static int signal_all(struct an_cgroup *cg, int sig, size_t *sent, an_error_t *e
 static bool is_frozen(struct an_cgroup *cg) {
   an_error_t e = NULL;
   bool frozen = false;
-  int i = an_cg_layout_find(&cg->l, AN_CG_FREEZER);   /* as freeze_dir */
+  int i = find_has(cg, AN_CG_FREEZER);   /* as freeze_dir */
   if (i >= 0 && cg->l.h[i].version == 1) {
     cleanup_free char *s = NULL;
     frozen = an_cg_read(cg->dir[i], "freezer.state", &s, &e) == 0 && strncmp(s, "THAWED", 6);
@@ -514,8 +587,19 @@ static bool is_frozen(struct an_cgroup *cg) {
 }
 
 int an_cgroup_kill(struct an_cgroup *cg, int sig, an_error_t *err) {
-  if (sig == SIGKILL && cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.kill"))
-    return an_cg_write(cg->dir[cg->l.unified], "cgroup.kill", "1", err);
+  if (sig == SIGKILL && cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.kill")) {
+    int r = an_cg_write(cg->dir[cg->l.unified], "cgroup.kill", "1", err);
+    /* cgroup.kill does not thaw a v1 freezer (a hybrid host): its frozen
+     * tasks act on the SIGKILL only once thawed (a sandbox destroyed while
+     * a snapshot froze it stayed alive) */
+    if (r >= 0 && is_frozen(cg)) {
+      an_error_t terr = NULL;
+      int t = freeze_dir(cg, false, &terr);
+      if (t < 0) { r = t; if (err && !*err) *err = terr; else an_error_free(&terr); }
+      else an_error_free(&terr);
+    }
+    return r;
+  }
   /* No cgroup.kill: freeze so that nothing forks between listing and
    * signalling (runc's signalAllProcesses), signal every pid, thaw.  A
    * cgroup paused by the caller stays paused, except for SIGKILL (frozen
@@ -571,7 +655,7 @@ static int v1_event_sum(const char *dir, const char *file, const char *key, uint
 static int read_event(struct an_cgroup *cg, enum an_cg_ctrl c, const char *v1file,
                       const char *v2file, const char *key, bool v1_from_base, uint64_t *count,
                       an_error_t *err) {
-  int i = an_cg_layout_find(&cg->l, c);
+  int i = find_has(cg, c);
   if (i < 0)
     return an_error_set(err, EOPNOTSUPP, "cgroup %s: no %s controller", cg->path, an_cg_ctrl_v1_name(c));
   cleanup_free char *dir = strdup(cg->dir[i]);
@@ -648,6 +732,7 @@ int an_cgroup_destroy(struct an_cgroup *cg, an_error_t *err) {
   }
   int ret = 0;
   for (size_t i = 0; i < cg->l.n; i++) {
+    if (!an_cg_has(cg, i)) continue;
     int r = an_cg_rmdir_tree(cg->dir[i], err);
     if (r < 0 && ret == 0) ret = r;
     if (r == 0) rmdir_owned_ancestors(cg->l.h[i].mount, cg->path);

@@ -60,9 +60,16 @@ struct an_cgroup {
   size_t base_depth;           /* components of the container cgroup this handle belongs to */
   struct an_cg_layout l;
   char *dir[AN_CG_MAX_HIER];   /* absolute directory per hierarchy (all of them) */
+  uint32_t present;            /* bit i: the cgroup exists in hierarchy i (all of them, except
+                                  after an_cgroup_create_used: only those its controllers use) */
   int tracking;                /* hierarchy used for procs/kill/freeze: cgroup2 if mounted */
   int unified_fd;              /* O_DIRECTORY of dir[l.unified] or -1 */
 };
+
+/* Whether the cgroup exists in hierarchy i (AN_CG_MAX_HIER <= 32 bits). */
+static inline bool an_cg_has(const struct an_cgroup *cg, size_t i) {
+  return i < cg->l.n && (cg->present & (1u << i)) != 0;
+}
 
 /* --- cgroup_fs.c: files in a cgroup directory ------------------------- */
 /* Write `value` to dir/file (one write(2), as the kernel wants).

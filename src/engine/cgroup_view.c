@@ -49,6 +49,7 @@ int an_cgroup_view_mount(const struct an_cgroup *cg, int target_fd, bool own_cgr
   if (r < 0) return r;
   if ((r = an_mount_attach(mnt, target_fd, err)) < 0) return r;
   for (size_t i = 0; i < l->n; i++) {
+    if (!an_cg_has(cg, i)) continue;   /* made sparse: nothing of its own there to show */
     const char *slash = strrchr(l->h[i].mount, '/');
     const char *name = slash ? slash + 1 : l->h[i].mount;
     if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;

@@ -96,6 +96,13 @@ struct launch {
   struct an_container_state st;
 };
 
+/* a mounts[] entry that asks for a bind (its type then is only a label) */
+static bool mount_has_bind_option(const struct an_spec_mount *m) {
+  for (char **o = m->options; o && *o; o++)
+    if (!strcmp(*o, "bind") || !strcmp(*o, "rbind")) return true;
+  return false;
+}
+
 static void launch_init(struct launch *l) {
   memset(l, 0, sizeof *l);
   l->dirfd = l->sync_fd = l->start_fd = l->pidfd = l->root_mnt_fd = -1;
@@ -354,8 +361,23 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
     l->idmap_fds = malloc(s->n_mounts * sizeof *l->idmap_fds);
     if (!l->idmap_fds) { r = an_error_set(err, ENOMEM, "mounts"); goto fail; }
     for (size_t i = 0; i < s->n_mounts; i++) l->idmap_fds[i] = -1;
+    /* a netns joined from a user namespace of the container's own, which
+     * cannot mount sysfs for it: made here (an_mount_prepare_sysfs) */
+    const char *netns_path = NULL;
+    bool own_userns = false;
+    for (size_t i = 0; i < s->linux.n_namespaces; i++) {
+      if (s->linux.namespaces[i].clone_flag == CLONE_NEWNET) netns_path = s->linux.namespaces[i].path;
+      if (s->linux.namespaces[i].clone_flag == CLONE_NEWUSER) own_userns = true;
+    }
+    if (!own_userns) netns_path = NULL;
     for (size_t i = 0; i < s->n_mounts; i++) {
       const struct an_spec_mount *m = &s->mounts[i];
+      if (netns_path && m->type && !strcmp(m->type, "sysfs") && !m->n_uid_mappings && !m->n_gid_mappings &&
+          !mount_has_bind_option(m)) {
+        r = an_mount_prepare_sysfs(netns_path, &l->idmap_fds[i], err);
+        if (r < 0) { an_error_prefix(err, "mounts[%zu]", i); goto fail; }
+        continue;
+      }
       if (!m->n_uid_mappings && !m->n_gid_mappings) continue;
       cleanup_close int userns = -1;
       r = an_userns_for_idmap(m->uid_mappings, m->n_uid_mappings, m->gid_mappings,
@@ -385,7 +407,9 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
    * (a pid of 0 reads back as stopped). */
   l->st.status = AN_STATUS_CREATING;
   if ((r = an_state_write(l->dirfd, &l->st, err)) < 0) goto fail;
-  if ((r = an_cgroup_create(l->cg_path, s->linux.resources, &l->cg, err)) < 0) goto fail;
+  if ((r = (o->cgroup_used_only ? an_cgroup_create_used : an_cgroup_create)(
+           l->cg_path, s->linux.resources, &l->cg, err)) < 0)
+    goto fail;
   {
     cleanup_free char *config = NULL;
     /* what is recorded may leave values out (opts->config_env) */

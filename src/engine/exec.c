@@ -123,12 +123,19 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
   pid_t jpid = an_process_clone(0, cgfd, &jpidfd, err);
   if (jpid == 0) an_exec_joiner_main(&j);
   close(sp[1]);
+  /* read before the copy is freed (cfg.process points into it; the free
+   * zeroes it, and a terminal exec then looked prepared and deadlocked) */
+  bool prepared = an_init_exec_inherits_setup(&cfg);
   an_exec_process_copy_free(&proc);  /* the joiner has its own copy */
   if (jpid < 0) {
     an_exec_child_close(c);
     return an_error_prefix(err, "exec in %s", t->what);
   }
-  /* the joiner's cgroup is the process's: it is born there */
+  /* the joiner's cgroup is the process's: it is born there.  On v1 this
+   * write waits for an RCU grace period (the first cgroup.procs write of a
+   * batch takes the kernel's cgroup_threadgroup_rwsem for write); the
+   * joiner meanwhile joins the namespaces and runs the process's setup
+   * (exec_join.h), so the two overlap. */
   if (t->cg && cgfd < 0 && (r = an_cgroup_enter(t->cg, jpid, err)) < 0) goto fail;
   /* [1] to the joiner: cgroup entered; [7] spawned: the process's pidfd */
   if ((r = an_sync_send(c->sync_fd, AN_SYNC_IDMAPPED, -1, err)) < 0) goto fail;
@@ -140,6 +147,9 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
   close(jpidfd);
   jpidfd = -1;
   if ((r = an_process_pidfd_pid(c->pidfd, &c->pid, err)) < 0) goto fail;
+  /* A process that inherited its setup from the joiner is on its way to
+   * execve already: an_exec_go only waits for [6]. */
+  if ((c->prepared = prepared)) return 0;
   /* [1] ids mapped (nothing to map: joined), cgroup entered */
   if ((r = an_sync_send(c->sync_fd, AN_SYNC_IDMAPPED, -1, err)) < 0) goto fail;
   /* [4] ready: identity, capabilities, PATH lookup done */
@@ -154,8 +164,8 @@ fail:
 }
 
 int an_exec_go(struct an_exec_child *c, an_error_t *err) {
-  /* [5] go, [6] execve */
-  int r = an_sync_send(c->sync_fd, AN_SYNC_GO, -1, err);
+  /* [5] go (not for a prepared process, which did not stop), [6] execve */
+  int r = c->prepared ? 0 : an_sync_send(c->sync_fd, AN_SYNC_GO, -1, err);
   if (r == 0) r = wait_sync(c, err);
   if (r == 0) r = an_sync_wait_exec(c->sync_fd, err);
   if (r < 0) return r;

@@ -158,11 +158,17 @@ static void ns_names(int flags, char *buf, size_t len) {
       n += (size_t) snprintf(buf + n, len - n, "%s%s", n ? "|" : "", an_ns_name(all[i]));
 }
 
-static int joiner_run(const struct an_exec_joiner *j, an_error_t *err) {
+/* Join every namespace and run the part of the process's setup that needs
+ * no identity change (an_init_prepare_exec: rlimits, keyring, cwd,
+ * Landlock; inherited by the process): all of this overlaps the runtime's
+ * cgroup write
+ * (on v1 the first cgroup.procs write waits for an RCU grace period, the
+ * largest single cost of an exec).  Nothing of the container sees this
+ * process meanwhile: it is not in the container's pid namespace, and its
+ * cgroup does not matter until it clones the process. */
+static int joiner_prepare(const struct an_exec_joiner *j, struct an_init_config *child,
+                          an_error_t *err) {
   const struct an_init_config *c = j->cfg;
-  /* [1]: the runtime has put this process in the exec's cgroup */
-  int r = an_sync_wait(c->sync_fd, AN_SYNC_IDMAPPED, NULL, err);
-  if (r < 0) return r;
   /* One setns with the pidfd: the whole set is taken from init at once; pid
    * (and time) apply to the child below (setns(2)). */
   if (j->ns_flags && setns(j->init_pidfd, j->ns_flags) < 0) {
@@ -171,8 +177,26 @@ static int joiner_run(const struct an_exec_joiner *j, an_error_t *err) {
     ns_names(j->ns_flags, names, sizeof names);
     return an_error_set(err, e, "join the namespaces of the container's init (setns %s)", names);
   }
+  if (!an_init_exec_inherits_setup(c)) return 0;  /* a terminal: the process does it all */
+  int r = an_init_prepare_exec(c, err);
+  if (r < 0) return r;
+  child->inherited_setup = true;
+  return 0;
+}
+
+static int joiner_run(const struct an_exec_joiner *j, an_error_t *err) {
+  const struct an_init_config *c = j->cfg;
   struct an_init_config child = *c;
   child.parent_sync_fd = child.state_dirfd = -1;  /* closed by the joiner already */
+  int r = joiner_prepare(j, &child, err);
+  /* [1]: the runtime has put this process in the exec's cgroup.  Awaited
+   * after a failed setup too, so that the runtime, still writing this pid
+   * into the cgroup, reads the cause (e.g. ENOENT: status 127), not ESRCH. */
+  an_error_t e1 = NULL;
+  int r1 = an_sync_wait(c->sync_fd, AN_SYNC_IDMAPPED, NULL, r < 0 ? &e1 : err);
+  an_error_free(&e1);
+  if (r < 0) return r;
+  if (r1 < 0) return r1;
   int pidfd = -1;
   pid_t pid = an_process_clone(CLONE_PARENT, -1, &pidfd, err);
   if (pid == 0) an_init_main(&child);

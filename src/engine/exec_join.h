@@ -10,16 +10,19 @@
  * open fd keeps showing that namespace.  So the runtime never does that:
  *
  *   runtime (host)          joiner (host pid ns)                    process
- *   clone3 --------------->  (lands in the exec's cgroup)
+ *   clone3 --------------->  (v2: lands in the exec's cgroup)
  *                           argv+env areas, comm -> "agentnest-exec"
- *   enter cgroup (v1)       not dumpable
+ *   enter cgroup (v1:       not dumpable
+ *    one RCU grace period,  setns(init pidfd, EVERY namespace)
+ *    4-14 ms here)          rlimits, keyring, cwd, Landlock
+ *                           (an_init_prepare_exec; not with a tty;
+ *                           the joiner keeps the runtime's uid)
  *   [1] idmapped --------->
- *                           setns(init pidfd, EVERY namespace)
  *                           clone3(CLONE_PARENT) -----------------> born in the container's
  *   [7] spawned (pidfd) <--                                        pid ns, already inside all
  *   reap the joiner          _exit(0)                              of its other namespaces,
- *   [1] idmapped ------------------------------------------------> not dumpable: exec-only
- *   ... [4] [5] [6] as sync.h                                      init (init.h)
+ *   [1] idmapped (tty only) -------------------------------------> not dumpable: exec-only
+ *   ... [4] [5] (tty only) [6] as sync.h                           init (init.h)
  *
  * setns(CLONE_NEWPID) only sets the pid namespace of later children
  * (setns(2)): the joiner itself is never in the container's pid namespace,
@@ -63,7 +66,11 @@ int an_exec_process_copy(struct an_exec_process_copy *c, const struct an_spec_pr
 void an_exec_process_copy_free(struct an_exec_process_copy *c);
 
 /* Joiner entry after clone3: never returns.  Hides the runtime's argv and
- * environment, becomes not dumpable, waits for [1], joins every namespace, clones the process
+ * environment, becomes not dumpable, joins every namespace, runs the part
+ * of the process's setup that needs no identity change
+ * (an_init_prepare_exec, unless process.terminal) while the runtime moves
+ * it into the exec's cgroup,
+ * waits for [1] (the move is done), clones the process
  * (an_init_main(j->cfg)) as the runtime's child and sends AN_SYNC_SPAWNED
  * with the process's pidfd, then exits 0.  On any error it sends
  * AN_SYNC_ERROR (e.g. "join the namespaces of the container's init (setns

@@ -13,6 +13,7 @@
 #ifndef AN_ENGINE_EXEC_SPAWN_H
 #define AN_ENGINE_EXEC_SPAWN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "agentnest/cgroup.h"
@@ -33,8 +34,11 @@ struct an_exec_target {
   uint64_t timeout_ms;                      /* bound on reaching execve (ms), 0: none */
 };
 
-/* A process cloned into the container and stopped at sync point [4] (its
- * identity, capabilities and PATH lookup done; not yet exec'd). */
+/* A process cloned into the container: stopped at sync point [4] (its
+ * identity, capabilities and PATH lookup done; not yet exec'd), or, when
+ * `prepared` (no terminal: it inherited that setup from the joiner,
+ * engine/init.h an_init_exec_inherits_setup), already on its way to
+ * execve without a stop. */
 struct an_exec_child {
   char what[128];        /* the target's name, for messages of an_exec_go */
   uint64_t deadline_ms;  /* CLOCK_MONOTONIC ms by which execve must be reached, 0: none */
@@ -42,9 +46,11 @@ struct an_exec_child {
   int pidfd;    /* owned: O_CLOEXEC */
   int sync_fd;  /* owned: the parent's end of the sync socket */
   int master;   /* owned: the terminal's master when process.terminal, else -1 */
+  bool prepared; /* no [4]/[5]: an_exec_go only waits for [6] */
 };
 
-/* Clone t->process into the container and run it to sync point [4].  On
+/* Clone t->process into the container and run it to sync point [4] (a
+ * prepared process: let it run on towards execve).  On
  * success *c holds the child (its fds owned by the caller: pass it to
  * an_exec_go or an_exec_abort).  On failure nothing is left: a child that
  * was made is killed and reaped.  Errors: -ENOMEM copying the process,
@@ -57,7 +63,8 @@ struct an_exec_child {
  * stopped with SIGSTOP: the wait must not be endless). */
 int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_error_t *err);
 
-/* Sync points [5] go and [6]: wait until the child has called execve.  On
+/* Sync points [5] go (not for a prepared child) and [6]: wait until the
+ * child has called execve.  On
  * success c->sync_fd is closed and c->pidfd, c->pid stay the caller's.
  * Errors: the child's report of a failed execve (its errno), -EPIPE when it
  * died first, -ETIMEDOUT past the target's timeout_ms.  On failure the

@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "engine/caps.h"
@@ -54,6 +55,37 @@ static bool is_exec_file(const char *path, int *why) {
   return true;
 }
 
+/* Why `path` (refused by is_exec_file with EACCES) cannot be executed by
+ * this process, in words, as the user needs it to fix it: "is a
+ * directory", "no execute permission (mode 0644, owner 0:0; running as uid
+ * 65532)", "on a noexec mount", ...  Runs with the process's own
+ * credentials, before seccomp. */
+static void explain_eacces(const char *path, char *buf, size_t len) {
+  struct stat st;
+  struct statvfs vfs;
+  uid_t uid = geteuid();
+  if (stat(path, &st) < 0)
+    snprintf(buf, len, "a directory on the path is not searchable by uid %u", (unsigned) uid);
+  else if (S_ISDIR(st.st_mode)) snprintf(buf, len, "is a directory");
+  else if (!S_ISREG(st.st_mode)) snprintf(buf, len, "not a regular file (a device, FIFO or socket)");
+  else if (statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC))
+    snprintf(buf, len, "its file system is mounted noexec");
+  else if (!(st.st_mode & 0111))
+    snprintf(buf, len, "no execute permission (mode %04o)", (unsigned) (st.st_mode & 07777));
+  else
+    snprintf(buf, len, "no execute permission for uid %u (mode %04o, owner %u:%u)", (unsigned) uid,
+             (unsigned) (st.st_mode & 07777), (unsigned) st.st_uid, (unsigned) st.st_gid);
+}
+
+static int not_executable(an_error_t *err, const char *arg0, const char *path) {
+  char why[160];
+  explain_eacces(path, why, sizeof why);
+  if (!strcmp(arg0, path))
+    return an_error_set(err, EACCES, "exec \"%s\": permission denied: %s", AN_QUOTED(arg0), why);
+  return an_error_set(err, EACCES, "exec \"%s\": permission denied: %s: %s", AN_QUOTED(arg0),
+                      AN_QUOTED(path), why);
+}
+
 /* PATH lookup of args[0] inside the container, as execvp(3) and runc do,
  * with the container process's own PATH and credentials. */
 static int lookup_executable(const char *arg0, char *const *env, char *out, size_t outsz,
@@ -61,14 +93,16 @@ static int lookup_executable(const char *arg0, char *const *env, char *out, size
   int why = ENOENT;
   if (!arg0 || !*arg0) return an_error_set(err, EINVAL, "process.args[0] is empty");
   if (strchr(arg0, '/')) {
-    if (!is_exec_file(arg0, &why))
+    if (!is_exec_file(arg0, &why)) {
+      if (why == EACCES) return not_executable(err, arg0, arg0);
       return an_error_set(err, why, "exec \"%s\"", AN_QUOTED(arg0));
+    }
     snprintf(out, outsz, "%s", arg0);
     return 0;
   }
   const char *path = env_get(env, "PATH");
   if (!path) path = AN_DEFAULT_PATH;
-  int saw = ENOENT;
+  char denied[4096] = "";   /* the first candidate found but refused, as execvp reports EACCES */
   for (const char *p = path;;) {
     const char *colon = strchr(p, ':');
     size_t len = colon ? (size_t) (colon - p) : strlen(p);
@@ -76,13 +110,24 @@ static int lookup_executable(const char *arg0, char *const *env, char *out, size
                 : snprintf(out, outsz, "./%s", arg0);
     if (n > 0 && (size_t) n < outsz) {
       if (is_exec_file(out, &why)) return 0;
-      if (why == EACCES) saw = EACCES;
+      if (why == EACCES && !denied[0]) snprintf(denied, sizeof denied, "%s", out);
     }
     if (!colon) break;
     p = colon + 1;
   }
-  if (saw == EACCES) return an_error_set(err, EACCES, "exec \"%s\": permission denied", AN_QUOTED(arg0));
+  if (denied[0]) return not_executable(err, arg0, denied);
   return an_error_set(err, ENOENT, "exec \"%s\": executable file not found in $PATH", AN_QUOTED(arg0));
+}
+
+/* The error of a failed execve(2) of `exe` (found and executable by the
+ * lookup): what the errno means for an executable, in words.  After
+ * seccomp: makes no system call beyond the allocation. */
+static int exec_failed(an_error_t *err, int e, const char *exe) {
+  const char *why = e == ENOEXEC ? ": exec format error (not a program for this machine, and no #! line)"
+                  : e == ENOENT  ? ": its #! interpreter or its ELF loader was not found"
+                  : e == EACCES  ? ": permission denied (to its #! interpreter, its ELF loader or by a security module)"
+                  : "";
+  return an_error_set(err, e, "exec \"%s\"%s", AN_QUOTED(exe), why);
 }
 
 /* runc and crun: a process whose env has no HOME gets the home directory of
@@ -189,9 +234,10 @@ static int setup_mounts(const struct an_init_config *c, int *root_fd, an_error_t
   return an_devices_setup(*root_fd, &s->linux, c->in_userns, err);
 }
 
-/* The process-level setup shared by init and exec, after the root is in
- * place: rlimits, keyring, terminal, cwd, identity, capabilities. */
-static int setup_process(const struct an_init_config *c, int *pty_master, an_error_t *err) {
+/* The first part of the process-level setup: what needs no identity change
+ * (an exec's joiner does it before it forks the process: init.h). */
+static int setup_before_identity(const struct an_init_config *c, int *pty_master,
+                                 an_error_t *err) {
   const struct an_spec_process *p = c->process;
   int r = an_rlimits_apply(p, err);
   if (r < 0) return r;
@@ -206,9 +252,13 @@ static int setup_process(const struct an_init_config *c, int *pty_master, an_err
   if (r < 0) return r;
   /* Landlock while CAP_SYS_ADMIN in the user namespace still allows it
    * without no_new_privs, and before a seccomp filter could deny its calls */
-  r = an_landlock_apply(c->spec, err);
-  if (r < 0) return r;
-  r = an_user_apply(&p->user, err);
+  return an_landlock_apply(c->spec, err);
+}
+
+/* The second part: identity, capabilities, no_new_privs. */
+static int setup_identity(const struct an_init_config *c, an_error_t *err) {
+  const struct an_spec_process *p = c->process;
+  int r = an_user_apply(&p->user, err);
   if (r < 0) return r;
   /* A change of credentials clears the parent-death signal (prctl(2)).  An
    * exec'd process arms it again until [5]: it joins a container whose
@@ -227,6 +277,14 @@ static int setup_process(const struct an_init_config *c, int *pty_master, an_err
   if (p->no_new_privileges && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
     return an_error_set(err, errno, "prctl PR_SET_NO_NEW_PRIVS");
   return 0;
+}
+
+/* The process-level setup shared by init and exec, after the root is in
+ * place: rlimits, keyring, terminal, cwd, Landlock, identity, capabilities
+ * (the part before the identity already done when c->inherited_setup). */
+static int setup_process(const struct an_init_config *c, int *pty_master, an_error_t *err) {
+  int r = c->inherited_setup ? 0 : setup_before_identity(c, pty_master, err);
+  return r < 0 ? r : setup_identity(c, err);
 }
 
 /* Keep fds 0-2 and the preserved 3..3+n-1; everything else the runtime holds
@@ -268,9 +326,9 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   int r;
   cleanup_free char *hook_state = NULL;
 
-  /* [1] ids mapped, cgroup entered */
-  r = an_sync_wait(c->sync_fd, AN_SYNC_IDMAPPED, NULL, err);
-  if (r < 0) return r;
+  /* [1] ids mapped, cgroup entered (an exec with inherited setup was born there) */
+  if (!c->inherited_setup && (r = an_sync_wait(c->sync_fd, AN_SYNC_IDMAPPED, NULL, err)) < 0)
+    return r;
   r = an_ns_join_user(c->ns, err);
   if (r < 0) return r;
   /* a time namespace of its own, before any other process is in it */
@@ -334,15 +392,16 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   r = lookup_executable(c->process->args[0], c->process->env, exe, exesz, err);
   if (r < 0) return r;
 
-  /* [4] ready (with the pty master) */
-  r = an_sync_send(c->sync_fd, AN_SYNC_READY, pty_master, err);
-  if (r < 0) return r;
-  if (pty_master >= 0) { close(pty_master); pty_master = -1; }
-
-  /* [5] go, or detach and wait for `start` */
-  enum an_sync_point got;
-  r = an_sync_wait_either(c->sync_fd, AN_SYNC_GO, AN_SYNC_DETACH, &got, err);
-  if (r < 0) return r;
+  /* [4] ready (with the pty master); [5] go, or detach and wait for
+   * `start`.  An exec with inherited setup has nothing to hand over. */
+  enum an_sync_point got = AN_SYNC_GO;
+  if (!c->inherited_setup) {
+    r = an_sync_send(c->sync_fd, AN_SYNC_READY, pty_master, err);
+    if (r < 0) return r;
+    if (pty_master >= 0) { close(pty_master); pty_master = -1; }
+    r = an_sync_wait_either(c->sync_fd, AN_SYNC_GO, AN_SYNC_DETACH, &got, err);
+    if (r < 0) return r;
+  }
   /* Started (or detached by create): the process no longer dies with the
    * runtime (run -d, exec -d: the runtime exits now). */
   if (prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) < 0)
@@ -378,6 +437,13 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   return 0;
 }
 
+int an_init_prepare_exec(const struct an_init_config *c, an_error_t *err) {
+  if (!an_init_exec_inherits_setup(c))
+    return an_error_set(err, EINVAL, "prepare an exec: only for an exec without a terminal");
+  int none = -1;
+  return setup_before_identity(c, &none, err);
+}
+
 _Noreturn void an_init_main(const struct an_init_config *c) {
   an_error_t err = NULL;
   int report_fd = c->sync_fd;
@@ -395,7 +461,7 @@ _Noreturn void an_init_main(const struct an_init_config *c) {
   r = init_run(c, &report_fd, exe, sizeof exe, &env, &err);
   if (r == 0) {
     execve(exe, c->process->args, env ? env : (char *[]){NULL});
-    r = an_error_set(&err, errno, "exec \"%s\"", AN_QUOTED(exe));
+    r = exec_failed(&err, errno, exe);
   }
   if (report_fd >= 0) an_sync_send_error(report_fd, err);
   _exit(r == -ENOENT ? 127 : r == -EACCES ? 126 : 1);

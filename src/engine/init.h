@@ -57,7 +57,32 @@ struct an_init_config {
   bool exec_only;                          /* an exec into a running container */
   bool needs_hook_state;                   /* createContainer/startContainer hooks: the
                                               parent sends the state JSON at [3] */
+  bool inherited_setup;                    /* exec_only: the joiner ran an_init_prepare_exec
+                                              (inherited); skip it and [1], [4], [5] */
 };
+
+/* The part of an exec's process setup that needs no identity change and
+ * that a child inherits: rlimits, a new session keyring, cwd confined to the
+ * root, Landlock.  The joiner (exec_join.h) runs it after its setns, while
+ * the runtime still moves it into the exec's cgroup, so that this work
+ * overlaps the cgroup write instead of following it; the process then sets
+ * inherited_setup and does only identity, capabilities, no_new_privs and
+ * the PATH lookup.  The joiner keeps the runtime's identity (host root,
+ * unmapped in the sandbox): no host process outside the sandbox's pid
+ * namespace ever runs with the sandbox's uid.  Only for c->exec_only
+ * without process->terminal or become_root_early.  Errors: -errno of
+ * setrlimit, keyctl, the cwd (-ENOENT, -ENOTDIR, -ELOOP), Landlock, message
+ * set.  Not thread-safe (it changes the calling process). */
+int an_init_prepare_exec(const struct an_init_config *c, an_error_t *err);
+
+/* Whether an exec's process inherits the first part of its setup from the
+ * joiner (an_init_prepare_exec).  Such a process has nothing for the
+ * runtime to see or pass before it runs: it skips sync points [1], [4] and
+ * [5], does its identity, capabilities, no_new_privs and PATH lookup, and
+ * goes on to the fd seal, seccomp and execve ([6], or an error). */
+static inline bool an_init_exec_inherits_setup(const struct an_init_config *c) {
+  return c->exec_only && !c->process->terminal && !c->become_root_early;
+}
 
 /* Child entry after clone3: never returns (execve or _exit).  Errors are sent
  * to the parent as AN_SYNC_ERROR messages; the exit status is 127 when the

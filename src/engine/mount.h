@@ -50,9 +50,21 @@ int an_mount_resolve(int root_fd, const char *path, bool create, bool as_file, i
 int an_mount_prepare_idmapped(const struct an_spec_mount *m, const char *bundle, int userns_fd,
                               int *mnt_fd, an_error_t *err);
 
+/* A detached sysfs mount showing the network namespace at `netns_path`,
+ * made by the parent (root in the initial user namespace) for a container
+ * that joins that netns from a user namespace that does not own it (there
+ * sysfs cannot be mounted, and the fallback would bind the host's /sys with
+ * all its submounts: the host's cgroup tree and interfaces); read-only,
+ * nosuid, nodev, noexec whatever the entry's options.  *mnt_fd is
+ * owned by the caller; attach it as an an_mount_entry premade_fd.  Errors:
+ * the errno of open/setns/fsopen/fsmount, message naming the netns.
+ * Thread-safe (the netns is joined by a thread of its own). */
+int an_mount_prepare_sysfs(const char *netns_path, int *mnt_fd, an_error_t *err);
+
 /* Do one mounts[] entry below `root_fd` (the container root, before
  * pivot_root).  `bundle` resolves relative bind sources; `premade_fd` (or
- * -1) is a detached mount made by an_mount_prepare_idmapped, only attached.  Types: bind/rbind
+ * -1) is a detached mount made by an_mount_prepare_idmapped or
+ * an_mount_prepare_sysfs, only attached.  Types: bind/rbind
  * (any type with a "bind"/"rbind" option), tmpfs, proc, sysfs (falls back to
  * a read-only recursive bind of the host /sys where sysfs cannot be mounted,
  * as runc), devpts (retries without gid= where that gid is unmapped), mqueue,

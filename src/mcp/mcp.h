@@ -62,6 +62,14 @@ struct an_mcp_http {
   int log_fd;
   void (*on_created)(void *data, const char *id, pid_t keeper);
   void (*on_destroyed)(void *data, const char *id);
+  /* Admission of a call that holds a sandbox (an_api_call_holds_sandbox)
+   * when max_sandboxes is set: admit checks the client's count (its
+   * sandboxes and the calls holding one, across concurrent requests) and
+   * reserves a slot in the same step (false: refused, the tool result says
+   * so); release gives the slot back when the call ends, after on_created.
+   * NULL: counted within this message only. */
+  bool (*admit)(void *data);
+  void (*release)(void *data);
   void *hook_data;
 };
 int an_mcp_http_message(const struct an_mcp_http *h, const char *body, size_t len, char **resp,

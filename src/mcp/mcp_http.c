@@ -21,7 +21,8 @@ int an_mcp_http_message(const struct an_mcp_http *h, const char *body, size_t le
   struct an_mcp_opts o = {.api = h->api, .allow_tools = h->allow_tools, .max_sandboxes = h->max_sandboxes,
                           .in_fd = -1, .out_fd = out, .log_fd = h->log_fd};
   struct mcp_server s = {.o = &o, .ctx = h->api, .no_progress = true, .on_created = h->on_created,
-                         .on_destroyed = h->on_destroyed, .hook_data = h->hook_data};
+                         .on_destroyed = h->on_destroyed, .admit = h->admit, .release = h->release,
+                         .hook_data = h->hook_data};
   /* what the client owns already: its ids, for --max-sandboxes and may_use */
   s.own = calloc(h->nowned + 1, sizeof *s.own);
   if (!s.own) { close(out); return an_error_set(err, ENOMEM, "mcp http"); }

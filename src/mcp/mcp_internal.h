@@ -22,6 +22,7 @@ struct mcp_call {
   const struct an_api_op *op;
   struct rpc_id id, token;
   bool cancelled;
+  bool holds;            /* counted against --max-sandboxes while it runs (an_api_call_holds_sandbox) */
   uint64_t next_progress_ms;
   int64_t progress;
 };
@@ -42,6 +43,12 @@ struct mcp_server {
   /* the HTTP transport's hooks: the serve front end owns what a call made */
   void (*on_created)(void *data, const char *id, pid_t keeper);
   void (*on_destroyed)(void *data, const char *id);
+  /* the HTTP transport's admission: the front end's count of the client's
+   * sandboxes (across its concurrent requests) decides, and reserves a slot
+   * in the same step; release gives it back when the call ends (after
+   * on_created has counted what it made).  NULL: this server's own count. */
+  bool (*admit)(void *data);
+  void (*release)(void *data);
   void *hook_data;
 };
 

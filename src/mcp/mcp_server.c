@@ -78,7 +78,7 @@ static void own_prune(struct mcp_server *s) {
   for (size_t i = 0; i < s->nown;) {
     struct an_sandbox *sb = NULL;
     an_error_t e = NULL;
-    int r = an_sandbox_open(s->ctx.store_root, s->own[i].id, &sb, &e);
+    int r = an_sandbox_open_ctx(s->ctx.lib, s->ctx.store_root, s->own[i].id, &sb, &e);
     an_sandbox_close(sb);
     an_error_free(&e);
     if (r == -ENOENT || r == -ETIME || r == -ESRCH) own_drop(s, i);
@@ -162,9 +162,10 @@ void mcp_tool_error(struct mcp_server *s, const struct rpc_id *id, const char *f
   send_tool_result(s, id, NULL, 0, msg);
 }
 
-static size_t pending_creates(const struct mcp_server *s) {
+/* Calls in flight that hold a sandbox (a create not yet in own[], a one-shot run_code). */
+static size_t pending_holds(const struct mcp_server *s) {
   size_t n = 0;
-  for (size_t i = 0; i < s->ncalls; i++) n += (s->calls[i].op->flags & AN_API_OP_CREATES) != 0;
+  for (size_t i = 0; i < s->ncalls; i++) n += s->calls[i].holds;
   return n;
 }
 
@@ -182,22 +183,37 @@ void mcp_tools_call(struct mcp_server *s, const struct rpc_id *id, yajl_val para
     mcp_tool_error(s, id, "%s: arguments must be an object", name);
     return;
   }
-  if ((op->flags & AN_API_OP_CREATES) && s->o->max_sandboxes) own_prune(s);
-  if ((op->flags & AN_API_OP_CREATES) && s->o->max_sandboxes &&
-      s->nown + pending_creates(s) >= s->o->max_sandboxes) {
-    mcp_tool_error(s, id, "%s: this server allows at most %zu sandboxes at once (--max-sandboxes); "
-                   "destroy one first", name, s->o->max_sandboxes);
-    return;
-  }
   if (s->ncalls >= MCP_MAX_CALLS) {
     mcp_tool_error(s, id, "%s: too many calls in flight (at most %d)", name, MCP_MAX_CALLS);
     return;
+  }
+  /* Admission: a call that holds a sandbox (a create, a fork, a one-shot
+   * run_code) takes a slot of --max-sandboxes now, checked and reserved in
+   * one step, and gives it back when it ends (a create's sandbox is in own[]
+   * by then).  Over HTTP the front end's count across the client's
+   * concurrent requests decides (admit). */
+  bool holds = s->o->max_sandboxes && an_api_call_holds_sandbox(op, args);
+  if (holds) {
+    bool ok;
+    if (s->admit) ok = s->admit(s->hook_data);
+    else {
+      own_prune(s);
+      ok = s->nown + pending_holds(s) < s->o->max_sandboxes;
+    }
+    if (!ok) {
+      mcp_tool_error(s, id, "%s: this server allows at most %zu sandboxes at once (--max-sandboxes); "
+                     "destroy one first", name, s->o->max_sandboxes);
+      return;
+    }
   }
   /* the arguments as the job's input document */
   yajl_gen g = yajl_gen_alloc(NULL);
   const unsigned char *in = NULL;
   size_t inlen = 0;
-  if (!g) return;
+  if (!g) {
+    if (holds && s->release) s->release(s->hook_data);
+    return;
+  }
   if (args) an_api_gen_value(g, args);
   else yajl_gen_map_open(g), yajl_gen_map_close(g);
   yajl_gen_get_buf(g, &in, &inlen);
@@ -205,6 +221,7 @@ void mcp_tools_call(struct mcp_server *s, const struct rpc_id *id, yajl_val para
   memset(c, 0, sizeof *c);
   an_error_t err = NULL;
   if (an_api_job_start(&s->ctx, op, (const char *) in, inlen, &c->job, &err) < 0) {
+    if (holds && s->release) s->release(s->hook_data);
     yajl_gen_free(g);
     mcp_tool_error(s, id, "%s: %s", name, err ? err->msg : "cannot start");
     an_error_free(&err);
@@ -212,6 +229,7 @@ void mcp_tools_call(struct mcp_server *s, const struct rpc_id *id, yajl_val para
   }
   yajl_gen_free(g);
   c->op = op;
+  c->holds = holds;
   c->id = (struct rpc_id){.present = id->present, .is_str = id->is_str, .text = id->text ? strdup(id->text) : NULL};
   yajl_val meta = an_json_member_type(params, "_meta", yajl_t_object);
   if (meta) rpc_id_copy(&c->token, an_json_member(meta, "progressToken"));
@@ -232,6 +250,7 @@ void mcp_cancel(struct mcp_server *s, yajl_val request_id) {
 static void call_release(struct mcp_server *s, size_t i) {
   struct mcp_call *c = &s->calls[i];
   an_api_job_free(c->job);
+  if (c->holds && s->release) s->release(s->hook_data);
   rpc_id_free(&c->id);
   rpc_id_free(&c->token);
   s->calls[i] = s->calls[--s->ncalls];

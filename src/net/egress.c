@@ -9,6 +9,7 @@
 #include "net/netns.h"
 #include "net/ruleset.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 #include "util/json_gen.h"
 
 static bool hook_name_allowed(void *c, const char *name, uint16_t port) {
@@ -16,20 +17,63 @@ static bool hook_name_allowed(void *c, const char *name, uint16_t port) {
   return an_egress_name_allowed(ctx->policy, name, port, NULL);
 }
 
+static size_t addr_len(int family) { return family == AF_INET ? 4 : 16; }
+
+/* Remember that addr answered name until its TTL ends: the same pair's
+ * slot, else a free or expired one, else the one that ends first. */
+static void admitted_note(struct an_egress_ctx *ctx, const char *name, int family, const void *addr,
+                          uint32_t ttl_s) {
+  if (!name || strlen(name) >= AN_NET_NAME_BUF) return;
+  uint64_t now = an_mono_ms();
+  struct an_egress_admitted *slot = NULL;
+  for (size_t i = 0; i < AN_EGRESS_ADMITTED_MAX && !slot; i++) {
+    struct an_egress_admitted *a = &ctx->admitted[i];
+    if (a->family == family && !memcmp(a->addr, addr, addr_len(family)) && !strcmp(a->name, name)) slot = a;
+  }
+  for (size_t i = 0; i < AN_EGRESS_ADMITTED_MAX && !slot; i++)
+    if (!ctx->admitted[i].family || ctx->admitted[i].expires_ms <= now) slot = &ctx->admitted[i];
+  if (!slot) {                       /* all live: the one that ends first */
+    slot = &ctx->admitted[0];
+    for (size_t i = 1; i < AN_EGRESS_ADMITTED_MAX; i++)
+      if (ctx->admitted[i].expires_ms < slot->expires_ms) slot = &ctx->admitted[i];
+  }
+  slot->family = family;
+  memset(slot->addr, 0, sizeof slot->addr);
+  memcpy(slot->addr, addr, addr_len(family));
+  snprintf(slot->name, sizeof slot->name, "%s", name);
+  uint64_t ttl_ms = (uint64_t) (ttl_s > AN_RULESET_TTL_CAP_S ? AN_RULESET_TTL_CAP_S : ttl_s) * 1000;
+  slot->expires_ms = now + ttl_ms;
+}
+
 static int hook_add_addr(void *c, const char *name, int family, const void *addr, uint32_t ttl_s) {
   struct an_egress_ctx *ctx = c;
-  (void) name;
   if (an_egress_addr_denied(ctx->policy, family, addr, 0, NULL)) return -EACCES;
   an_error_t err = NULL;
   int r = an_ruleset_add_addr(ctx->netns_path, family, addr, ttl_s, &err);
   an_error_free(&err);
-  return r < 0 ? r : 0;
+  if (r < 0) return r;
+  admitted_note(ctx, name, family, addr, ttl_s);
+  return 0;
 }
 
 static int hook_dest_allowed(void *c, int family, const void *addr, uint16_t port, const char *name,
                              const char **rule) {
   struct an_egress_ctx *ctx = c;
-  return an_egress_dest_allowed(ctx->policy, family, addr, port, name, rule);
+  int r = an_egress_dest_allowed(ctx->policy, family, addr, port, name, rule);
+  if (r != 0 || name || port == 80 || port == 443 || ctx->policy->mode != AN_EGRESS_ALLOWLIST ||
+      (family != AF_INET && family != AF_INET6) || an_egress_addr_denied(ctx->policy, family, addr, port, NULL))
+    return r;
+  uint64_t now = an_mono_ms();
+  for (size_t i = 0; i < AN_EGRESS_ADMITTED_MAX; i++) {
+    const struct an_egress_admitted *a = &ctx->admitted[i];
+    if (a->family != family || a->expires_ms <= now || memcmp(a->addr, addr, addr_len(family))) continue;
+    const char *why = NULL;
+    if (an_egress_name_allowed(ctx->policy, a->name, port, &why)) {
+      *rule = why;
+      return 1;
+    }
+  }
+  return 0;
 }
 
 static void hook_event(void *c, const struct an_net_event *ev) {

@@ -15,11 +15,24 @@
 #include "net/net_hooks.h"
 #include "net/policy.h"
 
+#define AN_EGRESS_ADMITTED_MAX 128
+
+/* An address the DNS filter admitted, and for which name (add_addr). */
+struct an_egress_admitted {
+  int family;                             /* 0: a free slot */
+  uint8_t addr[16];
+  char name[AN_NET_NAME_BUF];
+  uint64_t expires_ms;                    /* CLOCK_MONOTONIC */
+};
+
 struct an_egress_ctx {
   const struct an_egress_policy *policy;  /* borrowed; may be replaced between dispatches */
   const char *netns_path;                 /* the sandbox's netns (its ruleset's sets) */
   void (*sink)(void *sink_ctx, const struct an_net_event *ev);  /* events, or NULL */
   void *sink_ctx;
+  /* the hooks' own: which name each admitted address was an answer for,
+   * the newest AN_EGRESS_ADMITTED_MAX with their TTL (zero-initialise) */
+  struct an_egress_admitted admitted[AN_EGRESS_ADMITTED_MAX];
 };
 
 /* Fill *hooks so that every call goes to ctx (borrowed: it must outlive the
@@ -29,7 +42,13 @@ struct an_egress_ctx {
  *                 169.254.169.254, 10/8, the host, ...: DNS rebinding) is
  *                 refused with -EACCES, so the client gets SERVFAIL; else
  *                 an_ruleset_add_addr (its errno on failure);
- *   dest_allowed  an_egress_dest_allowed;
+ *   dest_allowed  an_egress_dest_allowed; and on a port other than 80 and
+ *                 443 (the proxy names no site there), a destination that
+ *                 one of the newest AN_EGRESS_ADMITTED_MAX answers admitted,
+ *                 within its TTL, for a name whose entry lists the port
+ *                 (agentnest(1): "there the address and port decide" --
+ *                 an address admitted for a.example is not reachable on
+ *                 the ports of b.example's entry);
  *   event         ctx->sink. */
 void an_egress_hooks(struct an_egress_ctx *ctx, struct an_net_hooks *hooks);
 

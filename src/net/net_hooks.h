@@ -99,8 +99,9 @@ struct an_net_hooks {
    * deny set itself (loopback, the HOST's own addresses — the proxy
    * connects from the host netns — link-local, private ranges, TCP 25) and
    * the allowlist by address, port and (when the port is name-checked) name.
-   * *rule may be set to a static/long-lived string naming the matching rule
-   * (it is copied into the event only).  Return 1 allow, 0 deny. */
+   * *rule may be set to a string naming the matching rule; it need only
+   * live until the hook returns (the proxy copies it, for the events of the
+   * connection's whole life).  Return 1 allow, 0 deny. */
   int (*dest_allowed)(void *ctx, int family, const void *addr, uint16_t port,
                       const char *name_or_null, const char **rule);
 

@@ -23,6 +23,10 @@
 #include "net/netns.h"
 #include "util/cleanup.h"
 
+/* lo is always ifindex 1 (LOOPBACK_IFINDEX); the others' depend on the
+ * fallback tunnel devices this kernel puts in every netns */
+#define LO_IFINDEX 1
+
 struct job {
   const char *path;
   bool create;                       /* unshare + bind mount, then configure */
@@ -34,6 +38,15 @@ struct job {
 
 static int nl_fail(an_error_t *err, const char *path, int nlerr, const char *fmt, const char *what) {
   return an_error_set(err, EIO, "netns %s: %s %s: %s", path, fmt, what, nl_geterror(nlerr));
+}
+
+static int link_index(struct nl_sock *sk, const char *path, const char *name, int *ifindex, an_error_t *err) {
+  struct rtnl_link *link = NULL;
+  int e = rtnl_link_get_kernel(sk, 0, name, &link);
+  if (e < 0) return nl_fail(err, path, e, "find link", name);
+  *ifindex = rtnl_link_get_ifindex(link);
+  rtnl_link_put(link);
+  return 0;
 }
 
 static int link_up(struct nl_sock *sk, const char *path, const char *name, int *ifindex, an_error_t *err) {
@@ -51,6 +64,21 @@ static int link_up(struct nl_sock *sk, const char *path, const char *name, int *
   rtnl_link_put(change);
   rtnl_link_put(link);
   return e < 0 ? nl_fail(err, path, e, "set up link", name) : 0;
+}
+
+/* lo up: RTM_NEWLINK on ifindex 1 (lo is always 1 in a new netns), no
+ * lookup round trip */
+static int lo_up(struct nl_sock *sk, const char *path, an_error_t *err) {
+  struct rtnl_link *lo = rtnl_link_alloc(), *change = rtnl_link_alloc();
+  int e = -NLE_NOMEM;
+  if (lo && change) {
+    rtnl_link_set_ifindex(lo, LO_IFINDEX);
+    rtnl_link_set_flags(change, IFF_UP);
+    e = rtnl_link_change(sk, lo, change, 0);
+  }
+  if (lo) rtnl_link_put(lo);
+  if (change) rtnl_link_put(change);
+  return e < 0 ? nl_fail(err, path, e, "set up link", "lo") : 0;
 }
 
 static int add_addr(struct nl_sock *sk, const char *path, int ifindex, int family, const char *text,
@@ -108,19 +136,22 @@ static bool have_ipv6(void) { return access("/proc/sys/net/ipv6", F_OK) == 0; }
 static int configure(const char *path, an_error_t *err) {
   struct nl_sock *sk = nl_socket_alloc();
   if (!sk) return an_error_set(err, ENOMEM, "netns %s: netlink socket", path);
-  int r = 0, lo = 0, eth = 0, up = 0;
+  int r = 0, eth = 0, up = 0;
   int e = nl_connect(sk, NETLINK_ROUTE);
   if (e < 0) {
     r = nl_fail(err, path, e, "connect", "rtnetlink");
     goto out;
   }
-  if ((r = link_up(sk, path, "lo", &lo, err)) < 0) goto out;
+  if ((r = lo_up(sk, path, err)) < 0) goto out;
+  /* eth0 is made up by the RTM_NEWLINK that makes the pair (the peer's
+   * flags cannot be given there: it is set up by a change of its own) */
   struct rtnl_link *veth = rtnl_link_veth_alloc();
   if (!veth) {
     r = an_error_set(err, ENOMEM, "netns %s: veth", path);
     goto out;
   }
   rtnl_link_set_name(veth, AN_NETNS_IF);
+  rtnl_link_set_flags(veth, IFF_UP);
   struct rtnl_link *peer = rtnl_link_veth_get_peer(veth);   /* a reference of ours */
   rtnl_link_set_name(peer, AN_NETNS_PEER_IF);
   rtnl_link_put(peer);
@@ -130,7 +161,7 @@ static int configure(const char *path, an_error_t *err) {
     r = nl_fail(err, path, e, "add veth", AN_NETNS_IF "/" AN_NETNS_PEER_IF);
     goto out;
   }
-  if ((r = link_up(sk, path, AN_NETNS_IF, &eth, err)) < 0 ||
+  if ((r = link_index(sk, path, AN_NETNS_IF, &eth, err)) < 0 ||
       (r = link_up(sk, path, AN_NETNS_PEER_IF, &up, err)) < 0 ||
       (r = add_addr(sk, path, eth, AF_INET, AN_NETNS_ADDR4, AN_NETNS_PREFIX4, err)) < 0 ||
       (r = add_addr(sk, path, up, AF_INET, AN_NETNS_PEER4, AN_NETNS_PREFIX4, err)) < 0 ||
@@ -146,19 +177,18 @@ out:
   return r;
 }
 
+int an_netns_enter_new(const char *path, an_error_t *err) {
+  /* only this thread moves: CLONE_NEWNET is per task */
+  if (unshare(CLONE_NEWNET) < 0) return an_error_set(err, errno, "netns %s: unshare(CLONE_NEWNET)", path);
+  if (mount("/proc/thread-self/ns/net", path, NULL, MS_BIND, NULL) < 0)
+    return an_error_set(err, errno, "netns %s: bind mount the namespace", path);
+  return configure(path, err);
+}
+
 static void *job_main(void *arg) {
   struct job *j = arg;
   if (j->create) {
-    /* only this thread moves: CLONE_NEWNET is per task */
-    if (unshare(CLONE_NEWNET) < 0) {
-      j->ret = an_error_set(&j->err, errno, "netns %s: unshare(CLONE_NEWNET)", j->path);
-      return NULL;
-    }
-    if (mount("/proc/thread-self/ns/net", j->path, NULL, MS_BIND, NULL) < 0) {
-      j->ret = an_error_set(&j->err, errno, "netns %s: bind mount the namespace", j->path);
-      return NULL;
-    }
-    j->ret = configure(j->path, &j->err);
+    j->ret = an_netns_enter_new(j->path, &j->err);
     return NULL;
   }
   cleanup_close int fd = open(j->path, O_RDONLY | O_CLOEXEC);

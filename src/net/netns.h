@@ -50,6 +50,14 @@
  * message for a netlink step. */
 int an_netns_create(const char *path, an_error_t *err);
 
+/* an_netns_create's work in the CALLING thread, which is left inside the
+ * new netns (`path` must exist already, e.g. an empty file made O_EXCL):
+ * for a thread made for the egress setup, which goes on to load the
+ * ruleset and bind sockets there and then ends.  On failure the thread may
+ * be in the half-made netns and `path` may be mounted: the caller ends the
+ * thread and calls an_netns_remove.  Errors: as an_netns_create. */
+int an_netns_enter_new(const char *path, an_error_t *err);
+
 /* Unmount (MNT_DETACH) and unlink `path`; a path that is not there (or not
  * mounted) is fine.  The namespace itself goes when its last user (a process
  * or an open fd) does.  Errors: errno of umount2/unlink other than

@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -33,7 +34,7 @@
 #define IP6T_SO_ORIGINAL_DST 80
 #endif
 
-#define PIPE_BYTES   65536u          /* what one pipe holds (16 pages by default) */
+#define PIPE_BYTES   65536u          /* what one pipe holds by default (16 pages) */
 #define DISPATCH_MAX 512
 
 enum ep_kind { EP_LISTEN, EP_TIMER, EP_CLIENT, EP_SERVER };
@@ -44,6 +45,7 @@ enum conn_state { ST_NEW, ST_SNIFF, ST_CONNECTING, ST_SPLICE };
 /* One direction of a spliced connection. */
 struct dir {
   int pipe[2];
+  size_t cap;                        /* what the pipe holds (F_GETPIPE_SZ) */
   size_t in_pipe;                    /* bytes read from src not yet written to dst */
   bool eof, shut;                    /* src gave EOF / dst was shut down for writing */
   uint64_t bytes;
@@ -61,7 +63,9 @@ struct conn {
   size_t sniff_len, sniff_sent;
   char name[AN_NET_NAME_BUF];
   bool has_name;
-  const char *rule;
+  const char *rule;                  /* NULL or rule_buf */
+  char rule_buf[320];                /* the policy's rule text, copied: a live policy change
+                                        (egress_run.c's reload) frees what the hook named */
   struct dir up, down;               /* client -> server, server -> client */
   uint64_t deadline;
 };
@@ -73,6 +77,10 @@ struct an_proxy {
   struct an_proxy_limits lim;
   struct conn *conns;
   struct an_proxy_stats stats;
+  uint64_t armed;                    /* the timer's expiry (ms, CLOCK_MONOTONIC), 0: none */
+  bool sigpipe_ignored;
+  bool paused[2];                    /* listener i is out of the epoll set's interest (accept failed) */
+  uint64_t resume_at;                /* when paused listeners are polled again at the latest */
 };
 
 static uint64_t now_ms(void) {
@@ -108,6 +116,15 @@ static void close_rst(int fd) {
   close(fd);
 }
 
+static int ep_set(struct an_proxy *p, int op, int fd, struct ep *ep, uint32_t events);
+
+/* Poll the listeners that accept_one paused again. */
+static void listeners_resume(struct an_proxy *p) {
+  for (int i = 0; i < 2; i++)
+    if (p->paused[i] && ep_set(p, EPOLL_CTL_MOD, p->lfd[i], &p->ep_l[i], EPOLLIN) == 0) p->paused[i] = false;
+  if (!p->paused[0] && !p->paused[1]) p->resume_at = 0;
+}
+
 static void conn_free(struct an_proxy *p, struct conn *c, bool rst) {
   if (c->cfd >= 0) epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->cfd, NULL);
   if (c->sfd >= 0) epoll_ctl(p->epfd, EPOLL_CTL_DEL, c->sfd, NULL);
@@ -124,6 +141,7 @@ static void conn_free(struct an_proxy *p, struct conn *c, bool rst) {
   p->stats.bytes_in += c->down.bytes;
   free(c->sniff);
   free(c);
+  if (p->resume_at) listeners_resume(p);   /* an fd is free again */
 }
 
 /* Refuse (policy) or fail (error) a connection that was never spliced. */
@@ -154,8 +172,8 @@ static int pump_dir(struct an_proxy *p, struct conn *c, struct dir *d, int src, 
       if (n > 0) { d->in_pipe -= (size_t) n; progress = true; }
       else if (n < 0 && errno != EAGAIN && errno != EINTR) return -1;
     }
-    if (!d->eof && d->in_pipe < PIPE_BYTES) {
-      size_t want = PIPE_BYTES - d->in_pipe;
+    if (!d->eof && d->in_pipe < d->cap) {
+      size_t want = d->cap - d->in_pipe;
       if (p->lim.max_bytes_per_conn) {
         if (d->bytes >= p->lim.max_bytes_per_conn) return -2;
         uint64_t left = p->lim.max_bytes_per_conn - d->bytes;
@@ -175,9 +193,14 @@ static int pump_dir(struct an_proxy *p, struct conn *c, struct dir *d, int src, 
   }
 }
 
-static void pump(struct an_proxy *p, struct conn *c) {
-  /* The sniffed bytes go first. */
-  while (c->sniff_sent < c->sniff_len) {
+/* Move what is ready in the directions asked for: up (client -> server,
+ * the sniffed bytes first) and down.  An edge-triggered event names which
+ * can have moved: readable client or writable server for up, readable
+ * server or writable client for down (each direction otherwise waits on
+ * EAGAIN of one of those), so the other direction's splices, which would
+ * only answer EAGAIN, are left out. */
+static void pump_dirs(struct an_proxy *p, struct conn *c, bool up, bool down) {
+  while (up && c->sniff_sent < c->sniff_len) {
     ssize_t n = send(c->sfd, c->sniff + c->sniff_sent, c->sniff_len - c->sniff_sent,
                      MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
@@ -187,11 +210,19 @@ static void pump(struct an_proxy *p, struct conn *c) {
     c->up.bytes += (uint64_t) n;
   }
   int r = 0;
-  if (c->sniff_sent == c->sniff_len) r = pump_dir(p, c, &c->up, c->cfd, c->sfd);
-  if (r == 0) r = pump_dir(p, c, &c->down, c->sfd, c->cfd);
+  if (up && c->sniff_sent == c->sniff_len) r = pump_dir(p, c, &c->up, c->cfd, c->sfd);
+  if (r == 0 && down) r = pump_dir(p, c, &c->down, c->sfd, c->cfd);
   if (r == -1) { conn_end(p, c, true, "connection reset"); return; }
   if (r == -2) { conn_end(p, c, true, "byte cap reached"); return; }
   if (c->up.shut && c->down.shut) conn_end(p, c, false, "closed");
+}
+
+static void pump(struct an_proxy *p, struct conn *c) { pump_dirs(p, c, true, true); }
+
+static void pump_event(struct an_proxy *p, struct conn *c, bool server, uint32_t events) {
+  bool in = events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+  bool out = events & (EPOLLOUT | EPOLLHUP | EPOLLERR);
+  pump_dirs(p, c, server ? out : in, server ? in : out);
 }
 
 /* ---- the steps of a connection ---- */
@@ -205,6 +236,11 @@ static void connect_done(struct an_proxy *p, struct conn *c) {
   for (int i = 0; i < 2; i++) {
     struct dir *d = i ? &c->down : &c->up;
     if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0) { conn_refuse(p, c, AN_NET_ERROR, "pipe2 failed"); return; }
+    /* a big pipe: fewer wakeups and splices per byte (a lower
+     * pipe-max-size or the user's pipe quota keeps the default) */
+    int sz = fcntl(d->pipe[1], F_SETPIPE_SZ, (int) AN_PROXY_PIPE_BYTES);
+    if (sz < 0) sz = fcntl(d->pipe[1], F_GETPIPE_SZ);
+    d->cap = sz > 0 ? (size_t) sz : PIPE_BYTES;
   }
   uint32_t et = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
   if (ep_set(p, EPOLL_CTL_MOD, c->cfd, &c->ep_c, et) < 0 || ep_set(p, EPOLL_CTL_MOD, c->sfd, &c->ep_s, et) < 0) {
@@ -219,10 +255,16 @@ static void connect_done(struct an_proxy *p, struct conn *c) {
 
 /* Ask the policy; on allow, start the outbound connect. */
 static void decide(struct an_proxy *p, struct conn *c) {
+  const char *rule = NULL;
+  int allowed = p->hooks.dest_allowed &&
+                p->hooks.dest_allowed(p->hooks.ctx, c->family, dst_addr(c), c->port,
+                                      c->has_name ? c->name : NULL, &rule) == 1;
   c->rule = NULL;
-  if (!p->hooks.dest_allowed ||
-      p->hooks.dest_allowed(p->hooks.ctx, c->family, dst_addr(c), c->port,
-                            c->has_name ? c->name : NULL, &c->rule) != 1) {
+  if (rule) {
+    snprintf(c->rule_buf, sizeof c->rule_buf, "%s", rule);
+    c->rule = c->rule_buf;
+  }
+  if (!allowed) {
     conn_refuse(p, c, AN_NET_DENY, c->has_name ? "name or destination not allowed"
                                                : "destination not allowed");
     return;
@@ -318,7 +360,19 @@ static bool name_port(const struct an_proxy *p, uint16_t port) {
 
 static void accept_one(struct an_proxy *p, int lfd, int family) {
   int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0) {
+    /* The connection stays in the backlog and the listener readable: left
+     * in the set it would be reported again at once, forever. */
+    if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+      int i = lfd == p->lfd[0] ? 0 : 1;
+      p->stats.accept_failed++;
+      if (ep_set(p, EPOLL_CTL_MOD, lfd, &p->ep_l[i], 0) == 0) {
+        p->paused[i] = true;
+        p->resume_at = now_ms() + AN_PROXY_ACCEPT_PAUSE_MS;
+      }
+    }
+    return;
+  }
   p->stats.accepted++;
   struct conn *c = calloc(1, sizeof *c);
   if (!c) { close_rst(fd); return; }
@@ -370,7 +424,7 @@ static void conn_event(struct an_proxy *p, struct conn *c, bool server, uint32_t
     connect_done(p, c);
     return;
   case ST_SPLICE:
-    pump(p, c);
+    pump_event(p, c, server, events);
     return;
   }
 }
@@ -378,7 +432,9 @@ static void conn_event(struct an_proxy *p, struct conn *c, bool server, uint32_t
 static void timer_expired(struct an_proxy *p) {
   uint64_t exp;
   (void) !read(p->timerfd, &exp, sizeof exp);
+  p->armed = 0;                      /* a one-shot timer: nothing armed now */
   uint64_t now = now_ms();
+  if (p->resume_at && p->resume_at <= now) listeners_resume(p);
   for (struct conn *c = p->conns, *next; c; c = next) {
     next = c->next;
     if (c->deadline > now) continue;
@@ -388,16 +444,18 @@ static void timer_expired(struct an_proxy *p) {
   }
 }
 
+/* Deadlines only move later while bytes flow, so the timer is set again
+ * only when the earliest one is sooner than what is armed (or nothing is):
+ * one that fires early finds nothing due and arms the next. */
 static void arm_timer(struct an_proxy *p) {
-  uint64_t next = 0;
+  uint64_t next = p->resume_at;
   for (struct conn *c = p->conns; c; c = c->next)
     if (!next || c->deadline < next) next = c->deadline;
+  if (!next || (p->armed && p->armed <= next)) return;
   struct itimerspec its = {0};
-  if (next) {
-    its.it_value.tv_sec = (time_t) (next / 1000);
-    its.it_value.tv_nsec = (long) (next % 1000) * 1000000;
-  }
-  timerfd_settime(p->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+  its.it_value.tv_sec = (time_t) (next / 1000);
+  its.it_value.tv_nsec = (long) (next % 1000) * 1000000;
+  if (timerfd_settime(p->timerfd, TFD_TIMER_ABSTIME, &its, NULL) == 0) p->armed = next;
 }
 
 /* ---- public ---- */
@@ -440,6 +498,7 @@ int an_proxy_new(const struct an_proxy_config *cfg, const struct an_net_hooks *h
   p->epfd = p->timerfd = -1;
   p->hooks = *hooks;
   p->lim = cfg->limits;
+  p->sigpipe_ignored = cfg->sigpipe_ignored;
   apply_defaults(&p->lim);
   p->ep_l[0] = (struct ep) {EP_LISTEN, (void *) (intptr_t) AF_INET};
   p->ep_l[1] = (struct ep) {EP_LISTEN, (void *) (intptr_t) AF_INET6};
@@ -498,7 +557,7 @@ static void sigpipe_restore(const sigset_t *old) {
 
 int an_proxy_dispatch(struct an_proxy *p, an_error_t *err) {
   sigset_t old;
-  sigpipe_block(&old);
+  if (!p->sigpipe_ignored) sigpipe_block(&old);
   int r = 0;
   for (int i = 0; i < DISPATCH_MAX; i++) {
     struct epoll_event ev;
@@ -517,8 +576,30 @@ int an_proxy_dispatch(struct an_proxy *p, an_error_t *err) {
     }
   }
   arm_timer(p);
-  sigpipe_restore(&old);
+  if (!p->sigpipe_ignored) sigpipe_restore(&old);
   return r;
+}
+
+unsigned an_proxy_recheck(struct an_proxy *p) {
+  unsigned cut = 0;
+  for (struct conn *c = p->conns, *next; c; c = next) {
+    next = c->next;
+    if (c->st != ST_CONNECTING && c->st != ST_SPLICE) continue;
+    const char *rule = NULL;
+    if (p->hooks.dest_allowed &&
+        p->hooks.dest_allowed(p->hooks.ctx, c->family, dst_addr(c), c->port, c->has_name ? c->name : NULL,
+                              &rule) == 1)
+      continue;
+    c->rule = NULL;
+    if (rule) {
+      snprintf(c->rule_buf, sizeof c->rule_buf, "%s", rule);
+      c->rule = c->rule_buf;
+    }
+    emit(p, c, AN_NET_EV_CLOSE, AN_NET_DENY, "policy changed");
+    conn_free(p, c, true);
+    cut++;
+  }
+  return cut;
 }
 
 void an_proxy_stats(const struct an_proxy *p, struct an_proxy_stats *out) {

@@ -41,11 +41,19 @@
  * has no MSG_NOSIGNAL); an_proxy_dispatch blocks SIGPIPE for the calling
  * thread while it runs, discards those its splices raised, and restores the
  * thread's mask, so the caller need not ignore SIGPIPE (dispositions are
- * never changed).
+ * never changed); a caller that ignores SIGPIPE process-wide says so
+ * (config.sigpipe_ignored) and saves those three system calls a dispatch.
+ *
+ * Throughput: each direction's pipe is grown to AN_PROXY_PIPE_BYTES
+ * (F_SETPIPE_SZ; the default 64 KiB where /proc/sys/fs/pipe-max-size is
+ * lower), so one wakeup moves up to that much without a copy to user space,
+ * and the idle timer is re-armed only when the earliest deadline comes
+ * sooner than the armed one (not on every dispatch).
  */
 #ifndef AN_NET_PROXY_H
 #define AN_NET_PROXY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "agentnest/error.h"
 #include "net/net_hooks.h"
@@ -68,7 +76,10 @@ struct an_proxy_config {
                                /* at least one; the proxy takes OWNERSHIP of both
                                   (closed in free, and on a failed new) */
   struct an_proxy_limits limits;
+  bool sigpipe_ignored;        /* SIGPIPE is SIG_IGN in this process: dispatch need not block it */
 };
+
+#define AN_PROXY_PIPE_BYTES (1u << 20)   /* each direction's pipe, when the host allows it */
 
 /* Make a proxy.  cfg and hooks are copied (hooks->ctx is borrowed).
  * Errors: -EINVAL (no listening fd; a fd that is not a listening TCP
@@ -85,11 +96,25 @@ int an_proxy_fd(const struct an_proxy *p);
  * for a failure of the proxy itself; per-connection failures are events. */
 int an_proxy_dispatch(struct an_proxy *p, an_error_t *err);
 
+/* Ask dest_allowed again for every connection past its decision
+ * (connecting or spliced), as it was first asked (address, port, name):
+ * those it now refuses are reset (a DENY event, "policy changed").  For a
+ * live policy change: what the new policy refuses does not go on over a
+ * connection the old one allowed.  Returns how many were cut.  Not
+ * thread-safe against an_proxy_dispatch on another thread. */
+unsigned an_proxy_recheck(struct an_proxy *p);
+
 /* Counters since creation (for `inspect`). */
 struct an_proxy_stats {
   uint64_t accepted, allowed, denied, errors, bytes_out, bytes_in;
   unsigned active;
+  /* accept(2) failures for want of a file descriptor or memory (EMFILE,
+   * ENFILE, ENOBUFS, ENOMEM): each pauses that listener (not polled) until
+   * a connection is freed or AN_PROXY_ACCEPT_PAUSE_MS pass, so that a full
+   * fd table never turns the level-triggered listener into a busy loop */
+  uint64_t accept_failed;
 };
+#define AN_PROXY_ACCEPT_PAUSE_MS 200
 void an_proxy_stats(const struct an_proxy *p, struct an_proxy_stats *out);
 
 /* Close every socket and pipe (connections are cut) and free.  NULL allowed. */

@@ -209,6 +209,13 @@ int an_ruleset_load(const char *netns_path, const struct an_egress_policy *p, ui
   return r < 0 ? r : run_script(netns_path, script, "load the sandbox ruleset", err);
 }
 
+int an_ruleset_load_here(const struct an_egress_policy *p, uint16_t proxy_port, an_error_t *err) {
+  cleanup_free char *script = NULL;
+  int r = an_ruleset_text(p, proxy_port, true, &script, err);
+  struct nft_job j = {.script = script, .what = "load the sandbox ruleset"};
+  return r < 0 ? r : nft_run(&j, err);
+}
+
 int an_ruleset_update(const char *netns_path, const struct an_egress_policy *p, uint16_t proxy_port,
                       an_error_t *err) {
   cleanup_free char *script = NULL;

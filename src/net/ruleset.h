@@ -57,6 +57,11 @@ int an_ruleset_text(const struct an_egress_policy *p, uint16_t proxy_port, bool 
 int an_ruleset_load(const char *netns_path, const struct an_egress_policy *p, uint16_t proxy_port,
                     an_error_t *err);
 
+/* an_ruleset_load into the netns of the CALLING thread (one that joined or
+ * made the sandbox's netns, see an_netns_enter_new).  Errors: as
+ * an_ruleset_load less an_netns_run_in's. */
+int an_ruleset_load_here(const struct an_egress_policy *p, uint16_t proxy_port, an_error_t *err);
+
 /* Replace the rules of a loaded ruleset with those of p in ONE transaction
  * (`agentnest network ID ...`): no packet ever sees a mix of old and new.
  * Errors: as an_ruleset_load; on error the old rules stay. */

@@ -584,8 +584,12 @@ int an_batch_run(const struct an_batch_config *cfg, struct an_batch_summary *sum
   }
   if (!(b.slots = calloc(b.nslots, sizeof *b.slots))) return an_error_set(err, ENOMEM, "batch");
   if ((r = open_jobs(&b, err)) < 0) goto out;
-  if ((r = open_results(&b, err)) < 0) goto out;
+  /* a malformed JOBS file leaves an earlier results file (and its journal)
+   * as it was: they are truncated only once the file is valid; --resume
+   * loads them first, since validation counts the jobs already done */
+  if (cfg->resume && (r = open_results(&b, err)) < 0) goto out;
   if ((r = validate(&b, err)) < 0) goto out;
+  if (!cfg->resume && (r = open_results(&b, err)) < 0) goto out;
   if (cfg->output_dir && mkdir(cfg->output_dir, 0755) < 0 && errno != EEXIST) {
     r = an_error_set(err, errno, "output directory %s", cfg->output_dir);
     goto out;

@@ -13,6 +13,7 @@
 #include "sandbox/opts_internal.h"
 #include "util/cleanup.h"
 #include "util/json_gen.h"
+#include "util/lazylib.h"
 
 static int strv_add(char ***list, const char *s, size_t max, const char *what, an_error_t *err) {
   size_t n = 0;
@@ -73,10 +74,25 @@ int an_sb_egress_policy(const struct an_sandbox_opts *o, struct an_egress_policy
   return 0;
 }
 
+/* The libraries the egress enforcement calls into (the netns and veth:
+ * libnl; the ruleset: libnftables; the DNS filter: ldns), loaded lazily
+ * (util/lazylib.c). */
+static const char *const egress_libs[] = {"libnl-3.so", "libnl-route-3.so", "libnftables.so", "libldns.so"};
+
 int an_sb_egress_check(const struct an_sandbox_opts *o, an_error_t *err) {
   struct an_egress_policy *p = NULL;
   int r = an_sb_egress_policy(o, &p, err);
+  bool filtered = r >= 0 && p->mode != AN_EGRESS_NONE;
   an_egress_policy_free(p);
+  /* fail closed, before anything is made: a library missing at run time
+   * refuses the sandbox here; its first call half-way through the create
+   * aborted the process and left the sandbox's state behind */
+  for (size_t i = 0; filtered && r >= 0 && i < sizeof egress_libs / sizeof *egress_libs; i++) {
+    char why[512];
+    if (an_lazylib_require(egress_libs[i], why, sizeof why) < 0)
+      r = an_error_set(err, ELIBACC, "network %s: egress cannot be enforced on this host: %s",
+                       an_sandbox_opts_network(o), why);
+  }
   return r;
 }
 

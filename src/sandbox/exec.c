@@ -344,6 +344,8 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   int in = pi[0] >= 0 ? pi[0] : devnull;
   struct winsize ws = {0};
   bool size_follows = eo->tty && eo->has_stdin && ioctl(eo->stdin_fd, TIOCGWINSZ, &ws) == 0;
+  if (eo->tty && !size_follows && eo->tty_rows && eo->tty_cols)
+    ws = (struct winsize) {.ws_row = eo->tty_rows, .ws_col = eo->tty_cols};
   /* the timeout covers the start too: a process the sandbox stops before
    * its execve (it has the sandbox's uid by then) cannot stall the caller */
   struct an_sb_spawn sp = {.argv = argv, .env_extra = eo->env, .workdir = eo->workdir,

@@ -9,6 +9,7 @@
  * seccomp program are cached in the handle, so repeated execs on one handle
  * only clone.  What does NOT live here: timeouts, output, result (exec.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,9 +56,22 @@ static int load_exec_cache(struct an_sandbox *sb, an_error_t *err) {
     return an_error_set(err, ESTALE, "sandbox %s: image %s was removed from the store (%s); destroy the sandbox",
                         sb->rec.id, sb->rec.image ? sb->rec.image : "?", sb->spec->root.path);
   if (!sb->seccomp && sb->spec->linux.seccomp) {
-    char cache[PATH_MAX];
-    snprintf(cache, sizeof cache, "%s/.seccomp-cache", sb->containers);
-    if ((r = an_seccomp_prepare(sb->spec->linux.seccomp, cache, &sb->seccomp, err)) < 0) return r;
+    /* The filter create compiled and kept with the container's state, as
+     * engine exec reads it: no sha256 of the profile (so libcrypto is not
+     * loaded on the exec path, util/lazylib.c); through the cache only for a
+     * sandbox whose state has none. */
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s", sb->containers, sb->rec.id);
+    cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    an_error_t e = NULL;
+    r = dfd < 0 ? -ENOENT
+                : an_seccomp_program_load(dfd, AN_STATE_SECCOMP, sb->spec->linux.seccomp, &sb->seccomp, &e);
+    an_error_free(&e);
+    if (r < 0) {
+      char cache[PATH_MAX];
+      snprintf(cache, sizeof cache, "%s/.seccomp-cache", sb->containers);
+      if ((r = an_seccomp_prepare(sb->spec->linux.seccomp, cache, &sb->seccomp, err)) < 0) return r;
+    }
   }
   if (!sb->spec->process) return an_error_set(err, EINVAL, "sandbox %s: spec has no process", sb->rec.id);
   return 0;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include "agentnest/files.h"
+#include "agentnest/snapshot.h"
 
 /* Fill *out from *in (NULL = defaults) with defaults applied and modes & 0777. */
 void an_files_resolve_opts(const struct an_file_opts *in, struct an_file_opts *out);
@@ -42,5 +43,14 @@ int an_files_open_capped(int dirfd, const char *relpath, const char *display, ui
  * sandbox's permission bits without set-id, sticky, or write for group and
  * others (a sandbox could chmod 0777 what the host caller then keeps). */
 #define AN_HOST_COPY_MODE(m) ((mode_t) ((m) & 0755))
+
+/* an_workspace_restore_ex (agentnest/snapshot.h) whose messages call the
+ * workspace `label` (e.g. "workspace", under the caller's "sandbox ID"
+ * prefix) and its private sibling "the staging directory" instead of their
+ * names in parent_dirfd (a caller's internal directory the user never
+ * gave).  label NULL: exactly an_workspace_restore_ex.  The same errors. */
+int an_workspace_restore_as(int parent_dirfd, const char *workspace_name, const char *label,
+                            const char *tar_path, const char *expected_sha256,
+                            const struct an_snapshot_opts *opts, an_error_t *err);
 
 #endif

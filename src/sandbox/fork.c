@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "agentnest/approval.h"
 #include "sandbox/audit_internal.h"
+#include "sandbox/opts_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
@@ -29,7 +30,7 @@ int an_sandbox_fork(struct an_sandbox *sb, struct an_sandbox **out, an_error_t *
   if (r < 0) return r;
   r = an_sb_secret_values_ok(sb, err);
   if (r < 0) return r;
-  if ((r = an_sandbox_opts_new(&opts, err)) < 0) return r;
+  if ((r = an_sandbox_opts_new_ctx(sb->opts ? sb->opts->ctx : NULL, &opts, err)) < 0) return r;
   if ((r = an_sandbox_opts_load_profile(opts, op, NULL, err)) < 0) goto out;
   for (size_t i = 0; i < sb->rec.nsecrets; i++)
     if ((r = an_sandbox_opts_add_secret(opts, sb->rec.secrets[i].name, sb->rec.secrets[i].value, err)) < 0)

@@ -16,11 +16,15 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "agentnest/sandbox_opts.h"
+#include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
 #define IDRANGE_DIR "idranges"
+/* An empty reservation younger than this is one being written. */
+#define IDRANGE_WRITE_GRACE_S 60
 
 struct interval { uint64_t lo, hi; };          /* [lo, hi) */
 
@@ -119,8 +123,7 @@ static int add_id_file(struct intervals *set, const char *path, enum id_file_kin
 }
 
 const char *an_idrange_root(void) {
-  const char *env = getenv("AGENTNEST_IDRANGE_ROOT");
-  return env && *env ? env : AN_IDRANGE_ROOT_DEFAULT;
+  return AN_IDRANGE_ROOT_DEFAULT;
 }
 
 /* Open (making it if needed, mode 0700) <state_root>/idranges without
@@ -209,14 +212,53 @@ int an_idrange_alloc(const char *state_root, const char *owner, struct an_sandbo
   return an_idrange_alloc_config(state_root, NULL, owner, ids, err);
 }
 
-int an_idrange_free(const char *state_root, const struct an_sandbox_ids *ids, an_error_t *err) {
+/* The reservation file of range `ids` under state_root (NULL: the default
+ * root): *path heap.  -EINVAL a range an_idrange_alloc does not hand out. */
+static int reservation_path(const char *state_root, const struct an_sandbox_ids *ids, char **path,
+                            an_error_t *err) {
   if (!state_root) state_root = an_idrange_root();
   if (!ids || ids->size != AN_IDRANGE_SIZE || ids->host_uid_base % AN_IDRANGE_SIZE)
     return an_error_set(err, EINVAL, "id range %u+%u: not a range an_idrange_alloc hands out",
                         ids ? ids->host_uid_base : 0, ids ? ids->size : 0);
-  cleanup_free char *path = NULL;
-  if (asprintf(&path, "%s/" IDRANGE_DIR "/%u.lock", state_root, ids->host_uid_base) < 0)
+  if (asprintf(path, "%s/" IDRANGE_DIR "/%u.lock", state_root, ids->host_uid_base) < 0) {
+    *path = NULL;
     return an_error_set(err, ENOMEM, "id range %u", ids->host_uid_base);
+  }
+  return 0;
+}
+
+int an_idrange_free(const char *state_root, const struct an_sandbox_ids *ids, an_error_t *err) {
+  cleanup_free char *path = NULL;
+  int r = reservation_path(state_root, ids, &path, err);
+  if (r < 0) return r;
+  if (unlink(path) < 0) return an_error_set(err, errno, "release id range: unlink %s", path);
+  return 0;
+}
+
+int an_sb_idrange_free_owned(const char *state_root, const struct an_sandbox_ids *ids, const char *owner_name,
+                             an_error_t *err) {
+  cleanup_free char *path = NULL;
+  int pr = reservation_path(state_root, ids, &path, err);
+  if (pr < 0) return pr;
+  /* "<pid>\n<owner>\n": the owner's last component names the holder */
+  char buf[PATH_MAX + 32];
+  ssize_t len;
+  {
+    cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return an_error_set(err, errno, "release id range: open %s", path);
+    len = read(fd, buf, sizeof buf - 1);
+    if (len < 0) return an_error_set(err, errno, "release id range: read %s", path);
+  }
+  buf[len] = '\0';
+  char *owner = strchr(buf, '\n');
+  if (owner) {
+    owner++;
+    owner[strcspn(owner, "\n")] = '\0';
+  }
+  const char *last = owner ? strrchr(owner, '/') : NULL;
+  if (!last || strcmp(last + 1, owner_name))
+    return an_error_set(err, EBUSY, "release id range %u: reserved by %s now, not by %s", ids->host_uid_base,
+                        owner && *owner ? owner : "another holder", owner_name);
   if (unlink(path) < 0) return an_error_set(err, errno, "release id range: unlink %s", path);
   return 0;
 }
@@ -258,7 +300,14 @@ int an_idrange_list(const char *state_root, struct an_idrange_reservation **out,
     cleanup_close int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     char buf[PATH_MAX + 32];
     ssize_t len = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (len <= 0) continue;
+    if (len <= 0) {
+      /* empty: an_idrange_alloc between its O_EXCL create and its write,
+       * or one killed there.  Young, it is a reservation being made (of a
+       * create in progress, in any store), not a stale one. */
+      struct stat st;
+      if (fd >= 0 && fstat(fd, &st) == 0 && time(NULL) - st.st_mtime < IDRANGE_WRITE_GRACE_S) r->pid = -1;
+      continue;
+    }
     buf[len] = '\0';
     r->pid = (pid_t) atoi(buf);
     char *owner = strchr(buf, '\n');
@@ -282,7 +331,19 @@ void an_idrange_list_free(struct an_idrange_reservation *list, size_t n) {
 }
 
 bool an_idrange_stale(const struct an_idrange_reservation *r) {
+  if (r->pid < 0) return false;   /* being written (an_idrange_list) */
   if (r->pid > 0 && (kill(r->pid, 0) == 0 || errno == EPERM)) return false;
   struct stat st;
-  return !r->owner || (lstat(r->owner, &st) < 0 && errno == ENOENT);
+  if (!r->owner) return true;
+  if (lstat(r->owner, &st) == 0 || errno != ENOENT) return false;
+  /* A destroyed sandbox's state directory <store>/sandboxes/<id> moves to
+   * <store>/sandbox-reaping/<id> until its reaper is done with the files
+   * its ids own (sandbox/teardown_detach.c): still the owner. */
+  const char *slash = strrchr(r->owner, '/');
+  static const char area[] = "/sandboxes";
+  size_t pre = slash ? (size_t) (slash - r->owner) : 0;
+  if (pre < sizeof area - 1 || strncmp(slash - (sizeof area - 1), area, sizeof area - 1)) return true;
+  char moved[PATH_MAX];
+  int n = snprintf(moved, sizeof moved, "%.*s/sandbox-reaping%s", (int) (pre - (sizeof area - 1)), r->owner, slash);
+  return n < 0 || (size_t) n >= sizeof moved || (lstat(moved, &st) < 0 && errno == ENOENT);
 }

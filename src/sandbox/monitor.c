@@ -24,6 +24,8 @@
  * It also listens on its control socket (sandbox/control.h; ops in
  * monitor_ctl.c) and keeps what must outlive a CLI: sessions (their
  * helpers' pidfds are in the poll set, monitor_session.c).
+ * After a detached destroy (pid 1 killed, state moved to sandbox-reaping,
+ * teardown_detach.c) the monitor is the reaper of its own sandbox.
  * If the monitor is killed, `prune` notices (its pid is gone) and removes
  * what is left.  What does NOT live here: the teardown (teardown.c). */
 #include <errno.h>
@@ -212,6 +214,9 @@ _Noreturn static void monitor_main(struct an_sandbox *sb, int ready_fd, int owne
       an_mon_sessions_end(&m);
       an_mon_procs_end(&m);
       an_sb_teardown(sb->root, sb->rec.id, reason, tomb, 0, true, NULL, &e);
+      /* a detached destroy (teardown_detach.c) killed pid 1, moved the
+       * state to the reaping area and left its removal to us */
+      if (!e) an_sb_reap_moved(sb->root, sb->rec.id, &e);
       _exit(e ? 1 : 0);
     }
     for (nfds_t i = first_proc; i < np; i++)

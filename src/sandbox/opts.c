@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
+#include "agentnest/ctx.h"
 #include "agentnest/sandbox_opts.h"
 #include "sandbox/approval_internal.h"
 #include "sandbox/opts_internal.h"
@@ -29,8 +30,18 @@
 static char *const empty_strv[] = {NULL};
 
 int an_sandbox_opts_new(struct an_sandbox_opts **out, an_error_t *err) {
+  return an_sandbox_opts_new_ctx(NULL, out, err);
+}
+
+int an_sandbox_opts_new_ctx(const struct an_ctx *ctx, struct an_sandbox_opts **out, an_error_t *err) {
+  return an_sb_opts_new_dir(ctx, NULL, out, err);
+}
+
+int an_sb_opts_new_dir(const struct an_ctx *ctx, const char *profiles_dir, struct an_sandbox_opts **out,
+                       an_error_t *err) {
   struct an_sandbox_opts *o = calloc(1, sizeof *o);
   if (!o) return an_error_set(err, ENOMEM, "allocate sandbox options");
+  o->ctx = ctx;
   o->memory = DEFAULT_MEMORY;
   o->millicpus = DEFAULT_MILLICPUS;
   o->pids = DEFAULT_PIDS;
@@ -46,7 +57,7 @@ int an_sandbox_opts_new(struct an_sandbox_opts **out, an_error_t *err) {
   o->gid = AN_SANDBOX_DEFAULT_GID;
   o->workdir = strdup(AN_SANDBOX_WORKSPACE);
   o->network = strdup("none");
-  if (asprintf(&o->seccomp_profile, "%s/seccomp/default.json", an_sandbox_profiles_dir()) < 0)
+  if (asprintf(&o->seccomp_profile, "%s/seccomp/default.json", profiles_dir ? profiles_dir : an_ctx_profiles_dir(ctx)) < 0)
     o->seccomp_profile = NULL;
   o->seccomp_default = o->seccomp_profile ? strdup(o->seccomp_profile) : NULL;
   if (!o->workdir || !o->network || !o->seccomp_profile || !o->seccomp_default) {
@@ -54,6 +65,23 @@ int an_sandbox_opts_new(struct an_sandbox_opts **out, an_error_t *err) {
     return an_error_set(err, ENOMEM, "allocate sandbox options");
   }
   *out = o;
+  return 0;
+}
+
+int an_sandbox_opts_set_ctx(struct an_sandbox_opts *o, const struct an_ctx *ctx, an_error_t *err) {
+  cleanup_free char *def = NULL;
+  if (asprintf(&def, "%s/seccomp/default.json", an_ctx_profiles_dir(ctx)) < 0)
+    return an_error_set(err, ENOMEM, "sandbox options: context");
+  bool was_default = o->seccomp_profile && o->seccomp_default && !strcmp(o->seccomp_profile, o->seccomp_default);
+  if (was_default) {
+    char *p = strdup(def);
+    if (!p) return an_error_set(err, ENOMEM, "sandbox options: context");
+    free(o->seccomp_profile);
+    o->seccomp_profile = p;
+  }
+  free(o->seccomp_default);
+  o->seccomp_default = an_steal(&def);
+  o->ctx = ctx;
   return 0;
 }
 
@@ -377,11 +405,13 @@ int an_sandbox_opts_add_secret_arg(struct an_sandbox_opts *o, const char *arg, a
   if (!arg || !*arg) return an_error_set(err, EINVAL, "secret: empty");
   const char *eq = strchr(arg, '=');
   if (!eq) {
-    const char *value = getenv(arg);
     if (!valid_env_name(arg, strlen(arg)))
       return an_error_set(err, EINVAL, "secret \"%s\": name must match [A-Za-z_][A-Za-z0-9_]*", arg);
+    /* the caller's environment is the front end's (agentnest/ctx.h secret_env) */
+    const char *value = an_ctx_secret_env(o->ctx, arg);
     if (!value || !*value)
-      return an_error_set(err, ENOENT, "secret %s: not set in the environment", arg);
+      return an_error_set(err, ENOENT, "secret %s: not set in the environment%s", arg,
+                          o->ctx && an_ctx_has_secret_env(o->ctx) ? "" : " (this front end reads none)");
     return an_sandbox_opts_add_secret(o, arg, value, err);
   }
   cleanup_free char *name = strndup(arg, (size_t) (eq - arg));

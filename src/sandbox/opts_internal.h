@@ -6,7 +6,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "agentnest/ctx.h"
 #include "agentnest/sandbox_opts.h"
+
+struct an_ctx;
+
+/* an_sandbox_opts_new_ctx whose default seccomp profile is the one of
+ * profiles_dir (NULL: the context's): profile listing and explaining. */
+int an_sb_opts_new_dir(const struct an_ctx *ctx, const char *profiles_dir, struct an_sandbox_opts **out,
+                       an_error_t *err);
 
 struct an_sandbox_opts {
   char *image;              /* NULL: unset (the caller picks its default image) */
@@ -40,6 +48,7 @@ struct an_sandbox_opts {
   char **cdi_devices;       /* qualified CDI names, NULL-terminated, or NULL */
   char **cdi_spec_dirs;     /* NULL: an_cdi_default_dirs */
   bool cdi_allow_hooks;
+  const struct an_ctx *ctx; /* borrowed (agentnest/ctx.h); NULL: the defaults */
   char *approve_with;       /* approval hook: absolute program path or "unix:PATH"; NULL none */
   uint64_t approval_timeout_ms; /* 0: AN_APPROVAL_DEFAULT_TIMEOUT_MS */
   char **egress_allow;      /* --allow entries as given, NULL-terminated, or NULL */

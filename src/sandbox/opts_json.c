@@ -93,7 +93,7 @@ int an_sandbox_opts_dup(const struct an_sandbox_opts *o, struct an_sandbox_opts 
     .max_lifetime_ms = o->max_lifetime_ms,
     .max_output = o->max_output, .max_read = o->max_read, .disk = o->disk, .inodes = o->inodes,
     .uid = o->uid, .gid = o->gid, .seccomp_unsafe = o->seccomp_unsafe, .landlock = o->landlock,
-    .cdi_allow_hooks = o->cdi_allow_hooks,
+    .cdi_allow_hooks = o->cdi_allow_hooks, .ctx = o->ctx,
   };
   if (dup_opt_str(&c->image, o->image) < 0 || dup_opt_str(&c->name, o->name) < 0 ||
       dup_opt_str(&c->profile, o->profile) < 0 || dup_opt_str(&c->workdir, o->workdir) < 0 ||

@@ -31,7 +31,7 @@ static int explain_one(struct an_jgen *j, const char *name, const char *dir, boo
   __attribute__((cleanup(opts_release))) struct an_sandbox_opts *o = NULL;
   __attribute__((cleanup(spec_release))) struct an_spec *spec = NULL;
   cleanup_error an_error_t why = NULL;
-  int r = an_sandbox_opts_new(&o, err);
+  int r = an_sb_opts_new_dir(NULL, dir, &o, err);
   if (r < 0) return r;
   r = an_sandbox_opts_load_profile(o, name, dir, &why);
   if (r < 0 && strict && r != -EOPNOTSUPP) {

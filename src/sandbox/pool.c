@@ -1,7 +1,9 @@
 /* sandbox/pool.c — the warm pool's directory (agentnest/pool.h "STATE"),
- * its listing, and the hand-out: an_pool_claim (rename ready/ID to
+ * its listing, an_pool_check (is the keeper alive), and the hand-out:
+ * an_pool_claim (rename ready/ID to
  * taken/ID, then give the sandbox its deadline and owner and tell its
- * monitor) and an_sandbox_destroy_background.  The keeper that fills the
+ * monitor) and an_sandbox_destroy_background (teardown_detach.c's
+ * detached teardown).  The keeper that fills the
  * pool is pool_keeper.c; stop and prune are pool_stop.c. */
 #include <dirent.h>
 #include <errno.h>
@@ -154,7 +156,8 @@ int an_pool_list(const char *store_root, struct an_pool_info **list, size_t *n, 
     snprintf(dir, sizeof dir, "%s/%s", path, de->d_name);
     struct an_pool_meta m = {0};
     an_error_t e = NULL;
-    if (an_pool_meta_read(dir, &m, &e) < 0) an_error_free(&e);   /* starting: size 0 */
+    bool starting = an_pool_meta_read(dir, &m, &e) < 0;   /* no pool.json yet: size 0 */
+    an_error_free(&e);
     struct an_pool_info *nv = realloc(v, (k + 1) * sizeof *nv);
     if (!nv) {
       an_pool_info_list_free(v, k);
@@ -167,6 +170,13 @@ int an_pool_list(const char *store_root, struct an_pool_info **list, size_t *n, 
                                 .keeper_alive = an_pool_keeper_alive(&m),
                                 .ready = an_pool_count(dir, AN_POOL_READY),
                                 .handed_out = an_pool_count(dir, AN_POOL_TAKEN)};
+    /* a dead keeper's ready sandboxes are torn down by their monitors (the
+     * keeper owned them): none of them is ready, the entries are stale */
+    pi->state = pi->keeper_alive ? "running" : starting ? "starting" : "dead";
+    if (!pi->keeper_alive && !starting) {
+      pi->stale = pi->ready;
+      pi->ready = 0;
+    }
     read_status(dir, pi);
     if (!pi->name) {
       an_pool_info_list_free(v, k);
@@ -268,12 +278,36 @@ static int take(const char *root, const char *pool, const char *id, bool owned,
   return 0;
 }
 
+int an_pool_check(const char *store_root, const char *name, an_error_t *err) {
+  char dir[PATH_MAX], path[PATH_MAX * 2];
+  int r = an_pool_path(store_root, name, dir, sizeof dir, err);
+  if (r < 0) return r;
+  struct an_pool_meta m = {0};
+  an_error_t e = NULL;
+  if ((r = an_pool_meta_read(dir, &m, &e)) < 0) {
+    snprintf(path, sizeof path, "%s/%s", dir, AN_POOL_READY);
+    if (r == -ENOENT && access(path, F_OK) == 0) r = 0;   /* being started: the keeper writes it */
+    else if (r == -ENOENT) r = an_error_set(err, ENOENT, "no pool %s (agentnest pool ls)", name);
+    else {
+      r = an_error_set(err, e->errnum, "pool %s: %s", name, e->msg);
+    }
+    an_error_free(&e);
+    return r;
+  }
+  if (an_pool_keeper_alive(&m)) return 0;
+  return an_error_set(err, ESRCH, "pool %s: its keeper (pid %d) is dead; `agentnest pool stop %s` or "
+                      "`agentnest prune` removes it", name, (int) m.keeper_pid, name);
+}
+
 int an_pool_claim(const char *store_root, const char *name, bool owned, struct an_sandbox **out,
                   an_error_t *err) {
   const char *root = an_sb_root_or_default(store_root);
   char dir[PATH_MAX], path[PATH_MAX * 2];
   int r = an_pool_path(root, name, dir, sizeof dir, err);
   if (r < 0) return r;
+  /* a dead keeper's ready sandboxes die with it (their owner): take none,
+   * and say why rather than "empty" */
+  if ((r = an_pool_check(root, name, err)) < 0) return r;
   snprintf(path, sizeof path, "%s/%s", dir, AN_POOL_READY);
   cleanup_close int rfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (rfd < 0) {
@@ -303,15 +337,5 @@ int an_pool_claim(const char *store_root, const char *name, bool owned, struct a
 
 int an_sandbox_destroy_background(struct an_sandbox *sb, an_error_t *err) {
   if (!sb) return an_error_set(err, EINVAL, "destroy: no sandbox");
-  if (!sb->rec.monitor_pid || !an_sb_pid_alive(sb->rec.monitor_pid, sb->rec.monitor_start))
-    return an_sandbox_destroy(sb, 0, err);
-  int r = an_sb_ensure_init_pidfd(sb, err);
-  if (r < 0) return r;
-  an_error_t e = NULL;
-  if (an_process_signal(sb->init_pidfd, SIGKILL, &e) < 0) {
-    int en = e ? e->errnum : ESRCH;
-    an_error_free(&e);
-    return an_error_set(err, en, "sandbox %s: kill pid 1", sb->rec.id);
-  }
-  return 0;
+  return an_sb_teardown_detached(sb->root, sb->rec.id, "destroy", 0, false, true, err);
 }

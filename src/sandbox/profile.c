@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <yajl/yajl_tree.h>
+#include "agentnest/ctx.h"
 #include "agentnest/sandbox_opts.h"
 #include "sandbox/approval_internal.h"
 #include "sandbox/opts_internal.h"
@@ -21,8 +22,7 @@
 #define PROFILE_MAX_BYTES (1u << 20)
 
 const char *an_sandbox_profiles_dir(void) {
-  const char *env = getenv("AGENTNEST_PROFILES");
-  return env && *env ? env : AN_DATADIR "/profiles";
+  return an_ctx_profiles_dir(NULL);
 }
 
 static bool is_path(const char *s) {
@@ -228,7 +228,7 @@ int an_sandbox_opts_load_profile(struct an_sandbox_opts *o, const char *name_or_
     if (!valid_profile_name(name_or_path))
       return an_error_set(err, EINVAL, "profile \"%s\": a name must match [a-z0-9][a-z0-9_-]*",
                           name_or_path);
-    if (asprintf(&path, "%s/%s.json", profiles_dir ? profiles_dir : an_sandbox_profiles_dir(),
+    if (asprintf(&path, "%s/%s.json", profiles_dir ? profiles_dir : an_ctx_profiles_dir(o->ctx),
                  name_or_path) < 0)
       path = NULL;
   }

@@ -38,7 +38,7 @@ static int fill(struct an_sandbox_profile_info *info, const char *dir, an_error_
   cleanup_free char *path = NULL;
   if (asprintf(&path, "%s/%s.json", dir, info->name) < 0) return an_error_set(err, ENOMEM, "profiles");
   info->description = read_description(path);
-  int r = an_sandbox_opts_new(&info->opts, err);
+  int r = an_sb_opts_new_dir(NULL, dir, &info->opts, err);
   if (r < 0) return r;
   an_error_t why = NULL;
   if (an_sandbox_opts_load_profile(info->opts, path, NULL, &why) < 0) {
@@ -46,7 +46,7 @@ static int fill(struct an_sandbox_profile_info *info, const char *dir, an_error_
     an_error_free(&why);
     an_sandbox_opts_free(info->opts);
     info->opts = NULL;
-    if ((r = an_sandbox_opts_new(&info->opts, err)) < 0) return r;
+    if ((r = an_sb_opts_new_dir(NULL, dir, &info->opts, err)) < 0) return r;
     if (!info->error) return an_error_set(err, ENOMEM, "profiles");
   }
   return 0;

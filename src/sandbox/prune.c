@@ -6,8 +6,9 @@
  * store root's live sandbox and are left alone), engine containers under
  * <root>/containers, id range locks (machine-wide) whose allocating process
  * and owning sandbox directory are gone, and expiry tombstones (plain prune
- * too: they are what an expired sandbox leaves).  Teardown itself is
- * teardown.c. */
+ * too: they are what an expired sandbox leaves), and the remains of
+ * destroyed sandboxes whose detached reaper did not finish
+ * (<root>/sandbox-reaping).  Teardown itself is teardown.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -90,14 +91,22 @@ static void note_error(char ***errs, size_t *n, an_error_t *e) {
 }
 
 /* Sandbox cgroups whose sandbox is gone: sb-<id> under agentnest/ in every
- * mounted hierarchy we know of. */
+ * mounted hierarchy we know of (a cgroup left in only one of them, e.g. a
+ * create that failed between two mkdirs, is found too). */
 static void prune_cgroups(struct an_jgen *g, const struct live_set *live, char ***errs, size_t *nerr) {
   static const char *const bases[] = {"/sys/fs/cgroup/agentnest", "/sys/fs/cgroup/unified/agentnest",
                                       "/sys/fs/cgroup/memory/agentnest", "/sys/fs/cgroup/pids/agentnest",
                                       "/sys/fs/cgroup/cpu/agentnest", "/sys/fs/cgroup/freezer/agentnest",
-                                      NULL};
-  char done[64][AN_SANDBOX_ID_LEN + 1];
-  size_t ndone = 0;
+                                      /* v1 hierarchies a sandbox has a cgroup in only when one
+                                       * of its limits needs it (an_cgroup_create_used) */
+                                      "/sys/fs/cgroup/devices/agentnest", "/sys/fs/cgroup/cpuset/agentnest",
+                                      "/sys/fs/cgroup/blkio/agentnest", "/sys/fs/cgroup/hugetlb/agentnest",
+                                      "/sys/fs/cgroup/cpuacct/agentnest", NULL};
+  /* ids looked at already (in an earlier hierarchy).  Not a fixed array:
+   * with 64 slots, the first 64 old cgroups of other stores' live
+   * sandboxes (cgroups are host-wide; they are kept) used them up and no
+   * orphan after them was ever removed. */
+  struct live_set done = {0};
   for (size_t b = 0; bases[b]; b++) {
     cleanup_closedir DIR *d = opendir(bases[b]);
     struct dirent *de;
@@ -106,16 +115,16 @@ static void prune_cgroups(struct an_jgen *g, const struct live_set *live, char *
       if (strncmp(de->d_name, pfx, 3) || !an_sb_valid_id(de->d_name + 3)) continue;
       const char *id = de->d_name + 3;
       if (live_has(live, id)) continue;
-      /* a cgroup made moments ago may be a create in progress elsewhere */
+      /* a cgroup made moments ago may be a create in progress elsewhere:
+       * its mtime, which create sets (engine/cgroup.c mkdir_path), not its
+       * ctime, which is the time of the cached inode, not of the cgroup */
       char full[PATH_MAX + 300];
       struct stat cst;
       snprintf(full, sizeof full, "%s/%s", bases[b], de->d_name);
-      if (stat(full, &cst) == 0 && an_sb_now_ms() - (uint64_t) cst.st_ctime * 1000 < PRUNE_CREATE_GRACE_MS)
+      if (stat(full, &cst) == 0 && an_sb_now_ms() - (uint64_t) cst.st_mtime * 1000 < PRUNE_CREATE_GRACE_MS)
         continue;
-      bool seen = false;
-      for (size_t i = 0; i < ndone; i++) seen |= !strcmp(done[i], id);
-      if (seen || ndone == 64) continue;
-      snprintf(done[ndone++], AN_SANDBOX_ID_LEN + 1, "%s", id);
+      if (live_has(&done, id)) continue;
+      live_add(&done, id);
       char cgp[64];
       snprintf(cgp, sizeof cgp, "%s%s", AN_SB_CGROUP_PREFIX, id);
       struct an_cgroup *cg = NULL;
@@ -136,6 +145,52 @@ static void prune_cgroups(struct an_jgen *g, const struct live_set *live, char *
       }
       note_error(errs, nerr, &e);
     }
+  }
+  live_free(&done);
+}
+
+/* State directories a teardown renamed away and was killed before it
+ * removed (AN_SB_GONE_PREFIX: empty but for a lock file), in both areas. */
+static void prune_gone(const char *root, char ***errs, size_t *nerr) {
+  static const char *const areas[] = {AN_SB_DIR, AN_SB_REAPING_DIR};
+  for (size_t a = 0; a < 2; a++) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", root, areas[a]);
+    cleanup_closedir DIR *d = opendir(path);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+      if (strncmp(de->d_name, AN_SB_GONE_PREFIX, strlen(AN_SB_GONE_PREFIX))) continue;
+      an_error_t e = NULL;
+      an_remove_tree_beneath(dirfd(d), de->d_name, &e);
+      note_error(errs, nerr, &e);
+    }
+  }
+}
+
+/* Destroyed sandboxes whose reaper did not finish (killed, or still at
+ * work: the sandbox's lock serialises both, so the work is done once):
+ * every entry of <root>/sandbox-reaping is torn down (teardown_detach.c). */
+static void prune_reaping(struct an_jgen *g, const char *root, char ***errs, size_t *nerr) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/%s", root, AN_SB_REAPING_DIR);
+  cleanup_closedir DIR *d = opendir(path);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (!an_sb_valid_id(de->d_name)) continue;
+    char dir[PATH_MAX + 300];
+    snprintf(dir, sizeof dir, "%s/%s", path, de->d_name);
+    struct an_sb_record rec;
+    an_error_t e = NULL;
+    if (an_sb_record_read(dir, &rec, &e) == 0) {
+      an_sb_stop_monitor(rec.monitor_pid, rec.monitor_start);
+      an_sb_record_clear(&rec);
+    }
+    an_error_free(&e);
+    struct an_sb_teardown_report t;
+    if (an_sb_teardown_in(root, AN_SB_REAPING_DIR, de->d_name, "reaper unfinished", "reap", false, 0, true,
+                          &t, &e) < 0)
+      note_error(errs, nerr, &e);
+    if (t.state) gen_teardown(g, de->d_name, "reaper unfinished", &t);
   }
 }
 
@@ -160,7 +215,12 @@ static void prune_tombstones(struct an_jgen *g, const char *root, char ***errs, 
 }
 
 int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t *err) {
-  const char *root = an_sb_root_or_default(store_root);
+  return an_sandbox_prune_ctx(NULL, store_root, all, report, err);
+}
+
+int an_sandbox_prune_ctx(const struct an_ctx *ctx, const char *store_root, bool all, char **report,
+                         an_error_t *err) {
+  const char *root = an_sb_root_or_default(store_root ? store_root : an_ctx_store_root(ctx));
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/%s", root, AN_SB_DIR);
   DIR *d = opendir(path);
@@ -217,6 +277,8 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
     gen_teardown(g, de->d_name, reason, &t);
   }
   if (d) closedir(d);
+  prune_reaping(g, root, &errs, &nerr);
+  prune_gone(root, &errs, &nerr);
   an_jgen_array_close(g);
 
   /* Engine containers without a sandbox. */
@@ -265,10 +327,10 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   an_jgen_array_open(g);
   struct an_idrange_reservation *res = NULL;
   size_t nres = 0;
-  if (an_idrange_list(NULL, &res, &nres, &e) == 0) {
+  if (an_idrange_list(an_ctx_idrange_root(ctx), &res, &nres, &e) == 0) {
     for (size_t i = 0; i < nres; i++) {
       if (!an_idrange_stale(&res[i])) continue;
-      if (an_idrange_free(NULL, &res[i].ids, &e) == 0) an_jgen_i64(g, res[i].ids.host_uid_base);
+      if (an_idrange_free(an_ctx_idrange_root(ctx), &res[i].ids, &e) == 0) an_jgen_i64(g, res[i].ids.host_uid_base);
       note_error(&errs, &nerr, &e);
     }
     an_idrange_list_free(res, nres);

@@ -117,7 +117,9 @@ out:
   }
   if (sb) {
     an_error_t e2 = NULL;
-    int d = an_sandbox_destroy(sb, 0, &e2);
+    /* the command and every process it left are gone; the remains go in
+     * the background (teardown_detach.c) */
+    int d = an_sb_teardown_detached(sb->root, sb->rec.id, "destroy", 0, false, true, &e2);
     if (d < 0 && r >= 0) {
       *err = e2;
       e2 = NULL;

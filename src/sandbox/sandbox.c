@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "agentnest/container.h"
+#include "agentnest/ctx.h"
 #include "agentnest/image.h"
 #include "engine/process.h"
 #include "agentnest/doctor.h"
@@ -24,33 +25,8 @@
 #include "sandbox/seccomp_check.h"
 #include "util/cleanup.h"
 
-#ifndef AN_LIBEXECDIR
-#define AN_LIBEXECDIR "/usr/local/libexec/agentnest"
-#endif
-
 int an_sandbox_init_path(char **path, an_error_t *err) {
-  const char *env = getenv("AGENTNEST_INIT");
-  if (env && *env) {
-    if (access(env, X_OK) < 0) return an_error_set(err, errno, "agentnest-init %s ($AGENTNEST_INIT)", env);
-    return (*path = strdup(env)) ? 0 : an_error_set(err, ENOMEM, "agentnest-init path");
-  }
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = '\0';
-      char cand[PATH_MAX + 32];
-      snprintf(cand, sizeof cand, "%s/agentnest-init", exe);
-      if (access(cand, X_OK) == 0) return (*path = strdup(cand)) ? 0 : an_error_set(err, ENOMEM, "path");
-    }
-  }
-  if (access(AN_LIBEXECDIR "/agentnest-init", X_OK) == 0)
-    return (*path = strdup(AN_LIBEXECDIR "/agentnest-init")) ? 0 : an_error_set(err, ENOMEM, "path");
-  return an_error_set(err, ENOENT,
-                      "agentnest-init not found ($AGENTNEST_INIT, next to the program, "
-                      AN_LIBEXECDIR ")");
+  return an_ctx_init_path(NULL, path, err);
 }
 
 static int mkdir_mode(const char *path, mode_t mode, bool excl, an_error_t *err);
@@ -166,8 +142,10 @@ static int claim_name(const char *root, const char *name, const char *id, an_err
       target[n] = '\0';
       char sdir[PATH_MAX + 64];
       snprintf(sdir, sizeof sdir, "%s/%s/%s", root, AN_SB_DIR, target);
+      /* the holder's id is not told: through serve or mcp it may be another
+       * client's, whose ids every other answer keeps from this one */
       if (access(sdir, F_OK) == 0)
-        return an_error_set(err, EEXIST, "sandbox name %s: in use by sandbox %s", name, target);
+        return an_error_set(err, EEXIST, "sandbox name %s: in use by another sandbox", name);
     }
     unlink(link);   /* stale: its sandbox is gone */
   }
@@ -177,8 +155,8 @@ static int claim_name(const char *root, const char *name, const char *id, an_err
 int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
                  enum an_sb_keeper keeper, char *const *oneshot_argv, const int stdio[3],
                  struct an_sandbox **out, an_error_t *err) {
-  const char *root = an_sb_root_or_default(store_root);
   if (!opts) return an_error_set(err, EINVAL, "sandbox: no options");
+  const char *root = an_sb_root_or_default(store_root ? store_root : an_ctx_store_root(opts->ctx));
   const char *image = an_sandbox_opts_image(opts);
   if (!image) return an_error_set(err, EINVAL, "sandbox: no image given (--image or a profile)");
   /* an approval hook asked for must exist (fail closed) */
@@ -196,9 +174,10 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   if ((r = an_image_resolve(root, image, &img, err)) < 0) return r;
   cleanup_free char *init_path = NULL;
   cleanup_free char **config_env = NULL;  /* the env config.json records */
-  if ((r = an_sandbox_init_path(&init_path, err)) < 0) { an_image_info_free(img); return r; }
+  if ((r = an_ctx_init_path(opts->ctx, &init_path, err)) < 0) { an_image_info_free(img); return r; }
 
   struct an_sb_record rec = {0};
+  struct an_sb_egress_prep *eprep = NULL;   /* egress made while the rest is (egress_run.c) */
   if ((r = an_sb_new_id(rec.id, err)) < 0) { an_image_info_free(img); return r; }
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/%s", root, AN_SB_DIR);
@@ -217,6 +196,11 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   rec.created_ms = an_sb_now_ms();
   rec.deadline_ms = rec.created_ms + an_sandbox_opts_lifetime(opts);
   if (keeper == AN_SB_KEEP_POOL) rec.deadline_ms = 0;   /* set when handed out (pool.c) */
+  if (strcmp(an_ctx_idrange_root(opts->ctx), AN_IDRANGE_ROOT_DEFAULT) &&
+      !(rec.idrange_root = strdup(an_ctx_idrange_root(opts->ctx)))) {
+    r = an_error_set(err, ENOMEM, "sandbox record");
+    goto fail_rec;
+  }
   if (!(rec.image = strdup(image)) ||
       (an_sandbox_opts_name(opts) && !(rec.name = strdup(an_sandbox_opts_name(opts))))) {
     r = an_error_set(err, ENOMEM, "sandbox record");
@@ -233,12 +217,13 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
     an_error_free(&e);
   }
   if ((r = an_sb_record_write(path, &rec, err)) < 0) goto fail_rec;
+  if ((r = an_sb_egress_prepare(path, opts, &eprep, err)) < 0) goto fail_rec;
   {
     /* the state directory owns the range: prune of any store leaves it
      * alone while the directory exists */
     char owner[PATH_MAX];
     if (!realpath(path, owner)) { r = an_error_set(err, errno, "resolve %s", path); goto fail_rec; }
-    if ((r = an_idrange_alloc(NULL, owner, &rec.ids, err)) < 0) goto fail_rec;
+    if ((r = an_idrange_alloc(rec.idrange_root, owner, &rec.ids, err)) < 0) goto fail_rec;
   }
   /* Only the sandbox's own id range may pass through its directory (its
    * root-in-userns binds the workspace below it): 0710, group = the range's
@@ -247,13 +232,13 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   if (chown(path, 0, (gid_t) rec.ids.host_uid_base) < 0 || chmod(path, 0710) < 0) {
     r = an_error_set(err, errno, "sandbox directory %s: owner and mode", path);
     an_error_t e = NULL;
-    an_idrange_free(NULL, &rec.ids, &e);
+    an_idrange_free(rec.idrange_root, &rec.ids, &e);
     an_error_free(&e);
     goto fail_rec;
   }
   if ((r = an_sb_record_write(path, &rec, err)) < 0) {
     an_error_t e = NULL;
-    an_idrange_free(NULL, &rec.ids, &e);
+    an_idrange_free(rec.idrange_root, &rec.ids, &e);
     an_error_free(&e);
     goto fail_rec;
   }
@@ -291,7 +276,10 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   free(argv);
   if (r < 0) goto fail;
   if ((r = add_init_mount(spec, init_path, err)) < 0) goto fail;
-  if ((r = an_sb_egress_start(sb, opts, img->rootfs, spec, err)) < 0) goto fail;
+  r = an_sb_egress_start(sb, eprep, img->rootfs, spec, err);
+  an_sb_egress_prep_free(eprep);
+  eprep = NULL;
+  if (r < 0) goto fail;
   free(spec->linux.cgroups_path);
   if (!(spec->linux.cgroups_path = strdup(sb->cgroup_path))) { r = an_error_set(err, ENOMEM, "spec"); goto fail; }
   if ((r = collect_secrets(opts, spec, &sb->rec, err)) < 0) goto fail;
@@ -311,6 +299,9 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
     .seccomp_cache = seccomp_cache,
     .stdio = {stdio ? stdio[0] : devnull, stdio ? stdio[1] : devnull, stdio ? stdio[2] : devnull},
     .config_env = config_env,
+    /* cgroups only in the hierarchies its limits use (engine/cgroup.c):
+     * a sandbox's limits never change after create */
+    .cgroup_used_only = true,
   };
   if ((r = mkdir_mode(sb->containers, 0700, false, err)) < 0) goto fail;
   /* create + start in one step (runc run --detach): pid 1 execs at once. */
@@ -352,6 +343,7 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
   return 0;
 
 fail:;
+  an_sb_egress_prep_free(eprep);
   an_sb_audit_create(root, sb->rec.id, opts, keeper == AN_SB_KEEP_CALLER, r, err);
   an_error_t e = NULL;
   an_sb_teardown(root, sb->rec.id, "create failed", false, 0, false, NULL, &e);
@@ -361,6 +353,7 @@ fail:;
   an_image_info_free(img);
   return r;
 fail_rec:
+  an_sb_egress_prep_free(eprep);
   an_sb_audit_create(root, rec.id, opts, keeper == AN_SB_KEEP_CALLER, r, err);
   {
     char sj[PATH_MAX + 32];
@@ -385,7 +378,12 @@ int an_sandbox_create_owned(const char *store_root, const struct an_sandbox_opts
 
 int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sandbox **out,
                     an_error_t *err) {
-  const char *root = an_sb_root_or_default(store_root);
+  return an_sandbox_open_ctx(NULL, store_root, id_or_name, out, err);
+}
+
+int an_sandbox_open_ctx(const struct an_ctx *ctx, const char *store_root, const char *id_or_name,
+                        struct an_sandbox **out, an_error_t *err) {
+  const char *root = an_sb_root_or_default(store_root ? store_root : an_ctx_store_root(ctx));
   char id[AN_SANDBOX_ID_LEN + 1];
   int r = an_sb_resolve(root, id_or_name, id, err);
   if (r < 0) return r;
@@ -407,7 +405,10 @@ int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sa
   if ((r = an_sb_handle_new(root, &rec, &sb, err)) < 0) { an_sb_record_clear(&rec); return r; }
   /* Values gone (the /run file removed, e.g. a reboot): the handle still
    * serves destroy, cp, inspect; exec and fork refuse (an_sb_secret_values_ok). */
-  if ((r = an_sb_secrets_read(&sb->rec, err)) == -ENOENT) an_error_free(err);
+  if ((r = an_sb_secrets_read(&sb->rec, err)) == -ENOENT) {
+    an_ctx_warn(ctx, "%s: exec and fork refuse", err && *err ? (*err)->msg : "secret values gone");
+    an_error_free(err);
+  }
   else if (r < 0) {
     an_sandbox_close(sb);
     return r;
@@ -423,7 +424,7 @@ int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sa
   }
   char op[PATH_MAX + 64];
   snprintf(op, sizeof op, "%s/%s", dir, AN_SB_OPTIONS_FILE);
-  if ((r = an_sandbox_opts_new(&sb->opts, err)) < 0 ||
+  if ((r = an_sandbox_opts_new_ctx(ctx, &sb->opts, err)) < 0 ||
       (r = an_sandbox_opts_load_profile(sb->opts, op, NULL, err)) < 0) {
     an_sandbox_close(sb);
     return r;

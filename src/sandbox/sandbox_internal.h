@@ -10,10 +10,15 @@
 #include "agentnest/cgroup.h"
 #include "agentnest/sandbox.h"
 #include "agentnest/spec.h"
+#include "agentnest/ctx.h"
 
 #define AN_SB_DIR "sandboxes"
 #define AN_SB_NAMES_DIR "sandbox-names"
 #define AN_SB_EXPIRED_DIR "sandbox-expired"
+/* Destroyed sandboxes whose remains a detached reaper is removing
+ * (teardown_detach.c): <root>/sandbox-reaping/<id>, the state directory
+ * renamed out of AN_SB_DIR so that no lookup finds it. */
+#define AN_SB_REAPING_DIR "sandbox-reaping"
 #define AN_SB_CONTAINERS_DIR "containers"
 #define AN_SB_STATE_FILE "sandbox.json"
 #define AN_SB_OPTIONS_FILE "options.json"
@@ -21,6 +26,9 @@
 #define AN_SB_SECRETS_DIR "/run/agentnest/secrets"
 #define AN_SB_EVENTS_FILE "events.jsonl"
 #define AN_SB_LOCK_FILE "lock"
+/* A state directory renamed away at the end of its teardown (teardown.c),
+ * with at most its lock file left; prune removes one a crash left. */
+#define AN_SB_GONE_PREFIX ".gone-"
 #define AN_SB_CGROUP_PREFIX "agentnest/sb-"
 #define AN_SB_INIT_DEST "/run/.agentnest-init"
 
@@ -32,6 +40,7 @@ struct an_sb_record {
   char *name, *image;
   uint64_t created_ms, deadline_ms;
   struct an_sandbox_ids ids;
+  char *idrange_root;         /* where ids is reserved; NULL: AN_IDRANGE_ROOT_DEFAULT */
   pid_t init_pid; uint64_t init_start;
   pid_t monitor_pid; uint64_t monitor_start;
   pid_t owner_pid; uint64_t owner_start;   /* run_once, create_owned: the creating process; else 0 */
@@ -95,6 +104,17 @@ int an_sb_check_store_parents(const char *root, an_error_t *err);
 void an_sb_event(const char *dir, const char *type, const char *fields_fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* an_idrange_free of a sandbox's range, only while its reservation is the
+ * sandbox's own: its owner path ends in "/<owner_name>" (the sandbox id;
+ * idrange.c).  A range released earlier (a teardown killed before its
+ * state went) may be another sandbox's by now, of any store: unlinking its
+ * reservation would hand the same host uids to a third one.
+ * Errors: -EBUSY reserved by another owner (left as it is); -ENOENT not
+ * reserved; -EINVAL ids not a range an_idrange_alloc hands out; the
+ * open/read/unlink errno.  Thread-safe (no shared state). */
+int an_sb_idrange_free_owned(const char *state_root, const struct an_sandbox_ids *ids, const char *owner_name,
+                             an_error_t *err);
+
 /* Teardown (teardown.c): remove everything of sandbox `id` (processes,
  * container, cgroups, workspace, name, id range, state).  `reason` goes into
  * the "destroyed" event; `tombstone` leaves an expiry tombstone; grace_ms as
@@ -110,6 +130,40 @@ struct an_sb_teardown_report {
 int an_sb_teardown(const char *root, const char *id, const char *reason, bool tombstone,
                    uint64_t grace_ms, bool skip_monitor, struct an_sb_teardown_report *rep,
                    an_error_t *err);
+/* an_sb_teardown of the state directory <root>/<area>/<id> (area:
+ * AN_SB_DIR, or AN_SB_REAPING_DIR for a destroyed sandbox's remains); the
+ * audit record's operation is audit_op ("destroy"; "reap" where the caller
+ * already recorded the destroy). */
+int an_sb_teardown_in(const char *root, const char *area, const char *id, const char *reason,
+                      const char *audit_op, bool tombstone, uint64_t grace_ms, bool skip_monitor,
+                      struct an_sb_teardown_report *rep, an_error_t *err);
+/* SIGTERM the monitor, wait up to 1 s for it to exit, then SIGKILL (pid
+ * checked against its start time; 0 pid: nothing). */
+void an_sb_stop_monitor(pid_t pid, uint64_t start);
+/* Remove <root>/names/<name> if it still names sandbox `id` (a new sandbox
+ * may hold the name already); name NULL: nothing. */
+void an_sb_release_name(const char *root, const char *name, const char *id);
+/* SIGTERM to pid 1 and wait up to grace_ms for it to exit. */
+void an_sb_stop_with_grace(const struct an_sb_record *rec, uint64_t grace_ms);
+/* The caller's part of a destroy (teardown_detach.c): under the lock, the
+ * grace period, SIGKILL of pid 1 and the wait for it to exit (every
+ * process of the sandbox dies with its pid namespace), the state directory
+ * renamed to <root>/AN_SB_REAPING_DIR/<id> (no lookup finds it from then
+ * on), its name released; then, with `spawn_reaper`, the rest is removed
+ * in the background (an_sb_teardown_in of the reaping area) by the
+ * sandbox's live monitor, else by the store's detached reaper.  Without
+ * (tests: a reaper killed before it began), prune finds the remains.  A
+ * sandbox without a record, or one whose directory cannot be renamed, is
+ * torn down in the caller.  `audit_now`: the "destroy" audit record is
+ * written by the caller (the reaper's is then "reap"); else by the reaper.
+ * 0 also when the sandbox is already gone. */
+int an_sb_teardown_detached(const char *root, const char *id, const char *reason, uint64_t grace_ms,
+                            bool audit_now, bool spawn_reaper, an_error_t *err);
+/* The monitor's part when a detached destroy moved its sandbox's state to
+ * <root>/AN_SB_REAPING_DIR/<id> (teardown_detach.c): every removal step
+ * there, without stopping the monitor (the caller is it).  0 when nothing
+ * was moved. */
+int an_sb_reap_moved(const char *root, const char *id, an_error_t *err);
 /* rmdir the sandbox cgroup's directories (children first) in every
  * hierarchy, also where it exists in only some; *found set when one
  * existed.  True when none is left (teardown.c). */
@@ -232,5 +286,12 @@ void an_sb_secrets_remove(const char *id);
  * reports that it is ready; 1 in the caller, *pipe_fd the read end (the
  * intermediate child already reaped); or -errno "WHAT: pipe|fork". */
 int an_sb_fork_detached(const char *what, int *pipe_fd, an_error_t *err);
+
+/* an_sb_fork_detached without the wait for the grandchild: the
+ * intermediate child reports the grandchild's pid (fork's return) before it
+ * exits, so the caller goes on while the grandchild is still being
+ * scheduled.  Returns 0 in the grandchild, 1 in the caller with *pid set.
+ * Errors: -errno of pipe/fork; -ECHILD the second fork failed. */
+int an_sb_fork_detached_pid(const char *what, pid_t *pid, an_error_t *err);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -318,7 +319,14 @@ static int session_run_impl(struct an_sandbox *sb, const char *name, const char 
     .secrets = sec, .nsecrets = nsec, .on_data = ro->on_data, .on_data_arg = ro->on_data_arg};
   if ((r = an_cgroup_open_child(sb->cg, cgname, &c.cg, err)) < 0) goto out;
   if ((r = an_output_capture_new(&oo, &c.cap, err)) < 0) goto out;
-  c.id = (uint64_t) getpid() << 20 ^ an_mono_ms();
+  /* random: the helper reads its request, and an id made of the caller's
+   * pid and CLOCK_MONOTONIC told the sandbox a host pid and the host's
+   * uptime (its own clock is in a time namespace) */
+  if (getrandom(&c.id, sizeof c.id, 0) != (ssize_t) sizeof c.id) {
+    r = an_error_set(err, errno ? errno : EIO, "session %s: getrandom", name);
+    goto out;
+  }
+  c.id &= (UINT64_C(1) << 53) - 1;   /* exact in every JSON reader */
   if (!c.id) c.id = 1;
   if ((r = build_request(kind, c.id, code, len, &req, &reqlen, err)) < 0) goto out;
 

@@ -383,9 +383,9 @@ static int check_sha256_arg(const char *hex, an_error_t *err) {
   return 0;
 }
 
-int an_workspace_restore_ex(int parent_dirfd, const char *workspace_name, const char *tar_path,
-                            const char *expected_sha256, const struct an_snapshot_opts *opts,
-                            an_error_t *err) {
+int an_workspace_restore_as(int parent_dirfd, const char *workspace_name, const char *label,
+                            const char *tar_path, const char *expected_sha256,
+                            const struct an_snapshot_opts *opts, an_error_t *err) {
   const struct an_snapshot_opts *o = opts ? opts : &no_opts;
   if (!workspace_name || !*workspace_name || strchr(workspace_name, '/') ||
       !strcmp(workspace_name, ".") || !strcmp(workspace_name, ".."))
@@ -394,6 +394,10 @@ int an_workspace_restore_ex(int parent_dirfd, const char *workspace_name, const 
     int r = check_sha256_arg(expected_sha256, err);
     if (r < 0) return r;
   }
+  /* what messages call the workspace and the private sibling */
+  cleanup_free char *ws_default = NULL;
+  if (!label && asprintf(&ws_default, "workspace %s", workspace_name) < 0) ws_default = NULL;
+  const char *ws = label ? label : ws_default ? ws_default : workspace_name;
   /* O_NONBLOCK, regular files only: a FIFO never hangs restore (BL-23) */
   cleanup_close int tfd = an_open_input(AT_FDCWD, tar_path, 0, false, NULL, err);
   if (tfd < 0) return an_error_prefix(err, "restore");
@@ -409,35 +413,42 @@ int an_workspace_restore_ex(int parent_dirfd, const char *workspace_name, const 
   }
   struct stat wst;
   if (fstatat(parent_dirfd, workspace_name, &wst, AT_SYMLINK_NOFOLLOW) < 0)
-    return an_error_set(err, errno, "restore: workspace %s", workspace_name);
+    return an_error_set(err, errno, "restore: %s", ws);
   if (!S_ISDIR(wst.st_mode))
-    return an_error_set(err, ENOTDIR, "restore: workspace %s is not a directory", workspace_name);
+    return an_error_set(err, ENOTDIR, "restore: %s is not a directory", ws);
 
   char prefix[NAME_MAX + 1];
   if (snprintf(prefix, sizeof prefix, ".%.200s.restore", workspace_name) >= (int) sizeof prefix)
-    return an_error_set(err, ENAMETOOLONG, "restore %s", workspace_name);
+    return an_error_set(err, ENAMETOOLONG, "restore %s", ws);
   cleanup_free char *tmp = an_random_name(prefix);
-  if (!tmp) return an_error_set(err, ENOMEM, "restore %s", workspace_name);
+  if (!tmp) return an_error_set(err, ENOMEM, "restore %s", ws);
+  const char *staging = label ? "the staging directory" : tmp;
   if (mkdirat(parent_dirfd, tmp, 0700) < 0)
-    return an_error_set(err, errno, "restore: mkdir %s", tmp);
+    return an_error_set(err, errno, "restore: mkdir %s", staging);
   int r;
   {
     cleanup_close int dfd = an_openat_beneath(parent_dirfd, tmp, O_RDONLY | O_DIRECTORY, 0, err);
     r = dfd < 0 ? dfd : an_tar_extract_safe(tfd, dfd, o, err);
     if (r == 0 && fchown(dfd, wst.st_uid, wst.st_gid) < 0)
-      r = an_error_set(err, errno, "restore: chown %s", tmp);
+      r = an_error_set(err, errno, "restore: chown %s", staging);
     if (r == 0 && fchmod(dfd, wst.st_mode & 07777) < 0)
-      r = an_error_set(err, errno, "restore: chmod %s", tmp);
-    if (r == 0 && syncfs(dfd) < 0) r = an_error_set(err, errno, "restore: sync %s", tmp);
+      r = an_error_set(err, errno, "restore: chmod %s", staging);
+    if (r == 0 && syncfs(dfd) < 0) r = an_error_set(err, errno, "restore: sync %s", staging);
   }
   if (r == 0 && renameat2(parent_dirfd, tmp, parent_dirfd, workspace_name, RENAME_EXCHANGE) < 0)
-    r = an_error_set(err, errno, "restore: exchange %s with %s", tmp, workspace_name);
+    r = an_error_set(err, errno, "restore: exchange %s with %s", staging, ws);
   /* On success `tmp` now names the old tree; on failure the partial new one. */
   an_error_t rm_err = NULL;
   if (an_remove_tree_beneath(parent_dirfd, tmp, &rm_err) < 0)
-    an_warnf(o->warn, o->warn_data, "restore: could not remove %s: %s", tmp, rm_err->msg);
+    an_warnf(o->warn, o->warn_data, "restore: could not remove %s: %s", staging, rm_err->msg);
   an_error_free(&rm_err);
-  return r < 0 ? an_error_prefix(err, "restore %s from %s", workspace_name, tar_path) : 0;
+  return r < 0 ? an_error_prefix(err, "restore %s from %s", label ? label : workspace_name, tar_path) : 0;
+}
+
+int an_workspace_restore_ex(int parent_dirfd, const char *workspace_name, const char *tar_path,
+                            const char *expected_sha256, const struct an_snapshot_opts *opts,
+                            an_error_t *err) {
+  return an_workspace_restore_as(parent_dirfd, workspace_name, NULL, tar_path, expected_sha256, opts, err);
 }
 
 int an_workspace_restore(int parent_dirfd, const char *workspace_name, const char *tar_path,

@@ -79,6 +79,7 @@ bool an_sb_pid_alive(pid_t pid, uint64_t start) {
 void an_sb_record_clear(struct an_sb_record *rec) {
   free(rec->name);
   free(rec->image);
+  free(rec->idrange_root);
   for (size_t i = 0; i < rec->nsecrets; i++) {
     free((char *) rec->secrets[i].name);
     if (rec->secrets[i].value) {
@@ -103,6 +104,7 @@ int an_sb_record_write(const char *dir, const struct an_sb_record *rec, an_error
   an_jgen_kv_u64(g, "deadline_ms", rec->deadline_ms);
   an_jgen_kv_u64(g, "host_uid_base", rec->ids.host_uid_base);
   an_jgen_kv_u64(g, "idrange_size", rec->ids.size);
+  if (rec->idrange_root) an_jgen_kv_str(g, "idrange_root", rec->idrange_root);
   an_jgen_kv_i64(g, "init_pid", rec->init_pid);
   an_jgen_kv_u64(g, "init_start", rec->init_start);
   an_jgen_kv_i64(g, "monitor_pid", rec->monitor_pid);
@@ -162,6 +164,9 @@ int an_sb_record_read(const char *dir, struct an_sb_record *rec, an_error_t *err
   memcpy(rec->id, id, AN_SANDBOX_ID_LEN + 1);
   if (an_json_member(root, "name") &&
       (r = an_json_get_string(an_json_member(root, "name"), "name", &rec->name, err)) < 0) goto out;
+  if (an_json_member(root, "idrange_root") &&
+      (r = an_json_get_string(an_json_member(root, "idrange_root"), "idrange_root", &rec->idrange_root,
+                              err)) < 0) goto out;
   if (an_json_member(root, "image") &&
       (r = an_json_get_string(an_json_member(root, "image"), "image", &rec->image, err)) < 0) goto out;
   for (size_t i = 0; keys[i]; i++)

@@ -5,7 +5,8 @@
  * range and state.  Shared by destroy, the monitor (expiry) and prune;
  * serialised by the sandbox's lock file and idempotent, so a teardown
  * interrupted by SIGKILL at any point is finished by the next one.  What
- * does NOT live here: finding what to tear down (prune.c). */
+ * does NOT live here: finding what to tear down (prune.c), the detached
+ * teardown that runs this after the caller's result (teardown_detach.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -73,7 +74,7 @@ static void kill_checked(pid_t pid, uint64_t start, int sig) {
 /* The monitor: SIGTERM first, so that it kills and reaps the sessions it
  * keeps (children of it: orphaned, they would stay zombies on a host whose
  * pid 1 does not reap), up to 1 s; then SIGKILL. */
-static void stop_monitor(pid_t pid, uint64_t start) {
+void an_sb_stop_monitor(pid_t pid, uint64_t start) {
   int fd = -1;
   an_error_t e = NULL;
   if (pid > 0 && an_process_pidfd_checked(pid, start, &fd, &e) == 0) {
@@ -88,9 +89,15 @@ static void stop_monitor(pid_t pid, uint64_t start) {
   an_error_free(&e);
 }
 
+/* an_empty_dir_beneath's keep: the sandbox's lock file (an_sb_lock) */
+static bool keep_lock_file(const char *name, void *data) {
+  (void) data;
+  return !strcmp(name, AN_SB_LOCK_FILE);
+}
+
 /* SIGTERM to pid 1 (agentnest-init forwards it to every process) and wait
  * up to grace_ms for it to exit. */
-static void stop_with_grace(const struct an_sb_record *rec, uint64_t grace_ms) {
+void an_sb_stop_with_grace(const struct an_sb_record *rec, uint64_t grace_ms) {
   int fd = -1;
   an_error_t e = NULL;
   if (an_process_pidfd_checked(rec->init_pid, rec->init_start, &fd, &e) == 0) {
@@ -103,16 +110,33 @@ static void stop_with_grace(const struct an_sb_record *rec, uint64_t grace_ms) {
   an_error_free(&e);
 }
 
+void an_sb_release_name(const char *root, const char *name, const char *id) {
+  if (!name) return;
+  char path[PATH_MAX], target[64];
+  snprintf(path, sizeof path, "%s/%s/%s", root, AN_SB_NAMES_DIR, name);
+  ssize_t n = readlink(path, target, sizeof target - 1);
+  if (n <= 0) return;
+  target[n] = '\0';
+  if (!strcmp(target, id)) unlink(path);   /* a new sandbox of that name keeps its own */
+}
+
 int an_sb_teardown(const char *root, const char *id, const char *reason, bool tombstone,
                    uint64_t grace_ms, bool skip_monitor, struct an_sb_teardown_report *rep,
                    an_error_t *err) {
+  return an_sb_teardown_in(root, AN_SB_DIR, id, reason, "destroy", tombstone, grace_ms, skip_monitor,
+                           rep, err);
+}
+
+int an_sb_teardown_in(const char *root, const char *area, const char *id, const char *reason,
+                      const char *audit_op, bool tombstone, uint64_t grace_ms, bool skip_monitor,
+                      struct an_sb_teardown_report *rep, an_error_t *err) {
   struct an_sb_teardown_report dummy;
   if (!rep) rep = &dummy;
   memset(rep, 0, sizeof *rep);
   root = an_sb_root_or_default(root);
   if (!an_sb_valid_id(id)) return an_error_set(err, EINVAL, "sandbox id \"%s\" is not valid", id);
   char dir[PATH_MAX], path[PATH_MAX + 64];
-  snprintf(dir, sizeof dir, "%s/%s/%s", root, AN_SB_DIR, id);
+  snprintf(dir, sizeof dir, "%s/%s/%s", root, area, id);
   struct stat st;
   if (stat(dir, &st) < 0) return 0;   /* already gone */
   an_error_t lerr = NULL;
@@ -133,9 +157,10 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
   int first = 0;
 
   /* 1. the monitor (it never holds the lock while we do) */
-  if (have_rec && !skip_monitor && rec.monitor_pid) stop_monitor(rec.monitor_pid, rec.monitor_start);
+  if (have_rec && !skip_monitor && rec.monitor_pid) an_sb_stop_monitor(rec.monitor_pid, rec.monitor_start);
   /* 2. processes: SIGTERM with grace, then the engine's forced delete */
-  if (have_rec && grace_ms) stop_with_grace(&rec, grace_ms);
+  if (have_rec && grace_ms) an_sb_stop_with_grace(&rec, grace_ms);
+  an_sb_egress_kill(dir);   /* 2b. egress ends meanwhile; 4b waits for it */
   char containers[PATH_MAX];
   snprintf(containers, sizeof containers, "%s/%s", root, AN_SB_CONTAINERS_DIR);
   snprintf(path, sizeof path, "%s/%s", containers, id);
@@ -193,17 +218,16 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
     an_error_free(&e);
   }
   rep->workspace = had_ws;
-  if (have_rec && rec.name) {
-    char target[64];
-    snprintf(path, sizeof path, "%s/%s/%s", root, AN_SB_NAMES_DIR, rec.name);
-    ssize_t n = readlink(path, target, sizeof target - 1);
-    if (n > 0) {
-      target[n] = '\0';
-      if (!strcmp(target, id)) unlink(path);
-    }
-  }
-  if (have_rec && rec.ids.size) {
-    int r = an_idrange_free(NULL, &rec.ids, &e);
+  if (have_rec) an_sb_release_name(root, rec.name, id);
+  /* The id range only once nothing runs or is left under its ids (a
+   * process stuck in the kernel past the cgroup kill, the egress process, a
+   * workspace mount): released, it could go to the next sandbox, whose
+   * processes would share host uids with these.  The state then stays with
+   * the record, and the next prune releases the range.  Only the
+   * sandbox's own reservation goes: one released by an earlier teardown of
+   * it (killed before its state went) may be another sandbox's by now. */
+  if (have_rec && rec.ids.size && cgroup_gone && egress_gone && ws_gone) {
+    int r = an_sb_idrange_free_owned(rec.idrange_root, &rec.ids, id, &e);
     rep->idrange = r == 0 ? (int64_t) rec.ids.host_uid_base : -1;
     an_error_free(&e);
   }
@@ -220,21 +244,50 @@ int an_sb_teardown(const char *root, const char *id, const char *reason, bool to
   }
   an_sb_event(dir, "destroyed", ",\"reason\":\"%s\"", reason);
   bool state_removed = false;
-  snprintf(path, sizeof path, "%s/%s", root, AN_SB_DIR);
+  snprintf(path, sizeof path, "%s/%s", root, area);
   cleanup_close int pfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  /* The state directory is emptied first, the audit record written next and
+   * the (empty) directory removed last: its disappearance is what waiters
+   * take for "over" (an_sandbox_reap_wait, prune, a caller that removes the
+   * store next), so nothing may be written into the store after it.  The
+   * lock file, whose lock we hold, goes last but one: a second teardown
+   * (a reap_wait or prune that came while we work) that created a new one
+   * would not wait for ours and would write its own record. */
+  cleanup_close int sfd = -1;
   if (pfd >= 0 && cgroup_gone && ws_gone && egress_gone) {   /* else the next prune retries */
-    int r = an_remove_tree_beneath(pfd, id, &e);
+    sfd = openat(pfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int r = sfd < 0 ? (errno == ENOENT ? 0 : an_error_set(&e, errno, "open %s/%s/%s", root, area, id))
+                    : an_empty_dir_beneath(sfd, keep_lock_file, NULL, &e);
     if (r < 0 && !first) first = an_error_set(err, e->errnum, "%s", e->msg);
     state_removed = r == 0;
     an_error_free(&e);
   }
-  rep->state = state_removed;
   {
     struct an_audit_field af[] = {AN_AUDIT_STR("reason", reason), AN_AUDIT_STR("name", have_rec ? rec.name : NULL),
                                   AN_AUDIT_BOOL("state_removed", state_removed)};
     int ar = first;
-    an_sb_audit(NULL, root, id, "destroy", ar, err, af, sizeof af / sizeof *af);
+    an_sb_audit(NULL, root, id, audit_op, ar, err, af, sizeof af / sizeof *af);
   }
+  /* The directory is renamed away before its lock file goes: a locker
+   * that comes after the unlink would otherwise make a new lock file in it
+   * (an_sb_lock creates one) and our rmdir would fail, leaving a directory
+   * with no record; after the rename its open fails with ENOENT, and a
+   * waiter on our lock finds the directory gone. */
+  char gone[AN_SANDBOX_ID_LEN + 16];
+  snprintf(gone, sizeof gone, "%s%s", AN_SB_GONE_PREFIX, id);
+  if (state_removed && sfd >= 0 && renameat(pfd, id, pfd, gone) < 0) {
+    state_removed = false;
+    if (!first) first = an_error_set(err, errno, "rename %s/%s/%s", root, area, id);
+  }
+  if (state_removed && sfd >= 0 && unlinkat(sfd, AN_SB_LOCK_FILE, 0) < 0 && errno != ENOENT) {
+    state_removed = false;
+    if (!first) first = an_error_set(err, errno, "unlink %s/%s/%s/%s", root, area, gone, AN_SB_LOCK_FILE);
+  }
+  if (state_removed && unlinkat(pfd, sfd >= 0 ? gone : id, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+    state_removed = false;
+    if (!first) first = an_error_set(err, errno, "rmdir %s/%s/%s", root, area, sfd >= 0 ? gone : id);
+  }
+  rep->state = state_removed;
   an_sb_record_clear(&rec);
   return first < 0 ? an_error_prefix(err, "destroy sandbox %s", id) : 0;
 }

@@ -19,6 +19,7 @@
 #include "agentnest/files.h"
 #include "agentnest/approval.h"
 #include "sandbox/audit_internal.h"
+#include "sandbox/files_internal.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "util/fdcopy.h"
@@ -193,12 +194,15 @@ static int restore_impl(struct an_sandbox *sb, const char *tar_path, const char 
                                 .max_bytes = an_sb_copy_cap(sb->ws_fd, 1)};
   int r = an_sb_freeze(sb, true, err);
   if (r < 0) return an_error_prefix(err, "sandbox %s", sb->rec.id);
-  if (mkdirat(sb->ws_fd, staging, 0700) < 0) r = an_error_set(err, errno, "restore: mkdir %s", staging);
+  /* messages name the workspace, never the staging directory (the
+   * user gave neither: they are the sandbox's "workspace") */
+  if (mkdirat(sb->ws_fd, staging, 0700) < 0)
+    r = an_error_set(err, errno, "restore: mkdir the staging directory in the workspace");
   /* Verify and extract into the (empty) staging directory. */
-  if (r >= 0) r = an_workspace_restore_ex(sb->ws_fd, staging, tar_path, expected_sha256, &so, err);
+  if (r >= 0) r = an_workspace_restore_as(sb->ws_fd, staging, "workspace", tar_path, expected_sha256, &so, err);
   if (r >= 0) {
     cleanup_close int sfd = openat(sb->ws_fd, staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (sfd < 0) r = an_error_set(err, errno, "restore: open %s", staging);
+    if (sfd < 0) r = an_error_set(err, errno, "restore: open the staging directory in the workspace");
     if (r >= 0) r = empty_dir(sb->ws_fd, staging, err);
     if (r >= 0) r = move_entries(sfd, sb->ws_fd, err);
   }

@@ -70,8 +70,19 @@ int srv_tokens_load(struct srv *s, const char *path, an_error_t *err) {
       else { r = an_error_set(err, EINVAL, "--tokens %s:%u: unknown word \"%.64s\"", path, lineno, w); break; }
     }
     if (r < 0) break;
+    /* a name is an identity (its snapshot directory, the log): two tokens that are not
+     * revoked under one name would share snapshots while owning their own sandboxes */
+    if (sha256(tok, strlen(tok), t.sha256) < 0) { r = an_error_set(err, EIO, "--tokens %s:%u: SHA-256", path, lineno); break; }
+    for (size_t i = 0; r >= 0 && i < s->ntokens; i++) {
+      if (!CRYPTO_memcmp(t.sha256, s->tokens[i].sha256, 32))
+        r = an_error_set(err, EINVAL, "--tokens %s:%u: the same TOKEN as an earlier line's", path, lineno);
+      else if (!t.revoked && !s->tokens[i].revoked && !strcmp(name, s->tokens[i].name))
+        r = an_error_set(err, EINVAL, "--tokens %s:%u: name \"%.64s\" is an earlier token's that is not revoked "
+                         "(a name is one client: its snapshots, its log lines)", path, lineno, name);
+    }
+    if (r < 0) break;
     struct srv_token *nt = realloc(s->tokens, (s->ntokens + 1) * sizeof *nt);
-    if (!nt || !(t.name = strdup(name)) || sha256(tok, strlen(tok), t.sha256) < 0) {
+    if (!nt || !(t.name = strdup(name))) {
       free(nt ? NULL : t.name);
       if (nt) s->tokens = nt;
       r = an_error_set(err, ENOMEM, "--tokens %s", path);

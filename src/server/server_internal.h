@@ -5,7 +5,6 @@
 #define AN_SERVER_INTERNAL_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <microhttpd.h>
 #include "server.h"
 
@@ -19,6 +18,7 @@ struct srv_token {
                                     bucket of N requests refilled at N/s (guarded by mu) */
   double bucket;
   uint64_t bucket_ms;            /* CLOCK_MONOTONIC ms of the last refill */
+  unsigned inflight;             /* its calls in flight (under srv.mu; srv_admit) */
 };
 
 struct srv_owned {
@@ -32,12 +32,12 @@ struct srv {
   struct an_api_ctx ctx;         /* lifeline set */
   struct srv_token *tokens;
   size_t ntokens;
-  pthread_mutex_t mu;            /* guards own/nown, gone/ngone and tokens[].creating */
+  pthread_mutex_t mu;            /* guards own/nown, gone/ngone, inflight and tokens[].creating/inflight */
   struct srv_owned *own;
   size_t nown, capown;
   struct srv_owned *gone;        /* destroyed ones (id, token): audit may still read them */
   size_t ngone, capgone;
-  atomic_uint inflight;
+  unsigned inflight;              /* calls in flight, all tokens (under mu) */
   char *openapi;
   size_t openapi_len;
   uint64_t max_body;
@@ -61,9 +61,29 @@ enum MHD_Result srv_handle(void *cls, struct MHD_Connection *c, const char *url,
  * as JSON Lines (server_stream.c).  0 with *ret (the response is queued;
  * the call runs until its last line or the client hangs up), or a negative
  * errno with *err when the call could not start (nothing queued). */
+/* hold_token >= 0: the call holds a slot of that token's max-sandboxes
+ * (srv_hold), given back (srv_unhold) when the stream ends; on an error
+ * return the caller keeps it. */
+/* The call's --max-concurrent admission (srv_admit of token `token`) is
+ * the stream's on success (srv_release when it ends), the caller's on an
+ * error return. */
 int srv_stream_respond(struct srv *s, struct MHD_Connection *c, const struct an_api_ctx *ctx,
-                       const struct an_api_op *op, const char *in, size_t inlen, enum MHD_Result *ret,
-                       an_error_t *err);
+                       const struct an_api_op *op, const char *in, size_t inlen, long token, long hold_token,
+                       enum MHD_Result *ret, an_error_t *err);
+
+/* --max-concurrent admission of a call of token t (server_routes.c).
+ * Each token that is not revoked is promised one slot (when there are at
+ * least as many slots as such tokens): a call is admitted while the token
+ * has none in flight and a slot is free, or beyond that only while a slot
+ * is free that no other token's promise is owed, so one token's flood
+ * leaves every other token a call in flight.  true: admitted (give it
+ * back with srv_release); false: answer 503.  Takes s->mu. */
+bool srv_admit(struct srv *s, long t);
+void srv_release(struct srv *s, long t);
+/* max-sandboxes admission of token t (server_routes.c): reserve a slot
+ * (false: the cap is reached) / give it back. */
+bool srv_hold(struct srv *s, long t);
+void srv_unhold(struct srv *s, long t);
 void srv_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t);
 
 /* Destroy every sandbox the server made (shutdown). */

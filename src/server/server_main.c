@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include "server_internal.h"
+#include "util/lazylib.h"
 
 static int an_serve_run(const struct an_serve_opts *o, bool tls, const char *cert, const char *key,
                         an_error_t *err);
@@ -126,6 +127,9 @@ static int an_serve_run(const struct an_serve_opts *o, bool tls, const char *cer
   s.ctx.lifeline_fd = lifeline[0];
   int lfd = listen_socket(o->listen ? o->listen : "127.0.0.1:8741", err);
   if (lfd < 0) { r = lfd; goto out_pipe; }
+  /* every library now, before MHD's threads: workers forked from them
+   * must never dlopen (util/lazylib.h) */
+  an_lazylib_load_all();
   /* MHD's threads inherit this mask: the signals come to sigwait below */
   sigset_t sigs, old;
   sigemptyset(&sigs);

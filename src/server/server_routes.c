@@ -175,7 +175,7 @@ static void owned_prune(struct srv *s, long token) {
   for (size_t i = 0; i < n; i++) {
     struct an_sandbox *sb = NULL;
     an_error_t e = NULL;
-    int r = an_sandbox_open(s->ctx.store_root, ids[i], &sb, &e);
+    int r = an_sandbox_open_ctx(s->ctx.lib, s->ctx.store_root, ids[i], &sb, &e);
     an_sandbox_close(sb);
     an_error_free(&e);
     if (r == -ENOENT || r == -ETIME || r == -ESRCH) owned_remove(s, ids[i]);
@@ -197,6 +197,53 @@ static int owned_view_of(struct srv *s, long token, bool gone, struct owned_view
   return v->ids ? 0 : -ENOMEM;
 }
 static int owned_view(struct srv *s, long token, struct owned_view *v) { return owned_view_of(s, token, false, v); }
+
+/* --max-concurrent admission (server_internal.h) */
+bool srv_admit(struct srv *s, long t) {
+  pthread_mutex_lock(&s->mu);
+  unsigned live = 0;
+  for (size_t u = 0; u < s->ntokens; u++) live += !s->tokens[u].revoked;
+  unsigned share = live && s->max_concurrent >= live;   /* one slot promised to each token */
+  unsigned free_slots = s->max_concurrent > s->inflight ? s->max_concurrent - s->inflight : 0, owed = 0;
+  for (size_t u = 0; u < s->ntokens; u++)
+    if ((long) u != t && !s->tokens[u].revoked && s->tokens[u].inflight < share) owed += share - s->tokens[u].inflight;
+  bool ok = s->tokens[t].inflight < share ? free_slots > 0 : free_slots > owed;
+  if (ok) {
+    s->inflight++;
+    s->tokens[t].inflight++;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return ok;
+}
+
+void srv_release(struct srv *s, long t) {
+  pthread_mutex_lock(&s->mu);
+  if (s->inflight) s->inflight--;
+  if (s->tokens[t].inflight) s->tokens[t].inflight--;
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* Take a slot of token t's max-sandboxes for a call that holds a sandbox
+ * (an_api_call_holds_sandbox): its sandboxes plus the calls holding one now
+ * are counted and the slot reserved in one step under s->mu, so concurrent
+ * requests (REST and /mcp alike) cannot all pass.  true: reserved (or no
+ * cap); srv_unhold gives it back when the call ends. */
+bool srv_hold(struct srv *s, long t) {
+  if (!s->tokens[t].max_sandboxes) return true;
+  owned_prune(s, t);
+  pthread_mutex_lock(&s->mu);
+  bool ok = owned_count(s, t) + s->tokens[t].creating < s->tokens[t].max_sandboxes;
+  if (ok) s->tokens[t].creating++;
+  pthread_mutex_unlock(&s->mu);
+  return ok;
+}
+
+void srv_unhold(struct srv *s, long t) {
+  if (!s->tokens[t].max_sandboxes) return;
+  pthread_mutex_lock(&s->mu);
+  if (s->tokens[t].creating) s->tokens[t].creating--;
+  pthread_mutex_unlock(&s->mu);
+}
 
 /* The token's snapshot directory name: hex of SHA-256 of its name (32 digits), so
  * one token's snapshot digest restores nothing for another (api.h snapshot_owner). */
@@ -326,34 +373,26 @@ static bool route_match(const char *pattern, const char *path, char *sandbox, si
   return !*pattern && !*path;
 }
 
+/* 503 for a call srv_admit turned away */
+static enum MHD_Result respond_busy(struct srv *s, struct srv_req *q, struct MHD_Connection *c, const char *method,
+                                    const char *url) {
+  return respond_error(s, q, c, method, url, 503, 0,
+                       "too many calls in flight (--max-concurrent, shared fairly between tokens); retry",
+                       "Retry-After", "1");
+}
+
 static enum MHD_Result call_and_respond(struct srv *s, struct srv_req *q, struct MHD_Connection *c,
                                         const char *method, const char *url, const struct an_api_op *op,
                                         const char *sandbox, const char *raw_path, bool raw_put) {
   char msg[512];
-  if (atomic_fetch_add(&s->inflight, 1) >= s->max_concurrent) {
-    atomic_fetch_sub(&s->inflight, 1);
-    return respond_error(s, q, c, method, url, 503, 0, "too many calls in flight (--max-concurrent); retry", "Retry-After", "1");
-  }
+  if (!srv_admit(s, q->token)) return respond_busy(s, q, c, method, url);
+  bool admitted = true;
   enum MHD_Result ret;
   char *in = NULL, *out = NULL, *b64 = NULL;
   size_t inlen = 0, outlen = 0;
   an_error_t err = NULL;
   int r = 0;
   bool reserved = false;
-  if ((op->flags & AN_API_OP_CREATES) && s->tokens[q->token].max_sandboxes) {
-    owned_prune(s, q->token);
-    /* count and reserve in one step: concurrent creates must not all pass the check */
-    pthread_mutex_lock(&s->mu);
-    size_t have = owned_count(s, q->token) + s->tokens[q->token].creating;
-    if (have < s->tokens[q->token].max_sandboxes) s->tokens[q->token].creating++, reserved = true;
-    pthread_mutex_unlock(&s->mu);
-    if (!reserved) {
-      snprintf(msg, sizeof msg, "this token may hold at most %zu sandboxes; destroy one first",
-               s->tokens[q->token].max_sandboxes);
-      ret = respond_error(s, q, c, method, url, 403, 0, msg, NULL, NULL);
-      goto done;
-    }
-  }
   if (raw_put) {
     if (!(b64 = malloc((q->len + 2) / 3 * 4 + 1))) { ret = MHD_NO; goto done; }
     EVP_EncodeBlock((unsigned char *) b64, (const unsigned char *) (q->body ? q->body : ""), (int) q->len);
@@ -367,13 +406,28 @@ static enum MHD_Result call_and_respond(struct srv *s, struct srv_req *q, struct
     ret = respond_error(s, q, c, method, url, r == -EINVAL ? 400 : 500, -r, msg, NULL, NULL);
     goto done;
   }
+  /* a create, a fork or a one-shot run holds a sandbox while it runs: it takes a slot of the
+   * token's max-sandboxes, counted and reserved in one step (concurrent calls must not all
+   * pass the check); a create's sandbox is in the owned list when the slot is given back */
+  if (s->tokens[q->token].max_sandboxes) {
+    yajl_val parsed = in ? yajl_tree_parse(in, NULL, 0) : NULL;
+    bool holds = an_api_call_holds_sandbox(op, parsed);
+    yajl_tree_free(parsed);
+    if (holds && !(reserved = srv_hold(s, q->token))) {
+      snprintf(msg, sizeof msg, "this token may hold at most %zu sandboxes; destroy one first",
+               s->tokens[q->token].max_sandboxes);
+      ret = respond_error(s, q, c, method, url, 403, 0, msg, NULL, NULL);
+      goto done;
+    }
+  }
   if (streams && streaming) {
     struct owned_view v = {0};
     if (owned_view(s, q->token, &v) < 0) { ret = MHD_NO; goto done; }
     struct an_api_ctx ctx = s->ctx;
     ctx.may_use = view_may_use;
     ctx.may_use_data = &v;
-    r = srv_stream_respond(s, c, &ctx, op, in, inlen, &ret, &err);
+    r = srv_stream_respond(s, c, &ctx, op, in, inlen, q->token, reserved ? q->token : -1, &ret, &err);
+    if (r >= 0) reserved = admitted = false;   /* the stream gives both back when it ends */
     free(v.ids);   /* the worker has its copy */
     if (r < 0) ret = respond_error(s, q, c, method, url, status_of(-r), -r, err && err->msg ? err->msg : NULL, NULL, NULL);
     else srv_log(s, q, method, url, 200);
@@ -410,12 +464,8 @@ static enum MHD_Result call_and_respond(struct srv *s, struct srv_req *q, struct
   ret = respond(c, 200, "application/json", out, outlen, NULL, NULL);
   out = NULL;
 done:
-  if (reserved) {   /* a successful create is in the owned list by now */
-    pthread_mutex_lock(&s->mu);
-    s->tokens[q->token].creating--;
-    pthread_mutex_unlock(&s->mu);
-  }
-  atomic_fetch_sub(&s->inflight, 1);
+  if (reserved) srv_unhold(s, q->token);   /* a successful create is in the owned list by now */
+  if (admitted) srv_release(s, q->token);
   free(in);
   free(out);
   free(b64);
@@ -431,15 +481,20 @@ static void mcp_created(void *data, const char *id, pid_t keeper) {
   owned_add(h->s, id, h->token, keeper);
 }
 static void mcp_destroyed(void *data, const char *id) { owned_remove(((struct mcp_hook *) data)->s, id); }
+static bool mcp_admit(void *data) {
+  struct mcp_hook *h = data;
+  return srv_hold(h->s, h->token);
+}
+static void mcp_release(void *data) {
+  struct mcp_hook *h = data;
+  srv_unhold(h->s, h->token);
+}
 
 static enum MHD_Result mcp_post(struct srv *s, struct srv_req *q, struct MHD_Connection *c, const char *method,
                                 const char *url) {
   if (strcmp(method, "POST"))   /* no server-initiated SSE stream, no session to delete */
     return respond_error(s, q, c, method, url, 405, 0, "this server answers POST /mcp only", "Allow", "POST");
-  if (atomic_fetch_add(&s->inflight, 1) >= s->max_concurrent) {
-    atomic_fetch_sub(&s->inflight, 1);
-    return respond_error(s, q, c, method, url, 503, 0, "too many calls in flight (--max-concurrent); retry", "Retry-After", "1");
-  }
+  if (!srv_admit(s, q->token)) return respond_busy(s, q, c, method, url);
   struct owned_view v = {0}, hist = {0};
   enum MHD_Result ret = MHD_NO;
   if (s->tokens[q->token].max_sandboxes) owned_prune(s, q->token);
@@ -452,7 +507,8 @@ static enum MHD_Result mcp_post(struct srv *s, struct srv_req *q, struct MHD_Con
   struct an_mcp_http h = {.api = s->ctx, .max_sandboxes = s->tokens[q->token].max_sandboxes,
                           .owned = ids, .nowned = v.n, .cancel_fd = ci ? ci->connect_fd : -1,
                           .cancel_events = POLLRDHUP, .log_fd = -1, .on_created = mcp_created,
-                          .on_destroyed = mcp_destroyed, .hook_data = &hook};
+                          .on_destroyed = mcp_destroyed, .admit = mcp_admit, .release = mcp_release,
+                          .hook_data = &hook};
   h.api.may_use = view_may_use;
   h.api.may_use_data = &v;
   h.api.may_audit = view_may_use;
@@ -488,7 +544,7 @@ static enum MHD_Result mcp_post(struct srv *s, struct srv_req *q, struct MHD_Con
 out:
   free(v.ids);
   free(hist.ids);
-  atomic_fetch_sub(&s->inflight, 1);
+  srv_release(s, q->token);
   return ret;
 }
 

@@ -26,6 +26,8 @@ struct srv_stream {
   char *pend;                  /* lines not sent yet */
   size_t plen, pcap, poff;
   bool finished;
+  long hold_token;             /* >= 0: a max-sandboxes slot to give back at the end */
+  long token;                  /* the caller's token: its --max-concurrent admission */
 };
 
 static void pend_add(struct srv_stream *x, const unsigned char *b, size_t n) {
@@ -151,17 +153,19 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 static void stream_free(void *cls) {
   struct srv_stream *x = cls;
   an_api_job_free(x->job);   /* kills a worker still running: its exec ends with it */
-  atomic_fetch_sub(&x->s->inflight, 1);
+  if (x->hold_token >= 0) srv_unhold(x->s, x->hold_token);
+  srv_release(x->s, x->token);
   free(x->pend);
   free(x);
 }
 
 int srv_stream_respond(struct srv *s, struct MHD_Connection *c, const struct an_api_ctx *ctx,
-                       const struct an_api_op *op, const char *in, size_t inlen, enum MHD_Result *ret,
-                       an_error_t *err) {
+                       const struct an_api_op *op, const char *in, size_t inlen, long token, long hold_token,
+                       enum MHD_Result *ret, an_error_t *err) {
   struct srv_stream *x = calloc(1, sizeof *x);
   if (!x) return an_error_set(err, ENOMEM, "%s: stream", op->name);
   x->s = s;
+  x->hold_token = -1;
   x->ctx = *ctx;
   int r = an_api_job_start(&x->ctx, op, in, inlen, &x->job, err);
   if (r < 0) {
@@ -172,7 +176,8 @@ int srv_stream_respond(struct srv *s, struct MHD_Connection *c, const struct an_
   x->ctx.may_use = x->ctx.may_audit = NULL;
   const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   x->sock = ci ? ci->connect_fd : -1;
-  atomic_fetch_add(&s->inflight, 1);   /* until stream_free */
+  x->hold_token = hold_token;   /* from here stream_free gives the slot back */
+  x->token = token;             /* and the call's admission */
   struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, x, stream_free);
   if (!resp) {
     stream_free(x);

@@ -192,8 +192,10 @@ bail() {
 # lines that answer them and the exit status.
 tty_session() {
   local out rc
+  # bounded: a runtime that hangs fails the case (rc=124) instead of the
+  # whole suite, whose cleanup then still runs
   out=$( { sleep 2; printf 'tty\n'; sleep 0.3; printf 'echo hello-$((6*7))\n'; sleep 0.3
-           printf 'exit 4\n'; sleep 4; } | script -qefc "$(printf '%q ' "$@")" /dev/null 2>&1)
+           printf 'exit 4\n'; sleep 4; } | timeout -k 5 60 script -qefc "$(printf '%q ' "$@")" /dev/null 2>&1)
   rc=$?
   printf '%s\n' "$out" | tr -d '\r' | grep -E '^(/dev/pts/[0-9]+|hello-42)$' | sed 's|/dev/pts/[0-9]*|/dev/pts/N|'
   echo "rc=$rc"

@@ -31,6 +31,7 @@
 #include "store_fixture.h"
 #include "util.h"
 #include "ws_fixture.h"
+#include "ctx_fixture.h"
 
 #define CACHE "/var/cache/agentnest/images"
 #define PROBE "/workspace/probe"
@@ -56,7 +57,7 @@ static void setup(void) {
   an_test_store_make(g_store);
   an_test_store_image(g_store, "busybox", false);
   an_error_t err = NULL;
-  cr_assert(an_sandbox_opts_new(&OPTS, &err) == 0);
+  cr_assert(an_sandbox_opts_new_ctx(an_test_ctx(), &OPTS, &err) == 0);
   cr_assert(an_sandbox_opts_set_image(OPTS, "busybox", &err) == 0);
   esc_evidence_record(&E);
   SB = create_sandbox();
@@ -167,7 +168,7 @@ Test(sandbox_api, bl_01_runtime_unreachable_while_execs_enter) {
   /* the watcher is an exec of its own (a second handle, another thread);
    * an exec's leftovers are killed when it ends, so it cannot be detached */
   struct an_sandbox *watch_sb = NULL;
-  cr_assert(an_sandbox_open(g_store, an_sandbox_id(SB), &watch_sb, &err) == 0, "%s", err ? err->msg : "");
+  cr_assert(an_sandbox_open_ctx(an_test_ctx(), g_store, an_sandbox_id(SB), &watch_sb, &err) == 0, "%s", err ? err->msg : "");
   pthread_t th;
   cr_assert(pthread_create(&th, NULL, watcher, watch_sb) == 0);
   usleep(200000);

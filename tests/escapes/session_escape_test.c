@@ -16,29 +16,17 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "agentnest.h"
 #include "agentnest/sandbox.h"
 #include "agentnest/session.h"
-#include "session_fixture.h"
 #include "store_fixture.h"
 #include "util.h"
+#define AN_SF_SHORT_NAMES   /* make_sb, destroy, start, call (tests/lib/session_fixture.h) */
+#include "session_fixture.h"
 
-/* the shared fixture (tests/lib/session_fixture.h), under this file's old names */
-#define make_sb sf_make_sb
-#define destroy sf_destroy
-#define start sf_start
-#define call sf_call
-
-static void setup(void) { sf_setup("sessesc", true); }
-
-ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
-  (void) stats;
-  sf_remove_store("sessesc");
-}
-
-TestSuite(session_escape, .init = setup, .timeout = 120);
-
+SF_TEST_SUITE(session_escape, "sessesc", true);
 
 static char *field_lines(const char *status) {
   static const char *const keys[] = {"Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:",
@@ -148,5 +136,43 @@ Test(session_escape, forged_frames_on_the_helper_socket_are_not_obeyed) {
   cr_expect(r3.session_lost, "status %d", r3.status);
   an_session_result_release(&r3);
   start(sb, AN_SESSION_PYTHON, "py");
+  destroy(sb);
+}
+
+/* redteam: the request's id was the caller's pid << 20 ^ its CLOCK_MONOTONIC
+ * ms, and the code can read its own request (the helper is its process):
+ * the id told the sandbox a host pid (the caller's) and the host's uptime,
+ * which its time namespace hides from a plain exec.  The id is random now. */
+static unsigned long long request_id(struct an_sandbox *sb, uint64_t *ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  *ms = (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+  struct an_session_result r = call(sb, "py",
+      "import sys\n"
+      "f = sys._getframe(0)\n"
+      "while f is not None and 'req' not in f.f_locals: f = f.f_back\n"
+      "f.f_locals['req']['id']", 0);
+  cr_assert_eq(r.status, 0, "%s", r.error_traceback ? r.error_traceback : "");
+  cr_assert_not_null(r.value_repr);
+  unsigned long long id = strtoull(r.value_repr, NULL, 10);
+  an_session_result_release(&r);
+  return id;
+}
+
+Test(session_escape, the_request_id_tells_no_host_pid_or_clock) {
+  struct an_sandbox *sb = make_sb("python", NULL);
+  start(sb, AN_SESSION_PYTHON, "py");
+  int near_clock = 0;
+  for (int i = 0; i < 2; i++) {
+    uint64_t ms = 0;
+    unsigned long long id = request_id(sb, &ms);
+    unsigned long long pid_part = (id >> 20) ^ (ms >> 20);
+    long long dt = (long long) (id & 0xfffff) - (long long) (ms & 0xfffff);
+    cr_expect((pid_part ^ (unsigned long long) getpid()) >= 4, "request id %llu holds the caller's pid %d", id,
+              (int) getpid());
+    near_clock += dt >= 0 && dt < 2000;
+  }
+  /* a random id is that close to the clock by chance once in 500 calls; twice, hardly */
+  cr_expect_lt(near_clock, 2, "both request ids hold the host's CLOCK_MONOTONIC");
   destroy(sb);
 }

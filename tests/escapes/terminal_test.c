@@ -28,6 +28,7 @@
 #include "agentnest/sandbox.h"
 #include "store_fixture.h"
 #include "util.h"
+#include "ctx_fixture.h"
 
 static char g_store[PATH_MAX];
 static struct an_sandbox *SB;
@@ -40,7 +41,7 @@ static void setup(void) {
   if (!an_test_store_image(g_store, "python", true)) cr_skip_test("no python image in the cache (make images)");
   an_error_t err = NULL;
   struct an_sandbox_opts *opts = NULL;
-  cr_assert(an_sandbox_opts_new(&opts, &err) == 0);
+  cr_assert(an_sandbox_opts_new_ctx(an_test_ctx(), &opts, &err) == 0);
   cr_assert(an_sandbox_opts_set_image(opts, "python", &err) == 0);
   cr_assert(an_sandbox_create(g_store, opts, &SB, &err) == 0, "create: %s", err ? err->msg : "");
   an_sandbox_opts_free(opts);

@@ -31,6 +31,7 @@
 #include "sandbox/sandbox_internal.h"
 #include "store_fixture.h"
 #include "util.h"
+#include "ctx_fixture.h"
 
 #define CACHE "/var/cache/agentnest/images"
 static char g_root[PATH_MAX / 2];
@@ -50,7 +51,7 @@ static void teardown_store(void) {
   if (!g_root[0]) return;
   char *report = NULL;
   an_error_t err = NULL;
-  an_sandbox_prune(g_root, true, &report, &err);
+  an_sandbox_prune_ctx(an_test_ctx(), g_root, true, &report, &err);
   free(report);
   an_error_free(&err);
   umount2(g_root, MNT_DETACH);   /* the project quota test's file system */
@@ -66,7 +67,7 @@ TestSuite(quota, .init = setup, .fini = teardown_store, .timeout = 300);
 static struct an_sandbox_opts *opts_quota(const char *disk, const char *inodes) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert(an_sandbox_opts_new(&o, &err) == 0, "%s", err ? err->msg : "");
+  cr_assert(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err) == 0, "%s", err ? err->msg : "");
   cr_assert(an_sandbox_opts_set_image(o, "busybox", &err) == 0);
   if (disk) cr_assert(an_sandbox_opts_set_option(o, "disk", disk, &err) == 0, "%s", err ? err->msg : "");
   if (inodes) cr_assert(an_sandbox_opts_set_option(o, "inodes", inodes, &err) == 0, "%s", err ? err->msg : "");
@@ -281,7 +282,7 @@ Test(quota, monitor_sigkill_then_prune_leaves_no_mount_loop_or_image) {
   for (int i = 0; i < 100 && kill(mon, 0) == 0; i++) msleep(10);
   an_sandbox_close(sb);
   char *report = NULL;
-  cr_assert(an_sandbox_prune(g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
+  cr_assert(an_sandbox_prune_ctx(an_test_ctx(), g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
   cr_expect(strstr(report, id), "prune report: %s", report);
   free(report);
   assert_no_workspace_left(sdir);
@@ -466,7 +467,7 @@ Test(quota, a_workspace_template_not_root_0600_is_made_again) {
   cr_expect(st2.st_ino != st1.st_ino && (st2.st_mode & 07777) == 0600, "a 0644 template was used");
   rmdir(dir);
   char *report = NULL;
-  cr_assert(an_sandbox_prune(g_root, true, &report, &err) == 0, "%s", err ? err->msg : "");
+  cr_assert(an_sandbox_prune_ctx(an_test_ctx(), g_root, true, &report, &err) == 0, "%s", err ? err->msg : "");
   free(report);
   cr_expect(access(tpl, F_OK) != 0, "prune --all left %s", tpl);
 }

@@ -15,6 +15,7 @@
 #include "batch_fixture.h"
 #include "util.h"
 #include "util/json_tree.h"
+#include "ctx_fixture.h"
 
 static void api_setup(void) {
   bf_setup();
@@ -28,8 +29,11 @@ static char init_path[4096];
 
 static struct an_api_ctx ctx(void) {
   const char *b = getenv("AN_TEST_BUILD");
-  snprintf(init_path, sizeof init_path, "%s/agentnest-init", b && *b ? b : "build");
-  return (struct an_api_ctx){.store_root = bf_root, .init_path = init_path, .lifeline_fd = -1};
+  char rel[4096];
+  snprintf(rel, sizeof rel, "%s/agentnest-init", b && *b ? b : "build");
+  if (!realpath(rel, init_path)) snprintf(init_path, sizeof init_path, "%s", rel);
+  setenv("AGENTNEST_INIT", init_path, 1);
+  return (struct an_api_ctx){.store_root = bf_root, .lib = an_test_ctx(), .lifeline_fd = -1};
 }
 
 static char *call(const struct an_api_ctx *c, const char *op, const char *input, int *r) {

@@ -25,6 +25,7 @@
 #include "agentnest/sandbox.h"
 #include "store_fixture.h"
 #include "util.h"
+#include "ctx_fixture.h"
 
 #define CACHE "/var/cache/agentnest/images"
 static char g_root[PATH_MAX / 2];
@@ -39,14 +40,9 @@ static void setup(void) {
   an_test_store_image(g_root, "busybox", false);
 }
 
+/* prunes every sandbox left, then removes the store (tests/lib/util.h) */
 static void teardown_store(void) {
-  if (!g_root[0]) return;
-  char *report = NULL;
-  an_error_t err = NULL;
-  an_sandbox_prune(g_root, true, &report, &err);
-  free(report);
-  an_error_free(&err);
-  an_test_store_remove(g_root);
+  if (g_root[0]) an_test_store_remove(g_root);
 }
 
 TestSuite(caller, .init = setup, .fini = teardown_store, .timeout = 180);
@@ -132,7 +128,7 @@ Test(caller, prune_removes_a_one_shot_whose_cli_died_while_its_monitor_lives) {
   waitpid(cli, NULL, 0);
   char *report = NULL;
   an_error_t err = NULL;
-  cr_assert(an_sandbox_prune(g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
+  cr_assert(an_sandbox_prune_ctx(an_test_ctx(), g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
   cr_expect(strstr(report, id) && strstr(report, "creator dead"), "prune kept %s: %s", id, report);
   free(report);
   kill(monitor, SIGKILL);   /* teardown killed it already when it ran */
@@ -153,7 +149,7 @@ static bool ps_has(struct an_sandbox *sb, const char *what) {
 Test(caller, exec_ends_with_the_caller_on_sigint_sigterm_sighup) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert(an_sandbox_opts_new(&o, &err) == 0);
+  cr_assert(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err) == 0);
   cr_assert(an_sandbox_opts_set_image(o, "busybox", &err) == 0);
   struct an_sandbox *sb = NULL;
   cr_assert(an_sandbox_create(g_root, o, &sb, &err) == 0, "create: %s", err ? err->msg : "");
@@ -190,7 +186,7 @@ Test(caller, exec_ends_with_the_caller_on_sigint_sigterm_sighup) {
 Test(caller, exec_cli_sigkilled_ends_its_command) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert(an_sandbox_opts_new(&o, &err) == 0);
+  cr_assert(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err) == 0);
   cr_assert(an_sandbox_opts_set_image(o, "busybox", &err) == 0);
   struct an_sandbox *sb = NULL;
   cr_assert(an_sandbox_create(g_root, o, &sb, &err) == 0, "create: %s", err ? err->msg : "");
@@ -215,7 +211,7 @@ Test(caller, exec_cli_sigkilled_ends_its_command) {
 Test(caller, plain_prune_removes_expiry_tombstones) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert(an_sandbox_opts_new(&o, &err) == 0);
+  cr_assert(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err) == 0);
   cr_assert(an_sandbox_opts_set_image(o, "busybox", &err) == 0);
   cr_assert(an_sandbox_opts_set_option(o, "timeout", "1s", &err) == 0);
   struct an_sandbox *sb = NULL;
@@ -227,14 +223,14 @@ Test(caller, plain_prune_removes_expiry_tombstones) {
   for (int i = 0; i < 1500 && (access(tomb, F_OK) != 0 || sandbox_dir_exists(id)); i++) msleep(20);
   cr_assert(access(tomb, F_OK) == 0, "no tombstone %s after expiry", tomb);
   struct an_sandbox *again = NULL;
-  cr_expect_eq(an_sandbox_open(g_root, id, &again, &err), -ETIME, "before prune: %s", err ? err->msg : "");
+  cr_expect_eq(an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err), -ETIME, "before prune: %s", err ? err->msg : "");
   an_error_free(&err);
   char *report = NULL;
-  cr_assert(an_sandbox_prune(g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
+  cr_assert(an_sandbox_prune_ctx(an_test_ctx(), g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
   cr_expect(strstr(report, "\"tombstones\"") && strstr(report, id), "report: %s", report);
   free(report);
   cr_expect(access(tomb, F_OK) != 0, "plain prune left the tombstone %s", tomb);
-  cr_expect_eq(an_sandbox_open(g_root, id, &again, &err), -ENOENT, "after prune: %s", err ? err->msg : "");
+  cr_expect_eq(an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err), -ENOENT, "after prune: %s", err ? err->msg : "");
   an_error_free(&err);
   an_sandbox_opts_free(o);
 }

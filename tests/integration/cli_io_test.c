@@ -23,21 +23,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
-#include "cli_fixture.h"
 #include "rm_tree.h"
 #include "util.h"
-
-/* the shared driver (tests/lib/cli_fixture.h), under short names */
-#define an an_cli_run
-#define out_text (an_cli.out)
-#define err_text (an_cli.err)
-#define root (an_cli.root)
-#define work (an_cli.work)
-#define an_bin (an_cli.bin)
-#define parse_json an_cli_json
-#define jget an_cli_jget
-#define jstr an_cli_jstr
-#define chomp an_cli_chomp
+#define AN_CLI_SHORT_NAMES   /* an(), out_text, root, ... (tests/lib/cli_fixture.h) */
+#include "cli_fixture.h"
 
 static void setup(void) {
   an_cli_setup("cli-io", 0700);
@@ -310,6 +299,14 @@ Test(cli_io, python_output_is_unbuffered_unless_the_caller_says_otherwise) {
   cr_expect_str_eq(out_text, "1\n");
   cr_assert_eq(an("exec %s --env PYTHONUNBUFFERED=0 -- python3 -c %s </dev/null", id, code), 0, "%s", err_text);
   cr_expect_str_eq(out_text, "0\n");
+  /* exec --detach too: `proc logs --follow` of a Python server shows its prints as they come */
+  cr_assert_eq(an("exec %s --detach -- python3 -c %s </dev/null", id, code), 0, "%s", err_text);
+  char h[64];
+  snprintf(h, sizeof h, "%s", out_text);
+  chomp(h);
+  cr_assert_eq(an("proc wait %s %s </dev/null", id, h), 0, "%s", err_text);
+  cr_assert_eq(an("proc logs %s %s </dev/null", id, h), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "1\n", "exec --detach: PYTHONUNBUFFERED=1 as in every other mode");
   an("destroy %s", id);
   free(id);
   /* unbuffered: a print before a crash reaches the caller in order */
@@ -494,6 +491,33 @@ Test(cli_io, tty_is_the_sandboxs_own_pty_and_follows_a_resize) {
   tmux_keys("q Enter");
   cr_expect_eq(wait_status("status"), 0);
   expect_terminal_restored("resize");
+  tmux_stop();
+  an("destroy %s </dev/null", id);
+  free(id);
+}
+
+/* -t without -i (and -t with --stdin FILE): the caller's input is not the
+ * pty's, but the pty still has the caller's terminal size, as with docker
+ * exec -t (it was 0x0: `stty size` said "0 0"). */
+Test(cli_io, tty_without_i_has_the_callers_terminal_size) {
+  char *id = create_sandbox("busybox");
+  tmux_start(90, 25);
+  char script[2048];
+  snprintf(script, sizeof script,
+           "\"$AN\" --root \"$R\" exec -t %s -- stty size >out 2>err; echo input > in.txt; "
+           "\"$AN\" --root \"$R\" exec -t --stdin in.txt %s -- sh -c 'stty size; read x; echo got-$x' >out2 2>err2; "
+           "echo $? >status", id, id);
+  tmux_run_script("t5.sh", script);
+  cr_expect_eq(wait_status("status"), 0);
+  char p[400];
+  snprintf(p, sizeof p, "%s/out", work);
+  char *o = an_test_read_file(p, NULL);
+  cr_expect(o && strstr(o, "25 90"), "exec -t: stty size said %s", o ? o : "(nothing)");
+  free(o);
+  snprintf(p, sizeof p, "%s/out2", work);
+  o = an_test_read_file(p, NULL);
+  cr_expect(o && strstr(o, "25 90") && strstr(o, "got-input"), "exec -t --stdin: %s", o ? o : "(nothing)");
+  free(o);
   tmux_stop();
   an("destroy %s </dev/null", id);
   free(id);

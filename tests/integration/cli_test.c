@@ -22,24 +22,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
-#include "cli_fixture.h"
 #include "image_fixture.h"
+#define AN_CLI_SHORT_NAMES   /* an(), out_text, root, ... (tests/lib/cli_fixture.h) */
+#include "cli_fixture.h"
 
 #define CACHE "/var/cache/agentnest/images"
-
-/* the shared driver (tests/lib/cli_fixture.h), under this file's old names */
-#define an an_cli_run
-#define out_text (an_cli.out)
-#define err_text (an_cli.err)
-#define root (an_cli.root)
-#define work (an_cli.work)
-#define an_bin (an_cli.bin)
-#define parse_json an_cli_json
-#define jget an_cli_jget
-#define jstr an_cli_jstr
-#define chomp an_cli_chomp
-#define import_image an_cli_import
-#define err_path (an_cli.err_path)
 
 /* A file's content ("" when unreadable; heap). */
 static char *slurp(const char *path) {
@@ -80,6 +67,10 @@ Test(cli, unknown_option_exits_125_and_names_the_flag) {
   cr_assert_eq(an("run --memory"), 125);
   cr_expect(strstr(err_text, "--memory") != NULL, "%s", err_text);
   cr_assert_eq(an("frobnicate"), 125);
+  /* network's output is always JSON: --json is refused, named, like any unknown option */
+  cr_assert_eq(an("network no-such-sandbox --json"), 125);
+  cr_expect(strstr(err_text, "agentnest network: unknown option '--json'") &&
+                strstr(err_text, "Try 'agentnest network --help'"), "%s", err_text);
 }
 
 Test(cli, absurd_values_are_refused_with_the_flag_named) {
@@ -176,6 +167,16 @@ Test(cli, json_reports_timeout_and_truncation) {
   yajl_tree_free(v);
 }
 
+/* Without --json no *_truncated member shows the cut: stderr says so (exit status unchanged) */
+Test(cli, plain_output_names_the_max_output_cut_on_stderr) {
+  cr_assert_eq(an("run --image busybox --max-output 10 -- sh -c 'seq 1 100; exit 3'"), 3, "%s", err_text);
+  cr_expect_str_eq(out_text, "1\n2\n3\n4\n5\n");
+  cr_expect(strstr(err_text, "agentnest run: output over --max-output") != NULL, "stderr: %s", err_text);
+  cr_expect(strstr(err_text, "stdout 10 of 292 bytes") != NULL, "stderr: %s", err_text);
+  cr_assert_eq(an("run --image busybox --max-output 1k -- sh -c 'seq 1 100'"), 0, "%s", err_text);
+  cr_expect_str_eq(err_text, "", "nothing dropped, nothing said");
+}
+
 Test(cli, put_and_get_move_files_in_and_out) {
   an_test_sh("mkdir -p '%s/src/sub' && echo hello > '%s/src/sub/a.txt' && echo top > '%s/in.txt'", work,
         work, work);
@@ -193,6 +194,13 @@ Test(cli, put_and_get_move_files_in_and_out) {
   cr_expect_neq(stat(p, &st), 0, "a file not matching the glob was copied");
 }
 
+/* trial: a --get that matched nothing exited 0 without a word */
+Test(cli, get_that_matches_nothing_says_so) {
+  cr_expect_eq(an("run --image busybox --get 'nothing/**:got' -- true"), 0, "%s", err_text);
+  cr_expect(strstr(err_text, "warning: --get nothing/**:got: no file in the workspace matched nothing/**"),
+            "no warning for a --get that matched nothing: %s", err_text);
+}
+
 Test(cli, get_with_dotdot_glob_is_refused) {
   cr_expect_eq(an("run --image busybox --get '../*' -- true"), 125);
   cr_expect(strstr(err_text, "--get") != NULL, "%s", err_text);
@@ -205,6 +213,15 @@ Test(cli, python_runs_code_and_files) {
   cr_expect_eq(an("python prog.py arg1"), 0, "%s", err_text);
   cr_expect_str_eq(out_text, "file arg1\n");
   cr_expect_eq(an("python missing.py"), 125);
+  /* CODE - is read from stdin (it ran "-" as code: a SyntaxError), as SCRIPT - is */
+  an_test_sh("printf 'import sys\\nprint(7*6, sys.argv[1:])\\n' > '%s/code.txt'", work);
+  cr_expect_eq(an("python - a1 < code.txt"), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "42 ['a1']\n");
+  an_test_sh("printf 'echo \"from-stdin $1\"\\n' > '%s/script.txt'", work);
+  cr_expect_eq(an("shell --image busybox - x1 < script.txt"), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "from-stdin x1\n");
+  cr_expect_eq(an("python -i - < code.txt"), 125, "-i with CODE -: %s", err_text);
+  cr_expect(strstr(err_text, "CODE - reads the code from stdin"), "%s", err_text);
 }
 
 Test(cli, secret_is_redacted_from_output) {
@@ -297,6 +314,31 @@ Test(cli, create_exec_ls_inspect_destroy) {
   free(id);
 }
 
+/* New-user trial: 126 said only `exec "/etc/passwd": EACCES`.  Now what
+ * failed and why, as runc's "exec /path: permission denied", for each cause. */
+Test(cli, not_executable_says_why) {
+  cr_expect_eq(an("run --image busybox -- /etc/passwd"), 126, "%s", err_text);
+  cr_expect(strstr(err_text, "exec \"/etc/passwd\": permission denied: no execute permission (mode 0644): EACCES"),
+            "stderr: %s", err_text);
+  cr_expect_eq(an("run --image busybox -- /etc"), 126, "%s", err_text);
+  cr_expect(strstr(err_text, "exec \"/etc\": permission denied: is a directory"), "stderr: %s", err_text);
+  cr_expect_eq(an("run --image busybox -- /dev/null"), 126, "%s", err_text);
+  cr_expect(strstr(err_text, "not a regular file"), "stderr: %s", err_text);
+  char *id = create_sandbox("");
+  cr_assert_eq(an("exec %s -- sh -c 'printf \"\\177ELFjunk\" > junk; printf \"#!/no/such/sh\\n\" > s;"
+                  " mkdir bin; : > bin/tool; chmod +x junk s'", id), 0, "%s", err_text);
+  cr_expect_eq(an("exec %s -- ./junk", id), 126, "%s", err_text);
+  cr_expect(strstr(err_text, "exec \"./junk\": exec format error") && strstr(err_text, "ENOEXEC"), "stderr: %s", err_text);
+  cr_expect_eq(an("exec %s -- ./s", id), 127, "%s", err_text);
+  cr_expect(strstr(err_text, "exec \"./s\": its #! interpreter or its ELF loader was not found"), "stderr: %s", err_text);
+  /* found in $PATH but not executable: the file it found is named */
+  cr_expect_eq(an("exec --env PATH=/workspace/bin:/bin %s -- tool", id), 126, "%s", err_text);
+  cr_expect(strstr(err_text, "exec \"tool\": permission denied: /workspace/bin/tool: no execute permission"),
+            "stderr: %s", err_text);
+  an("destroy %s", id);
+  free(id);
+}
+
 Test(cli, exec_timeout_leaves_the_sandbox_and_its_files) {
   char *id = create_sandbox("");
   cr_expect_eq(an("exec %s -- sh -c 'echo kept > f'", id), 0, "%s", err_text);
@@ -332,6 +374,15 @@ Test(cli, cp_both_ways_and_refusals) {
   snprintf(p, sizeof p, "%s/x2", work);
   cr_expect_neq(stat(p, &st), 0, "nothing written for a refused copy");
   cr_expect_eq(an("cp a b"), 125);
+  /* `-` is not docker cp's tar on stdin/stdout: refused, no file named "-" written or read */
+  cr_expect_eq(an("cp %s:b.txt -", id), 125);
+  cr_expect(strstr(err_text, "'-'") != NULL, "%s", err_text);
+  snprintf(p, sizeof p, "%s/-", work);
+  cr_expect_neq(stat(p, &st), 0, "no file named - was written");
+  an_test_sh("echo local > '%s/-'", work);
+  cr_expect_eq(an("cp - %s:dash.txt </dev/null", id), 125);
+  cr_expect_eq(an("exec %s -- test -e dash.txt", id), 1, "nothing copied in");
+  cr_expect_eq(an("cp ./- %s:dash.txt", id), 0, "a file named - is ./-: %s", err_text);
   an("destroy %s", id);
   free(id);
 }
@@ -394,6 +445,35 @@ Test(cli, snapshot_and_restore) {
   cr_expect_eq(an("restore %s snap.tar --sha256 %s", id, sha), 0, "%s", err_text);
   cr_expect_eq(an("exec %s -- sh -c 'cat d/f; ls g 2>/dev/null || echo no-g'", id), 0);
   cr_expect_str_eq(out_text, "one\nno-g\n");
+  /* `-` is not a tar on stdout/stdin (docker export/import): refused, no file named "-" */
+  cr_expect_eq(an("snapshot %s -", id), 125);
+  cr_expect(strstr(err_text, "'-'") != NULL, "%s", err_text);
+  char p[400];
+  struct stat st;
+  snprintf(p, sizeof p, "%s/-", work);
+  cr_expect_neq(stat(p, &st), 0, "no file named - was written");
+  cr_expect_eq(an("restore %s - </dev/null", id), 125);
+  cr_expect(strstr(err_text, "'-'") != NULL, "%s", err_text);
+  an("destroy %s", id);
+  free(id);
+}
+
+/* New-user trial: a refused restore named an internal staging directory
+ * (".agentnest-restore.<random>") the user never gave; now the sandbox,
+ * its workspace and the tar file as given. */
+Test(cli, restore_errors_name_the_sandbox_and_the_tar_not_the_staging_directory) {
+  char *id = create_sandbox("");
+  cr_assert_eq(an("exec %s -- sh -c 'echo keep > f'", id), 0, "%s", err_text);
+  char p[400];
+  snprintf(p, sizeof p, "%s/junk.tar", work);
+  an_test_write_file(p, "this is not a tar\n", 18, 0644);
+  cr_expect_eq(an("restore %s junk.tar", id), 125, "%s", err_text);
+  cr_expect(strstr(err_text, "agentnest restore: sandbox ") && strstr(err_text, id) &&
+                strstr(err_text, ": restore workspace from junk.tar: "), "%s", err_text);
+  cr_expect(!strstr(err_text, ".agentnest-restore") && !strstr(err_text, ".restore."),
+            "names the staging directory: %s", err_text);
+  cr_expect_eq(an("exec %s -- cat f", id), 0, "%s", err_text);
+  cr_expect_str_eq(out_text, "keep\n");
   an("destroy %s", id);
   free(id);
 }
@@ -534,14 +614,62 @@ Test(cli, image_rm_refuses_an_image_in_use) {
   char *id = create_sandbox("");
   cr_expect_eq(an("image rm busybox"), 125, "in-use image removed: %s", err_text);
   cr_expect(strstr(err_text, id) && strstr(err_text, "in use"), "%s", err_text);
+  /* prefixed as every command, naming the image and what to do (new-user trial) */
+  cr_expect(!strncmp(err_text, "agentnest image rm: image busybox: in use by sandbox ", 53) &&
+                strstr(err_text, "destroy it first, or remove it anyway with --force"), "%s", err_text);
   cr_expect_eq(an("exec %s -- true", id), 0, "%s", err_text);
   cr_expect_eq(an("image rm --force busybox"), 0, "%s", err_text);
   cr_expect_eq(an("exec %s -- true", id), 125, "%s", err_text);
   cr_expect(strstr(err_text, "image busybox") && strstr(err_text, "removed"), "%s", err_text);
   cr_expect_eq(an("destroy %s", id), 0, "%s", err_text);
   free(id);
-  an_test_rm_tree(root);
+  an_test_store_remove(root);   /* waits for the reaper destroy left working */
   snprintf(root, sizeof root, "%s", saved);
+}
+
+/* New-user trial: `image` errors said "agentnest: ..." (import: getopt's own
+ * "import: unrecognized option", and the whole usage text), where every
+ * other command says "agentnest CMD: ..." and "Try 'agentnest CMD --help'.";
+ * rm and inspect of an unknown image told the user to import it. */
+Test(cli, image_errors_are_prefixed_as_every_other_command) {
+  const char *cases[][2] = {
+      {"image rm no-such-image", "agentnest image rm: image no-such-image: no such image in the image store "},
+      {"image inspect no-such-image", "agentnest image inspect: image no-such-image: no such image in the image store "},
+      {"image rm --force no-such-image", "agentnest image rm: image no-such-image: no such image"},
+      {"image import /no/such/src", "agentnest image import /no/such/src: open /no/such/src: ENOENT"},
+      {"image import --bogus", "agentnest image import: unknown option '--bogus'\nTry 'agentnest image import --help'.\n"},
+      {"image ls --bogus", "agentnest image ls: unknown option '--bogus'\nTry 'agentnest image ls --help'.\n"},
+      {"image rm", "agentnest image rm: expected exactly one NAME\nTry 'agentnest image rm --help'.\n"},
+      {"image frob", "agentnest image: unknown command 'frob'"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    cr_expect_eq(an("%s", cases[i][0]), 125, "%s", cases[i][0]);
+    cr_expect(!strncmp(err_text, cases[i][1], strlen(cases[i][1])), "%s:\n%s\nwant: %s", cases[i][0], err_text,
+              cases[i][1]);
+    cr_expect(!strstr(err_text, "import it first") && !strstr(err_text, "Usage:"), "%s: %s", cases[i][0], err_text);
+  }
+}
+
+/* A variable the CLI takes a path from that names nothing usable is refused
+ * naming the variable (since the library context it said only
+ * "agentnest-init /nonexistent/...: ENOENT", and for profiles the file it
+ * failed to open inside the directory). */
+Test(cli, a_bad_path_in_the_environment_is_refused_naming_the_variable) {
+  static const char *const vars[][2] = {{"AGENTNEST_INIT", "/nonexistent/agentnest-init"},
+                                         {"AGENTNEST_PROFILES", "/nonexistent/profiles"}};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *old = getenv(vars[i][0]);
+    char *saved = old ? strdup(old) : NULL;
+    setenv(vars[i][0], vars[i][1], 1);
+    int st = an("run --image busybox -- true");
+    if (saved) setenv(vars[i][0], saved, 1);
+    else unsetenv(vars[i][0]);
+    free(saved);
+    char want[128];
+    snprintf(want, sizeof want, "$%s=%s", vars[i][0], vars[i][1]);
+    cr_expect_eq(st, 125, "%s", err_text);
+    cr_expect(strstr(err_text, want) != NULL, "the error does not name %s: %s", vars[i][0], err_text);
+  }
 }
 
 /* As non-root, create, run and image commands say that host root is needed

@@ -617,7 +617,8 @@ Test(image_import, cli_import_ls_inspect_rm_and_exit_125_on_error) {
   cr_assert(fgets(msg, sizeof msg, f));
   fclose(f);
   char want[700];
-  snprintf(want, sizeof want, "agentnest: image import %s: layer %.19s: entry \"../../evil\": path escapes the root",
+  /* "agentnest image import SRC: ...", the command said once (it was "agentnest: image import") */
+  snprintf(want, sizeof want, "agentnest image import %s: layer %.19s: entry \"../../evil\": path escapes the root",
            evil, dg[0]);
   cr_assert(strstr(msg, want), "stderr: %s\nwant: %s", msg, want);
   assert_store_empty_of_images();

@@ -86,6 +86,40 @@ Test(net_egress, hooks_decide_by_the_policy_and_admit_only_public_answers) {
   an_egress_policy_free(p);
 }
 
+Test(net_egress, a_name_entrys_own_ports_reach_the_addresses_admitted_for_that_name) {
+  /* agentnest(1): on ports other than 80 and 443 "the address and port
+   * decide".  The proxy asks with no name there, and dest_allowed refused
+   * every such connection to an admitted address: --allow pkg.example:8443
+   * never connected.  Now an address admitted for pkg.example passes on
+   * pkg.example's ports -- and only those: not for another name's address,
+   * not on other ports, not on 80/443 without a name, not unadmitted. */
+  an_error_t err = NULL;
+  cr_assert_eq(an_netns_create(path, &err), 0, "%s", err ? err->msg : "");
+  struct an_egress_policy *p = NULL;
+  cr_assert_eq(an_egress_policy_new(AN_EGRESS_ALLOWLIST, &p, &err), 0);
+  cr_assert_eq(an_egress_policy_add(p, "pkg.example:8443", &err), 0);
+  cr_assert_eq(an_egress_policy_add(p, "other.example:443", &err), 0);
+  cr_assert_eq(an_ruleset_load(path, p, 15001, &err), 0, "%s", err ? err->msg : "");
+  struct an_egress_ctx ctx = {.policy = p, .netns_path = path};
+  struct an_net_hooks h;
+  an_egress_hooks(&ctx, &h);
+  uint8_t pkg[4], other[4], never[4];
+  inet_pton(AF_INET, "203.0.113.9", pkg);
+  inet_pton(AF_INET, "203.0.113.10", other);
+  inet_pton(AF_INET, "203.0.113.77", never);
+  cr_assert_eq(h.add_addr(h.ctx, "pkg.example", AF_INET, pkg, 60), 0);
+  cr_assert_eq(h.add_addr(h.ctx, "other.example", AF_INET, other, 60), 0);
+  const char *rule = NULL;
+  cr_assert_eq(h.dest_allowed(h.ctx, AF_INET, pkg, 8443, NULL, &rule), 1, "pkg.example's address on its port");
+  cr_assert_str_eq(rule, "pkg.example:8443");
+  cr_assert_eq(h.dest_allowed(h.ctx, AF_INET, other, 8443, NULL, &rule), 0,
+               "other.example's address on pkg.example's port");
+  cr_assert_eq(h.dest_allowed(h.ctx, AF_INET, pkg, 22, NULL, &rule), 0, "a port no entry lists");
+  cr_assert_eq(h.dest_allowed(h.ctx, AF_INET, other, 443, NULL, &rule), 0, "443 names the site or nothing passes");
+  cr_assert_eq(h.dest_allowed(h.ctx, AF_INET, never, 8443, NULL, &rule), 0, "an address no answer admitted");
+  an_egress_policy_free(p);
+}
+
 Test(net_egress, events_are_json_members) {
   uint8_t a[4];
   inet_pton(AF_INET, "203.0.113.9", a);

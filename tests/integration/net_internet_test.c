@@ -13,8 +13,8 @@
  * proxy); a direct IP connect refused; BL-37 (random subdomains of a
  * non-allowed zone: zero queries reach dnsmasq); the deny set in mode full
  * (metadata, private, the host's own address); pip install from a PEP 503
- * index on an allowed name (and not from one whose name is not allowed);
- * git clone over HTTPS (dumb HTTP behind TLS, the test's certificate
+ * index on an allowed name (and not from one whose name is not allowed),
+ * over HTTP and over HTTPS (the test's CA given to pip by PIP_CERT); git clone over HTTPS (dumb HTTP behind TLS, the test's certificate
  * trusted by GIT_SSL_CAINFO) of the allowed name, and not with another
  * name's SNI on the same address; fork, workspace restore and a pooled
  * sandbox keep exactly the egress policy (`agentnest network ID`). */
@@ -328,6 +328,54 @@ Test(net_internet, pip_install_from_an_allowlisted_index) {
   cr_assert_null(strstr(o, "an-pip-index-ok"), "%s", o);
   free(o);
   cr_assert_eq(queries("pkg.example"), before, "the non-allowed index name was asked upstream");
+}
+
+/* pip over HTTPS through the proxy (issue 12): the same index behind TLS
+ * (tls_server, the test's self-signed certificate for pkg.example and
+ * other.example, given to pip by PIP_CERT), with only pkg.example:443 on
+ * the allowlist.  The install from https://pkg.example/simple works (the
+ * proxy admits the ClientHello's SNI and splices the TLS stream); the same
+ * install from https://other.example/simple, a name not on the list, fails
+ * and that name is never asked upstream. */
+#define PIP_HTTPS(name) "pip install --no-cache-dir --disable-pip-version-check --retries 0 --timeout 10 " \
+                        "--target /workspace/lib --index-url https://" name "/simple anpkg && " \
+                        "PYTHONPATH=/workspace/lib python3 -c \"import anpkg; print(anpkg.MARK)\""
+
+Test(net_internet, pip_install_over_https_through_the_egress_proxy) {
+  if (access(PY_CACHE, F_OK) != 0) cr_skip_test("no python image in %s", PY_CACHE);
+  if (an_test_sh("command -v openssl >/dev/null")) cr_skip_test("no openssl on the host");
+  cr_assert_eq(an_test_sh("%s --root %s image import %s --name python >/dev/null 2>&1", E.an, E.root, PY_CACHE), 0);
+  char py[128], srv[128], tlog[160];
+  snprintf(py, sizeof py, "%s/make_wheel.py", E.dir);
+  an_test_write_file(py, make_wheel_py, strlen(make_wheel_py), 0644);
+  cr_assert_eq(an_test_sh("/usr/bin/python3 %s %s/www && chmod -R a+rX %s/www", py, E.dir, E.dir), 0, "wheel");
+  cr_assert_eq(an_test_sh("cd %s && openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem "
+                          "-days 1 -subj /CN=pkg.example -addext subjectAltName=DNS:pkg.example,DNS:other.example "
+                          ">/dev/null 2>&1 && chmod a+r key.pem cert.pem", E.dir), 0, "openssl");
+  snprintf(srv, sizeof srv, "%s/tls_server.py", E.dir);
+  snprintf(tlog, sizeof tlog, "%s/https.log", E.dir);
+  an_test_write_file(srv, tls_server, strlen(tls_server), 0644);
+  pid_t https = nf_spawn(E.inet, tlog, "cd %s/www && exec setpriv --reuid=65534 --regid=65534 --clear-groups "
+                                       "/usr/bin/python3 -u %s %s/cert.pem %s/key.pem", E.dir, srv, E.dir, E.dir);
+  bool started = nf_wait(up, tlog, 1000);
+  const char *args = "--image python --dns-upstream 192.0.2.53 --network allowlist --allow pkg.example:443 "
+                     "--put cert.pem --env PIP_CERT=/workspace/cert.pem";
+  int ok = an_test_sh("cd %s && %s --root %s run %s -- sh -c '" PIP_HTTPS("pkg.example") "' > %s 2>&1",
+                      E.dir, E.an, E.root, args, E.out);
+  char *o1 = out();
+  int before = queries("other.example");
+  int bad = an_test_sh("cd %s && %s --root %s run %s -- sh -c '" PIP_HTTPS("other.example") "' > %s 2>&1",
+                       E.dir, E.an, E.root, args, E.out);
+  char *o2 = out();
+  nf_stop(https);
+  cr_assert(started, "the HTTPS server did not start");
+  cr_assert_eq(ok, 0, "pip install over HTTPS from the allowlisted index: %s", o1);
+  cr_assert(strstr(o1, "an-pip-index-ok"), "%s", o1);
+  cr_assert_neq(bad, 0, "pip installed over HTTPS from a name not on the allowlist: %s", o2);
+  cr_assert_null(strstr(o2, "an-pip-index-ok"), "%s", o2);
+  cr_assert_eq(queries("other.example"), before, "the non-allowed index name was asked upstream");
+  free(o1);
+  free(o2);
 }
 
 #define DEB_CACHE "/var/cache/agentnest/images/debian/layout"

@@ -11,9 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/select.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "util.h"
+#include "util/clock.h"
 
 #define CACHE "/var/cache/agentnest/images/busybox/layout"
 
@@ -28,8 +31,11 @@ static void setup(void) {
   cr_assert_eq(an_test_sh("%s --root %s image import %s --name busybox >/dev/null 2>&1", an, root, CACHE), 0);
 }
 
+/* the store once its reapers are done, and the tests' ROOT.err/.out/.id/.fds files */
 static void teardown(void) {
-  an_test_sh("%s --root %s prune >/dev/null 2>&1; rm -rf %s %s", an, root, root, errp);
+  if (!root[0]) return;   /* skipped before mkdtemp */
+  an_test_wait_reaped(root);
+  an_test_sh("%s --root %s prune >/dev/null 2>&1; rm -rf %s %s.*", an, root, root, root);
 }
 
 TestSuite(net_sandbox, .init = setup, .fini = teardown, .timeout = 120);
@@ -41,6 +47,8 @@ static int run(const char *args) {
 static char *err_text(void) { return an_test_read_file(errp, NULL); }
 
 static void assert_nothing_left(void) {
+  /* teardown after the result: the store's reaper may still be at work */
+  cr_expect(an_test_wait_reaped(root), "the reaper of %s did not finish", root);
   char path[128];
   snprintf(path, sizeof path, "%s/sandboxes", root);
   DIR *d = opendir(path);
@@ -234,5 +242,147 @@ Test(net_sandbox, egress_process_holds_no_fd_of_the_caller) {
   free(id);
   unlink(idp);
   cr_assert_eq(st, 0, "the pipe stayed open after create exited (status %d)", st);
+  assert_nothing_left();
+}
+
+Test(net_sandbox, egress_process_keeps_every_fd_below_fd_setsize) {
+  /* libnftables (used by the egress process for every DNS answer it
+   * admits) waits on its netlink socket with select(2): an fd number of
+   * FD_SETSIZE or more there aborts the process (_FORTIFY_SOURCE).  A
+   * creator with a high soft RLIMIT_NOFILE let the sandbox push its egress
+   * process there by holding ~170 connections through the proxy (SIGABRT:
+   * its DNS and every connection gone).  The egress process's soft limit is
+   * FD_SETSIZE whatever its creator's. */
+  struct rlimit old, high;
+  cr_assert_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+  if (old.rlim_max <= FD_SETSIZE) cr_skip_test("hard RLIMIT_NOFILE %llu: cannot raise the soft one past FD_SETSIZE",
+                                               (unsigned long long) old.rlim_max);
+  high = old;
+  high.rlim_cur = old.rlim_max < 8192 ? old.rlim_max : 8192;
+  cr_assert_eq(setrlimit(RLIMIT_NOFILE, &high), 0);
+  char idp[160];
+  snprintf(idp, sizeof idp, "%s.id", root);
+  int st = an_test_sh("%s --root %s create --image busybox --network allowlist --allow pkg.example "
+                      "--dns-upstream 192.0.2.53 >%s 2>%s", an, root, idp, errp);
+  setrlimit(RLIMIT_NOFILE, &old);
+  cr_assert_eq(st, 0, "create: %s", err_text());
+  char *id = an_test_read_file(idp, NULL);
+  id[strcspn(id, "\n")] = 0;
+  char pidp[256];
+  snprintf(pidp, sizeof pidp, "%s/sandboxes/%s/egress.pid", root, id);
+  char *pidtext = an_test_read_file(pidp, NULL);
+  char limits[64];
+  snprintf(limits, sizeof limits, "/proc/%d/limits", pidtext ? atoi(pidtext) : 0);
+  char *text = an_test_read_file(limits, NULL);
+  unsigned long long soft = 0;
+  char *line = text ? strstr(text, "Max open files") : NULL;
+  if (line) sscanf(line + strlen("Max open files"), "%llu", &soft);
+  an_test_sh("%s --root %s destroy %s >/dev/null 2>&1", an, root, id);
+  free(id);
+  free(pidtext);
+  free(text);
+  unlink(idp);
+  cr_assert(line, "no egress process (%s)", limits);
+  cr_assert_leq(soft, FD_SETSIZE, "the egress process's soft RLIMIT_NOFILE is %llu", soft);
+  cr_assert_gt(soft, 0);
+}
+
+static int count_lines(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; p && (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+Test(net_sandbox, egress_events_the_sandbox_makes_are_rate_limited) {
+  /* Every DNS query and connection was an event line in the sandbox's
+   * events.jsonl, on the host's disk and outside the workspace quota: a
+   * sandbox flooding its DNS filter grew it by megabytes a second for as
+   * long as it lived.  16384 refused queries over one TCP connection now
+   * leave at most the burst (500) and 50 a second, and the count of those
+   * dropped is written (egress_suppressed). */
+  char idp[160];
+  snprintf(idp, sizeof idp, "%s.id", root);
+  cr_assert_eq(an_test_sh("%s --root %s create --image busybox --network allowlist --allow pkg.example "
+                          "--dns-upstream 192.0.2.53 >%s 2>%s", an, root, idp, errp), 0, "create: %s", err_text());
+  char *id = an_test_read_file(idp, NULL);
+  id[strcspn(id, "\n")] = 0;
+  uint64_t t0 = an_mono_ms();
+  /* one query for x.exfil.example (DNS over TCP: 2-byte length first), 2^14 times */
+  int st = an_test_sh("%s --root %s exec %s -- sh -c 'cd /tmp && printf \"\\000\\041\\022\\064\\001\\000\\000\\001"
+                      "\\000\\000\\000\\000\\000\\000\\001x\\005exfil\\007example\\000\\000\\001\\000\\001\" > q && "
+                      "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do cat q q > q2 && mv q2 q; done && "
+                      "nc -w 10 127.0.0.1 53 < q | wc -c' >%s.out 2>&1", an, root, id, root);
+  uint64_t spent_s = (an_mono_ms() - t0) / 1000 + 2;
+  /* one more query, after the bucket refilled a little: it carries the count */
+  usleep(300000);
+  an_test_sh("%s --root %s exec %s -- nslookup y.exfil.example 127.0.0.1 >/dev/null 2>&1", an, root, id);
+  char evp[256];
+  snprintf(evp, sizeof evp, "%s/sandboxes/%s/events.jsonl", root, id);
+  char *ev = an_test_read_file(evp, NULL);
+  int egress = count_lines(ev, "\"type\":\"egress\""), suppressed = count_lines(ev, "\"type\":\"egress_suppressed\"");
+  an_test_sh("%s --root %s destroy %s >/dev/null 2>&1", an, root, id);
+  free(ev);
+  free(id);
+  unlink(idp);
+  cr_assert_eq(st, 0, "the flood ran");
+  cr_assert_geq(egress, 1, "no egress event at all");
+  cr_assert_leq((uint64_t) egress, 500 + 50 * spent_s, "%d egress events in %llu s", egress,
+                (unsigned long long) spent_s);
+  cr_assert_geq(suppressed, 1, "the dropped events were not counted");
+}
+
+Test(net_sandbox, egress_sandbox_sees_a_sysfs_of_its_own_netns_not_the_hosts) {
+  /* The egress netns is owned by the initial user namespace, so sysfs could
+   * not be mounted in the sandbox and the runc-style fallback bound the
+   * host's /sys recursively: the sandbox read the host's whole cgroup v1
+   * tree (every other sandbox's cgroup and usage), the host's network
+   * interfaces and the rest of /sys's submounts.  The sysfs is now made by
+   * the runtime in the sandbox's netns. */
+  char outp[160];
+  snprintf(outp, sizeof outp, "%s.out", root);
+  int st = an_test_sh("%s --root %s run --image busybox --network allowlist --allow pkg.example "
+                      "--dns-upstream 192.0.2.53 -- sh -c 'echo net: $(ls /sys/class/net); "
+                      "echo cgroup: $(ls -A /sys/fs/cgroup | wc -l); grep \" /sys \" /proc/self/mountinfo' >%s 2>%s",
+                      an, root, outp, errp);
+  char *out = an_test_read_file(outp, NULL);
+  unlink(outp);
+  cr_assert_eq(st, 0, "run: %s", err_text());
+  cr_assert(strstr(out, "net: an-up eth0 lo\n"), "the sandbox's /sys shows other interfaces than its netns's: %s", out);
+  cr_assert(strstr(out, "cgroup: 0\n"), "the sandbox sees cgroups under /sys/fs/cgroup: %s", out);
+  cr_assert(strstr(out, " /sys ro,"), "/sys is not read-only: %s", out);
+  free(out);
+  assert_nothing_left();
+}
+
+/* The egress process is forked from create's egress thread, which has an fd
+ * table of its own: it holds only its own fds (stdio on /dev/null, its
+ * signalfd, epoll and timer fds, the DNS and proxy sockets), none of what
+ * create had open (store lock, sandbox directory, workspace, record files),
+ * and it runs in the host netns, not the sandbox's. */
+Test(net_sandbox, egress_process_has_only_its_own_fds_and_the_host_netns) {
+  char idp[160], fdl[160];
+  snprintf(idp, sizeof idp, "%s.id", root);
+  snprintf(fdl, sizeof fdl, "%s.fds", root);
+  int st = an_test_sh("%s --root %s create --image busybox --network allowlist --allow pkg.example >%s 2>%s",
+                      an, root, idp, errp);
+  char *e = err_text();
+  cr_assert_eq(st, 0, "create: %s", e);
+  free(e);
+  char *id = an_test_read_file(idp, NULL);
+  id[strcspn(id, "\n")] = 0;
+  int ls = an_test_sh("p=$(cut -d' ' -f1 %s/sandboxes/%s/egress.pid) && ls -l /proc/$p/fd | sed -n 's/.* -> //p' > %s && "
+                      "test \"$(readlink /proc/$p/ns/net)\" = \"$(readlink /proc/self/ns/net)\"", root, id, fdl);
+  an_test_sh("%s --root %s destroy %s >/dev/null 2>&1", an, root, id);
+  free(id);
+  char *fds = an_test_read_file(fdl, NULL);
+  unlink(idp);
+  unlink(fdl);
+  cr_assert_eq(ls, 0, "the egress process is not in the host netns, or its fds could not be read");
+  int n = 0;
+  for (char *line = strtok(fds, "\n"); line; line = strtok(NULL, "\n"), n++)
+    cr_assert(!strcmp(line, "/dev/null") || !strncmp(line, "socket:", 7) || !strncmp(line, "anon_inode:", 11),
+              "the egress process holds %s", line);
+  cr_assert_geq(n, 8, "the egress process's fds: stdio, signalfd, epoll, sockets");
+  free(fds);
   assert_nothing_left();
 }

@@ -8,8 +8,9 @@
  * hand-out, a killed taker takes its pooled sandbox with it, `pool stop`
  * and a SIGKILLed keeper + `prune` leave nothing, options that conflict
  * with the pool's are refused, an empty pool falls back (or fails with
- * --pool-only), `batch --pool` runs jobs on pooled sandboxes, and a ready
- * sandbox that dies is replaced.  No test
+ * --pool-only), `batch --pool` runs jobs on pooled sandboxes, a ready
+ * sandbox that dies is replaced, and a pool whose keeper died is listed as
+ * dead, hands out nothing (saying why) and is removed by `pool stop`.  No test
  * asserts a duration. */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -104,6 +105,16 @@ static int count_sandboxes(void) {
   while (d && (de = readdir(d))) k += de->d_name[0] != '.';
   if (d) closedir(d);
   return k;
+}
+
+/* How many pools `pool ls --json` lists. */
+static size_t pools_listed(void) {
+  cr_assert_eq(bf_an("pool ls --json"), 0, "%s", bf_err);
+  yajl_val v = yajl_tree_parse(bf_out, NULL, 0);
+  cr_assert(v && YAJL_IS_ARRAY(v), "pool ls --json: %s", bf_out);
+  size_t n = v->u.array.len;
+  yajl_tree_free(v);
+  return n;
 }
 
 /* inspect --policy with every occurrence of the sandbox's id and its host
@@ -277,7 +288,8 @@ Test(pool, stop_destroys_ready_leaves_handed_out) {
   bf_assert_nothing_left();
 }
 
-Test(pool, keeper_sigkill_then_prune_leaves_nothing) {
+/* Pool p of 2 ready sandboxes whose keeper is then SIGKILLed (and gone): its pid. */
+static pid_t start_pool_kill_keeper(void) {
   start_pool("p", 2, "");
   bf_remember_store_sandboxes();
   char meta[700];
@@ -286,10 +298,19 @@ Test(pool, keeper_sigkill_then_prune_leaves_nothing) {
   cr_assert_gt(keeper, 1);
   cr_assert_eq(kill(keeper, SIGKILL), 0);
   cr_assert(WAIT_FOR(kill(keeper, 0) != 0));
+  return keeper;
+}
+
+Test(pool, keeper_sigkill_then_prune_leaves_nothing) {
+  start_pool_kill_keeper();
   cr_assert_eq(bf_an("pool ls --json"), 0);
   cr_expect(strstr(bf_out, "\"keeper_alive\":false"), "%s", bf_out);
+  char ready[MAXIDS][16];
+  size_t n = dir_ids("p/ready", ready, MAXIDS);
   cr_assert_eq(bf_an("prune"), 0, "prune: %s %s", bf_out, bf_err);
   cr_expect(strstr(bf_out, "\"pools\":[\"p\"]"), "prune report: %s", bf_out);
+  for (size_t i = 0; i < n; i++) cr_expect(!sandbox_exists(ready[i]), "ready sandbox %s left", ready[i]);
+  cr_expect_eq(pools_listed(), 0, "prune left the pool listed");
   char p[700];
   struct stat st;
   snprintf(p, sizeof p, "%s/pools/p", bf_root);
@@ -415,5 +436,66 @@ Test(pool, start_and_hand_out_are_audited) {
   cr_expect(strstr(bf_out, "\"pool\":\"p\"") && strstr(bf_out, id), "%s", bf_out);
   cr_assert_eq(bf_an("destroy %s", id), 0);
   cr_assert_eq(bf_an("pool stop p"), 0, "%s", bf_err);
+  bf_assert_nothing_left();
+}
+
+/* Occurrences of `needle` in `hay`. */
+static int count_of(const char *hay, const char *needle) {
+  int k = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) k++;
+  return k;
+}
+
+/* A SIGKILLed keeper: `pool ls` says the pool is dead (state, pid) and
+ * counts no ready sandbox (they die with their owner, the keeper);
+ * `--pool-only` fails naming the pool and the cause, not "empty"; without
+ * it a fresh sandbox is made with a warning; `pool stop` removes the pool
+ * and leaves nothing.  (Before: ls showed READY 2 and no state, the claim
+ * said "pool p is empty".) */
+Test(pool, dead_keeper_is_shown_and_hands_out_nothing) {
+  pid_t keeper = start_pool_kill_keeper();
+  cr_assert_eq(bf_an("pool ls --json"), 0, "%s", bf_err);
+  yajl_val v = yajl_tree_parse(bf_out, NULL, 0);
+  cr_assert(v && YAJL_IS_ARRAY(v) && v->u.array.len == 1, "%s", bf_out);
+  yajl_val p0 = v->u.array.values[0];
+  cr_expect_str_eq(bf_jstr(p0, "state") ? bf_jstr(p0, "state") : "(none)", "dead", "%s", bf_out);
+  cr_expect_eq(bf_jint(p0, "keeper_pid", -1), keeper, "%s", bf_out);
+  cr_expect_eq(bf_jint(p0, "ready", -1), 0, "a dead keeper's pool counts ready sandboxes: %s", bf_out);
+  yajl_tree_free(v);
+  cr_assert_eq(bf_an("pool ls"), 0, "%s", bf_err);
+  cr_expect(strstr(bf_out, "STATE") && strstr(bf_out, " dead "), "%s", bf_out);
+  char pidtxt[32];
+  snprintf(pidtxt, sizeof pidtxt, " %d\n", (int) keeper);
+  cr_expect(strstr(bf_out, pidtxt), "no keeper pid %d: %s", (int) keeper, bf_out);
+
+  char cause[128];
+  snprintf(cause, sizeof cause, "pool p: its keeper (pid %d) is dead", (int) keeper);
+  cr_expect_eq(bf_an("run --pool p --pool-only -- true"), 125, "%s", bf_err);
+  cr_expect(strstr(bf_err, cause) && strstr(bf_err, "`agentnest pool stop p`") && !strstr(bf_err, "empty"),
+            "%s", bf_err);
+  cr_expect_eq(bf_an("create --pool p --pool-only"), 125, "%s", bf_err);
+  cr_expect(strstr(bf_err, cause), "%s", bf_err);
+  cr_expect_eq(bf_an("--json run --pool p -- echo hi"), 0, "%s", bf_err);
+  cr_expect(strstr(bf_out, "\"pooled\": false") && strstr(bf_out, "hi"), "%s", bf_out);
+  cr_expect(strstr(bf_err, "warning") && count_of(bf_err, cause) == 1, "%s", bf_err);
+  /* batch --pool: said once, and every job gets a fresh sandbox */
+  bf_write_text("jobs.jsonl", "{\"id\":\"a\",\"cmd\":[\"true\"]}\n");
+  cr_expect_eq(bf_an("batch --pool p --results r.jsonl jobs.jsonl"), 0, "%s", bf_err);
+  cr_expect(strstr(bf_err, "warning") && count_of(bf_err, cause) == 1, "%s", bf_err);
+  char *text = bf_read_work("r.jsonl");
+  yajl_val recs[2];
+  size_t nr = bf_parse_records(text, recs, 2);
+  free(text);
+  cr_expect(nr == 1 && !bf_jtrue(recs[0], "pooled"), "a dead pool's batch job was pooled");
+  bf_free_records(recs, nr);
+  char ready[MAXIDS][16];
+  size_t n = dir_ids("p/ready", ready, MAXIDS);
+  cr_assert_eq(bf_an("pool stop p"), 0, "pool stop on a dead keeper: %s", bf_err);
+  for (size_t i = 0; i < n; i++) cr_expect(!sandbox_exists(ready[i]), "ready sandbox %s left", ready[i]);
+  char p[700];
+  struct stat st;
+  snprintf(p, sizeof p, "%s/pools/p", bf_root);
+  cr_expect(stat(p, &st) != 0, "the pool directory is left");
+  cr_expect_eq(pools_listed(), 0, "pool stop left the pool listed");
   bf_assert_nothing_left();
 }

@@ -18,25 +18,12 @@
 #include "agentnest.h"
 #include "agentnest/sandbox.h"
 #include "agentnest/proc.h"
-#include "session_fixture.h"
 #include "store_fixture.h"
 #include "util.h"
+#define AN_SF_SHORT_NAMES   /* make_sb, destroy, start, call (tests/lib/session_fixture.h) */
+#include "session_fixture.h"
 
-/* the shared fixture (tests/lib/session_fixture.h), under this file's old names */
-#define make_sb sf_make_sb
-#define destroy sf_destroy
-#define start sf_start
-#define call sf_call
-
-static void setup(void) { sf_setup("proctest", false); }
-
-ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
-  (void) stats;
-  sf_remove_store("proctest");
-}
-
-TestSuite(proc, .init = setup, .timeout = 120);
-
+SF_TEST_SUITE(proc, "proctest", false);
 
 static char *start_proc(struct an_sandbox *sb, const char *script, size_t ring, pid_t *pid) {
   char *argv[] = {"sh", "-c", (char *) script, NULL};

@@ -1,97 +1,17 @@
 /* tests/integration/sandbox_test.c — the sandbox layer on the real kernel:
  * create/exec/destroy, exit statuses, timeouts that reach every process of
- * an exec (BL-42), pid 1 signal handling and reaping (BL-44), fork bombs
- * (BL-34), OOM reporting (BL-35), output floods (BL-45), secret redaction,
- * lifetime expiry with no client, and prune after SIGKILL of the monitor or
- * of the creating process.  Uses the busybox (and, where needed, python)
- * image from the image cache (`make images`); skips with a message when the
- * cache is absent.  Run as root from the worktree root. */
-#include <criterion/criterion.h>
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <ftw.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-#include "agentnest.h"
-#include "agentnest/sandbox.h"
-#include "image_fixture.h"
-#include "store_fixture.h"
-#include "util.h"
+ * an exec (BL-42), also one stopped before execve, pid 1 signal handling
+ * and reaping (BL-44), fork bombs (BL-34), OOM reporting (BL-35), output
+ * floods (BL-45), events, prune and one-shot runs.  Lifetimes and crashes
+ * are sandbox_lifetime_test.c, secrets sandbox_secrets_test.c, files
+ * sandbox_files_test.c.
+ *
+ * Uses the busybox (and, where needed, python) image from the image cache
+ * (`make images`) in one store per run (sandbox_common.h); skips with a
+ * message when the cache is absent.  Run as root from the worktree root. */
+#include "sandbox_common.h"
 
-#define CACHE "/var/cache/agentnest/images"
-static char g_root[PATH_MAX];
-static bool g_have_python;
-
-#define msleep an_test_msleep
-
-/* One store per test run (criterion forks each test from the runner:
- * getppid() names the run); images imported once, under a lock.  The id
- * ranges are the store's own, so that the prune test can check it left no
- * reservation behind. */
-static void setup(void) {
-  an_test_lib_env(NULL, 0);
-  snprintf(g_root, sizeof g_root, "/tmp/an-sbtest-%d", (int) getppid());
-  an_test_store_make(g_root);
-  an_test_store_image(g_root, "busybox", false);
-  g_have_python = an_test_store_image(g_root, "python", true);
-}
-
-static struct an_sandbox_opts *opts_for(const char *image) {
-  struct an_sandbox_opts *o = NULL;
-  an_error_t err = NULL;
-  cr_assert(an_sandbox_opts_new(&o, &err) == 0, "%s", err ? err->msg : "");
-  cr_assert(an_sandbox_opts_set_image(o, image, &err) == 0);
-  return o;
-}
-
-static struct an_sandbox *make_sb(struct an_sandbox_opts *o) {
-  struct an_sandbox *sb = NULL;
-  an_error_t err = NULL;
-  int r = an_sandbox_create(g_root, o, &sb, &err);
-  cr_assert(r == 0, "create: %s", err ? err->msg : "");
-  return sb;
-}
-
-static struct an_exec_result run(struct an_sandbox *sb, const char *script, uint64_t timeout_ms) {
-  char *argv[] = {"sh", "-c", (char *) script, NULL};
-  struct an_exec_opts eo = {.timeout_ms = timeout_ms};
-  struct an_exec_result res;
-  an_error_t err = NULL;
-  int r = an_sandbox_exec(sb, argv, &eo, &res, &err);
-  cr_assert(r == 0, "exec %s: %s", script, err ? err->msg : "");
-  return res;
-}
-
-/* Nothing of sandbox `id` remains on the host. */
-static void assert_gone(const char *id) {
-  char p[PATH_MAX + 64];
-  snprintf(p, sizeof p, "%s/sandboxes/%s", g_root, id);
-  cr_expect(access(p, F_OK) != 0, "state dir %s remains", p);
-  snprintf(p, sizeof p, "%s/containers/%s", g_root, id);
-  cr_expect(access(p, F_OK) != 0, "container state %s remains", p);
-  static const char *const hier[] = {"unified", "memory", "pids", "cpu", "freezer", "devices",
-                                     "cpuset", "blkio", "systemd", NULL};
-  for (size_t i = 0; hier[i]; i++) {
-    snprintf(p, sizeof p, "/sys/fs/cgroup/%s/agentnest/sb-%s", hier[i], id);
-    cr_expect(access(p, F_OK) != 0, "cgroup %s remains", p);
-  }
-  snprintf(p, sizeof p, "/sys/fs/cgroup/agentnest/sb-%s", id);
-  cr_expect(access(p, F_OK) != 0, "cgroup %s remains", p);
-  FILE *f = fopen("/proc/self/mountinfo", "re");
-  cr_assert(f);
-  char line[4096];
-  while (fgets(line, sizeof line, f)) cr_expect(!strstr(line, id), "mount remains: %s", line);
-  fclose(f);
-}
+TestSuite(sandbox, .init = setup, .timeout = 120);
 
 static size_t sandbox_pids(struct an_sandbox *sb) {
   struct an_cgroup *cg = NULL;
@@ -105,26 +25,6 @@ static size_t sandbox_pids(struct an_sandbox *sb) {
   return n;
 }
 
-static void destroy(struct an_sandbox *sb) {
-  char id[AN_SANDBOX_ID_LEN + 1];
-  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
-  an_error_t err = NULL;
-  cr_expect(an_sandbox_destroy(sb, 0, &err) == 0, "destroy: %s", err ? err->msg : "");
-  an_error_free(&err);
-  an_sandbox_close(sb);
-  assert_gone(id);
-}
-
-/* After the run (in the runner process): remove the run's store. */
-ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
-  (void) stats;
-  char root[PATH_MAX];
-  snprintf(root, sizeof root, "/tmp/an-sbtest-%d", (int) getpid());
-  an_test_store_remove(root);
-}
-
-TestSuite(sandbox, .init = setup, .timeout = 120);
-
 Test(sandbox, create_exec_destroy_leaves_nothing) {
   struct an_sandbox_opts *o = opts_for("busybox");
   struct an_sandbox *sb = make_sb(o);
@@ -137,7 +37,7 @@ Test(sandbox, create_exec_destroy_leaves_nothing) {
   /* a second handle through open sees the same sandbox */
   struct an_sandbox *sb2 = NULL;
   an_error_t err = NULL;
-  cr_assert(an_sandbox_open(g_root, an_sandbox_id(sb), &sb2, &err) == 0, "%s", err ? err->msg : "");
+  cr_assert(an_sandbox_open_ctx(an_test_ctx(), g_root, an_sandbox_id(sb), &sb2, &err) == 0, "%s", err ? err->msg : "");
   res = run(sb2, "echo again > /workspace/f; cat /workspace/f", 0);
   cr_expect_str_eq(res.output.stdout_buf, "again\n");
   an_exec_result_release(&res);
@@ -221,7 +121,7 @@ static pid_t bg_exec(const char *id, const char *script, uint64_t timeout_ms, in
   if (pid) return pid;
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
-  if (an_sandbox_open(g_root, id, &sb, &err) < 0) _exit(201);
+  if (an_sandbox_open_ctx(an_test_ctx(), g_root, id, &sb, &err) < 0) _exit(201);
   char *argv[] = {"sh", "-c", (char *) script, NULL};
   struct an_exec_opts eo = {.timeout_ms = timeout_ms};
   struct an_exec_result res;
@@ -294,7 +194,7 @@ Test(sandbox, destroy_grace_waits_for_sigterm_handler) {
   if (d == 0) {
     struct an_sandbox *s2 = NULL;
     an_error_t e = NULL;
-    if (an_sandbox_open(g_root, id, &s2, &e) < 0) _exit(2);
+    if (an_sandbox_open_ctx(an_test_ctx(), g_root, id, &s2, &e) < 0) _exit(2);
     _exit(an_sandbox_destroy(s2, 60000, &e) < 0 ? 1 : 0);
   }
   cr_expect(ws_wait(sb, "term"), "SIGTERM never reached the process");
@@ -532,252 +432,14 @@ Test(sandbox, events_list_and_prune_all) {
   free(json);
   an_sandbox_close(sb);
   char *report = NULL;
-  cr_assert(an_sandbox_prune(g_root, true, &report, &err) == 0, "%s", err ? err->msg : "");
+  cr_assert(an_sandbox_prune_ctx(an_test_ctx(), g_root, true, &report, &err) == 0, "%s", err ? err->msg : "");
   cr_expect(strstr(report, id), "%s", report);
   free(report);
   assert_gone(id);
   struct an_sandbox *again = NULL;
-  cr_expect_eq(an_sandbox_open(g_root, name, &again, &err), -ENOENT);
+  cr_expect_eq(an_sandbox_open_ctx(an_test_ctx(), g_root, name, &again, &err), -ENOENT);
   an_error_free(&err);
   an_sandbox_opts_free(o);
-  FILE *f = fopen("/proc/self/mountinfo", "re");
-  char line[4096];
-  while (f && fgets(line, sizeof line, f)) cr_expect(!strstr(line, g_root), "mount remains: %s", line);
-  if (f) fclose(f);
-  an_test_rm_tree(g_root);
-}
-
-Test(sandbox, secrets_are_redacted_even_split_across_reads) {
-  struct an_sandbox_opts *o = opts_for("busybox");
-  an_error_t err = NULL;
-  cr_assert(an_sandbox_opts_add_secret(o, "API_TOKEN", "tok-5ecret-value", &err) == 0);
-  struct an_sandbox *sb = make_sb(o);
-  struct an_exec_result res =
-      run(sb, "echo \"$API_TOKEN\"; printf tok-5ec; sleep 0.3; printf 'ret-value\\n'; echo \"$API_TOKEN\" >&2", 0);
-  cr_expect(!strstr(res.output.stdout_buf, "tok-5ecret-value"), "leak: %s", res.output.stdout_buf);
-  cr_expect(!strstr(res.output.stderr_buf, "tok-5ecret-value"), "leak: %s", res.output.stderr_buf);
-  cr_expect_str_eq(res.output.stdout_buf, "[REDACTED:API_TOKEN]\n[REDACTED:API_TOKEN]\n");
-  an_exec_result_release(&res);
-  /* also through a handle opened later (secrets come from the state) */
-  struct an_sandbox *sb2 = NULL;
-  cr_assert(an_sandbox_open(g_root, an_sandbox_id(sb), &sb2, &err) == 0, "%s", err ? err->msg : "");
-  res = run(sb2, "echo \"$API_TOKEN\"", 0);
-  cr_expect_str_eq(res.output.stdout_buf, "[REDACTED:API_TOKEN]\n");
-  an_exec_result_release(&res);
-  /* a call's own secrets are redacted together with the sandbox's */
-  static const struct an_secret call_secret = {"CALL_TOKEN", "call-s3cret"};
-  struct an_exec_opts eo = {.secrets = &call_secret, .nsecrets = 1};
-  char *argv[] = {"sh", "-c", "echo \"$API_TOKEN call-s3cret\"", NULL};
-  cr_assert(an_sandbox_exec(sb2, argv, &eo, &res, &err) == 0, "%s", err ? err->msg : "");
-  cr_expect_str_eq(res.output.stdout_buf, "[REDACTED:API_TOKEN] [REDACTED:CALL_TOKEN]\n");
-  an_exec_result_release(&res);
-  an_sandbox_close(sb2);
-  destroy(sb);
-  an_sandbox_opts_free(o);
-}
-
-/* Regular files under the store holding `needle` (not following symlinks). */
-static const char *g_needle;
-static int g_needle_hits;
-static char g_needle_where[PATH_MAX];
-static int find_needle(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-  (void) ftw;
-  if (type != FTW_F || !S_ISREG(st->st_mode) || st->st_size > (16 << 20)) return 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
-  char *buf = malloc((size_t) st->st_size + 1);
-  size_t n = fread(buf, 1, (size_t) st->st_size, f);
-  fclose(f);
-  buf[n] = '\0';
-  if (memmem(buf, n, g_needle, strlen(g_needle))) {
-    g_needle_hits++;
-    snprintf(g_needle_where, sizeof g_needle_where, "%s", path);
-  }
-  free(buf);
-  return 0;
-}
-
-/* Issue 10 item 8: sandbox.json and containers/ID/config.json held secret
- * values in clear.  Now no file of the store holds one; a later exec (a
- * handle opened afresh, as the CLI does) still gives the command its value,
- * read from the 0600 file on /run that goes with the sandbox. */
-Test(sandbox, secret_values_are_in_no_state_file) {
-  struct an_sandbox_opts *o = opts_for("busybox");
-  an_error_t err = NULL;
-  cr_assert(an_sandbox_opts_add_secret(o, "API_TOKEN", "tok-5ecret-v4lue-in-no-file", &err) == 0);
-  struct an_sandbox *sb = make_sb(o);
-  g_needle = "tok-5ecret-v4lue-in-no-file";
-  g_needle_hits = 0;
-  cr_assert_eq(nftw(g_root, find_needle, 16, FTW_PHYS), 0);
-  cr_expect_eq(g_needle_hits, 0, "the secret value is in %d state file(s), e.g. %s", g_needle_hits, g_needle_where);
-  char sf[PATH_MAX];
-  snprintf(sf, sizeof sf, "/run/agentnest/secrets/%s.json", an_sandbox_id(sb));
-  struct stat st;
-  cr_assert_eq(stat(sf, &st), 0, "no secrets file %s", sf);
-  cr_expect_eq(st.st_mode & 0777, 0600);
-  struct an_sandbox *sb2 = NULL;
-  cr_assert(an_sandbox_open(g_root, an_sandbox_id(sb), &sb2, &err) == 0, "%s", err ? err->msg : "");
-  struct an_exec_result res = run(sb2, "[ \"$API_TOKEN\" = tok-5ecret-v4lue-in-no-file ] && echo same; echo $API_TOKEN", 0);
-  cr_expect_str_eq(res.output.stdout_buf, "same\n[REDACTED:API_TOKEN]\n");
-  an_exec_result_release(&res);
-  an_sandbox_close(sb2);
-  /* values gone (a reboot empties /run): open still works (destroy, cp),
-   * exec refuses rather than run without its secrets or unredacted */
-  cr_assert_eq(unlink(sf), 0);
-  cr_assert(an_sandbox_open(g_root, an_sandbox_id(sb), &sb2, &err) == 0, "%s", err ? err->msg : "");
-  char *argv[] = {"true", NULL};
-  int r = an_sandbox_exec(sb2, argv, NULL, &res, &err);
-  cr_expect_eq(r, -ENOENT, "exec without the secret values: %d", r);
-  cr_expect(err && strstr(err->msg, "is gone"), "%s", err ? err->msg : "");
-  an_error_free(&err);
-  an_sandbox_close(sb2);
-  destroy(sb);
-  cr_expect_neq(stat(sf, &st), 0, "%s left after destroy", sf);
-  an_sandbox_opts_free(o);
-}
-
-Test(sandbox, lifetime_expiry_destroys_it_with_no_client) {
-  struct an_sandbox_opts *o = opts_for("busybox");
-  an_error_t err = NULL;
-  cr_assert(an_sandbox_opts_set_lifetime(o, 1500, &err) == 0);
-  cr_assert(an_sandbox_opts_set_name(o, "exp-test", &err) == 0);
-  struct an_sandbox *sb = make_sb(o);
-  char id[AN_SANDBOX_ID_LEN + 1];
-  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
-  an_sandbox_close(sb);   /* nobody connected */
-  char p[PATH_MAX + 64];
-  snprintf(p, sizeof p, "%s/sandboxes/%s", g_root, id);
-  for (int i = 0; i < 200 && access(p, F_OK) == 0; i++) msleep(50);
-  assert_gone(id);
-  struct an_sandbox *again = NULL;
-  cr_expect_eq(an_sandbox_open(g_root, id, &again, &err), -ETIME);
-  cr_expect(err && strstr(err->msg, "expired"), "%s", err ? err->msg : "(no error)");
-  an_error_free(&err);
-  cr_expect_eq(an_sandbox_open(g_root, "exp-test", &again, &err), -ETIME, "by name");
-  an_error_free(&err);
-  an_sandbox_opts_free(o);
-}
-
-Test(sandbox, monitor_sigkill_then_prune_leaves_nothing) {
-  struct an_sandbox_opts *o = opts_for("busybox");
-  struct an_sandbox *sb = make_sb(o);
-  char id[AN_SANDBOX_ID_LEN + 1];
-  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
-  pid_t mon = an_sandbox_monitor_pid(sb);
-  cr_assert_gt(mon, 0);
-  struct an_exec_result res = run(sb, "echo x > /workspace/x", 0);
-  an_exec_result_release(&res);
-  cr_assert(kill(mon, SIGKILL) == 0);
-  for (int i = 0; i < 100 && kill(mon, 0) == 0; i++) msleep(10);
-  an_sandbox_close(sb);
-  struct an_sandbox *again = NULL;
-  an_error_t err = NULL;
-  cr_expect_eq(an_sandbox_open(g_root, id, &again, &err), -ESRCH, "%s", err ? err->msg : "");
-  an_error_free(&err);
-  char *report = NULL;
-  cr_assert(an_sandbox_prune(g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
-  cr_expect(strstr(report, id), "report: %s", report);
-  cr_expect(strstr(report, "monitor dead"), "report: %s", report);
-  free(report);
-  assert_gone(id);
-  an_sandbox_opts_free(o);
-}
-
-Test(sandbox, creator_sigkill_mid_run_then_prune_leaves_nothing) {
-  pid_t child = fork();
-  cr_assert(child >= 0);
-  if (child == 0) {
-    struct an_sandbox_opts *o = opts_for("busybox");
-    char *argv[] = {"sh", "-c", "echo started > /workspace/s; sleep 300", NULL};
-    struct an_exec_result res;
-    an_error_t err = NULL;
-    char *id = NULL;
-    an_sandbox_run_once(g_root, o, argv, NULL, &res, &id, &err);
-    _exit(0);
-  }
-  /* find the one-shot sandbox: the one owned by `child` */
-  char id[AN_SANDBOX_ID_LEN + 1] = "";
-  for (int i = 0; i < 500 && !*id; i++) {
-    struct an_sandbox_info *l = NULL;
-    size_t n = 0;
-    an_error_t err = NULL;
-    if (an_sandbox_list(g_root, &l, &n, &err) == 0) {
-      for (size_t k = 0; k < n; k++)
-        if (l[k].owner_pid == child && l[k].init_pid) snprintf(id, sizeof id, "%s", l[k].id);
-      an_sandbox_info_list_free(l, n);
-    }
-    an_error_free(&err);
-    if (!*id) msleep(10);
-  }
-  cr_assert(*id, "one-shot sandbox not found");
-  char s[PATH_MAX + 64];
-  snprintf(s, sizeof s, "%s/sandboxes/%s/workspace/s", g_root, id);
-  for (int i = 0; i < 500 && access(s, F_OK) != 0; i++) msleep(10);
-  kill(child, SIGKILL);
-  waitpid(child, NULL, 0);
-  char *report = NULL;
-  an_error_t err = NULL;
-  cr_assert(an_sandbox_prune(g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
-  cr_expect(strstr(report, id), "report: %s", report);
-  free(report);
-  assert_gone(id);
-}
-
-/* SIGKILL of the creating process at random points of create, then prune:
- * only fully created sandboxes (their monitor alive) remain, and after
- * prune --all nothing at all. */
-Test(sandbox, creator_sigkill_at_any_point_then_prune_leaves_nothing) {
-  snprintf(g_root, sizeof g_root, "/tmp/an-sbtest-kill-%d", (int) getpid());
-  an_error_t err = NULL;
-  cr_assert(an_image_import(g_root, CACHE "/busybox/layout", "busybox", NULL, NULL, &err) == 0,
-            "import: %s", err ? err->msg : "");
-  srand((unsigned) getpid());
-  for (int round = 0; round < 12; round++) {
-    pid_t child = fork();
-    cr_assert(child >= 0);
-    if (child == 0) {
-      struct an_sandbox_opts *o = opts_for("busybox");
-      struct an_sandbox *sb = NULL;
-      an_error_t e = NULL;
-      an_sandbox_create(g_root, o, &sb, &e);
-      pause();
-      _exit(0);
-    }
-    msleep(rand() % 60);
-    kill(child, SIGKILL);
-    waitpid(child, NULL, 0);
-  }
-  char *report = NULL;
-  cr_assert(an_sandbox_prune(g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
-  free(report);
-  /* what is left is alive */
-  struct an_sandbox_info *l = NULL;
-  size_t n = 0;
-  cr_assert(an_sandbox_list(g_root, &l, &n, &err) == 0);
-  for (size_t i = 0; i < n; i++) cr_expect_str_eq(l[i].status, "running", "%s is %s", l[i].id, l[i].status);
-  an_sandbox_info_list_free(l, n);
-  /* collect every id the store knows, then remove everything */
-  char ids[64][AN_SANDBOX_ID_LEN + 1];
-  size_t nid = 0;
-  char p[PATH_MAX + 32];
-  snprintf(p, sizeof p, "%s/sandboxes", g_root);
-  DIR *d = opendir(p);
-  struct dirent *de;
-  while (d && (de = readdir(d)))
-    if (strlen(de->d_name) == AN_SANDBOX_ID_LEN && nid < 64) memcpy(ids[nid++], de->d_name, AN_SANDBOX_ID_LEN + 1);
-  if (d) closedir(d);
-  cr_assert(an_sandbox_prune(g_root, true, &report, &err) == 0, "%s", err ? err->msg : "");
-  cr_expect(strstr(report, "\"errors\":[]"), "%s", report);
-  free(report);
-  for (size_t i = 0; i < nid; i++) assert_gone(ids[i]);
-  static const char *const dirs[] = {"sandboxes", "containers", "idranges", "sandbox-names", NULL};
-  for (size_t i = 0; dirs[i]; i++) {
-    snprintf(p, sizeof p, "%s/%s", g_root, dirs[i]);
-    d = opendir(p);
-    while (d && (de = readdir(d)))
-      cr_expect(de->d_name[0] == '.', "%s/%s remains", p, de->d_name);
-    if (d) closedir(d);
-  }
   FILE *f = fopen("/proc/self/mountinfo", "re");
   char line[4096];
   while (f && fgets(line, sizeof line, f)) cr_expect(!strstr(line, g_root), "mount remains: %s", line);
@@ -795,89 +457,13 @@ Test(sandbox, run_once_returns_the_result_and_leaves_nothing) {
   cr_expect_eq(res.status, 7);
   cr_expect_str_eq(res.output.stdout_buf, "one\n");
   an_exec_result_release(&res);
+  /* unreachable at once; its remains go with a detached reaper (waited for) */
+  struct an_sandbox *sb = NULL;
+  cr_expect(an_sandbox_open_ctx(an_test_ctx(), g_root, id, &sb, &err) == -ENOENT, "the one-shot's sandbox is still found");
+  an_error_free(&err);
+  cr_assert(an_sandbox_reap_wait(g_root, id, &err) == 0, "%s", err ? err->msg : "");
   assert_gone(id);
   free(id);
-  an_sandbox_opts_free(o);
-}
-
-Test(sandbox, files_snapshot_restore_and_fork) {
-  struct an_sandbox_opts *o = opts_for("busybox");
-  struct an_sandbox *sb = make_sb(o);
-  an_error_t err = NULL;
-  cr_assert(an_sandbox_put_data(sb, "dir/a.txt", "v1", 2, 0644, &err) == 0, "%s", err ? err->msg : "");
-  struct an_exec_result res = run(sb, "cat /workspace/dir/a.txt; echo made > /workspace/b.txt", 0);
-  cr_expect_str_eq(res.output.stdout_buf, "v1");
-  an_exec_result_release(&res);
-  char tar[PATH_MAX + 64];
-  snprintf(tar, sizeof tar, "%s/snap-%d.tar", g_root, (int) getpid());
-  struct an_snapshot_info info;
-  cr_assert(an_sandbox_snapshot(sb, tar, &info, &err) == 0, "%s", err ? err->msg : "");
-  res = run(sb, "rm -rf /workspace/*; echo new > /workspace/c.txt", 0);
-  an_exec_result_release(&res);
-  cr_assert(an_sandbox_restore(sb, tar, info.sha256, &err) == 0, "%s", err ? err->msg : "");
-  res = run(sb, "cat /workspace/dir/a.txt /workspace/b.txt; ls /workspace", 0);
-  cr_expect_str_eq(res.output.stdout_buf, "v1made\nb.txt\ndir\n");
-  an_exec_result_release(&res);
-  unlink(tar);
-  struct an_sandbox *child = NULL;
-  cr_assert(an_sandbox_fork(sb, &child, &err) == 0, "%s", err ? err->msg : "");
-  res = run(child, "cat /workspace/b.txt; touch /workspace/only-child", 0);
-  cr_expect_str_eq(res.output.stdout_buf, "made\n");
-  an_exec_result_release(&res);
-  res = run(sb, "ls /workspace/only-child 2>/dev/null || echo absent", 0);
-  cr_expect_str_eq(res.output.stdout_buf, "absent\n");
-  an_exec_result_release(&res);
-  void *data = NULL;
-  size_t len = 0;
-  cr_assert(an_sandbox_get_data(child, "b.txt", &data, &len, &err) == 0, "%s", err ? err->msg : "");
-  cr_expect_eq(len, 5);
-  free(data);
-  char *json = NULL;
-  cr_assert(an_sandbox_inspect(child, &json, &err) == 0, "%s", err ? err->msg : "");
-  cr_expect(strstr(json, "\"status\": \"running\""), "%s", json);
-  free(json);
-  destroy(child);
-  destroy(sb);
-  an_sandbox_opts_free(o);
-}
-
-/* Issue 10 item 6: fork keeps a sparse file sparse (it used to turn 1 GiB
- * of holes into 1 GiB of data; 512 MiB here, half the default --disk, which
- * fork's free-space check counts in full), and restore counts a sparse entry's
- * logical size against the space free for the workspace (it accepted a
- * 1 TiB sparse entry).  st_blocks is the evidence: no test writes GiBs. */
-Test(sandbox, fork_keeps_holes_and_restore_caps_sparse_entries) {
-  struct an_sandbox_opts *o = opts_for("busybox");
-  struct an_sandbox *sb = make_sb(o);
-  an_error_t err = NULL;
-  struct an_exec_result res =
-      run(sb, "dd if=/dev/zero of=/workspace/s bs=1 count=1 seek=536870911 2>/dev/null && echo ok", 0);
-  cr_assert_str_eq(res.output.stdout_buf, "ok\n");
-  an_exec_result_release(&res);
-  struct an_sandbox *child = NULL;
-  cr_assert(an_sandbox_fork(sb, &child, &err) == 0, "%s", err ? err->msg : "");
-  char p[PATH_MAX + 16];
-  snprintf(p, sizeof p, "%s/s", an_sandbox_workspace_path(child));
-  struct stat st;
-  cr_assert_eq(stat(p, &st), 0, "stat %s", p);
-  cr_expect_eq(st.st_size, 1ll << 29);
-  cr_expect_leq((long long) st.st_blocks * 512, 1 << 20, "fork filled the holes: %lld bytes on disk",
-                (long long) st.st_blocks * 512);
-  destroy(child);
-  /* a snapshot declaring an 8 TiB file (more than any test host has free), a few KiB of tar */
-  res = run(sb, "rm /workspace/s; dd if=/dev/zero of=/workspace/t bs=1 count=1 seek=8796093022207 2>/dev/null && echo ok", 0);
-  cr_assert_str_eq(res.output.stdout_buf, "ok\n");
-  an_exec_result_release(&res);
-  char tar[PATH_MAX + 64];
-  snprintf(tar, sizeof tar, "%s/tera-%d.tar", g_root, (int) getpid());
-  struct an_snapshot_info info;
-  cr_assert(an_sandbox_snapshot(sb, tar, &info, &err) == 0, "%s", err ? err->msg : "");
-  cr_expect_lt(info.size, 1 << 20);
-  int r = an_sandbox_restore(sb, tar, info.sha256, &err);
-  unlink(tar);
-  cr_expect_eq(r, -EFBIG, "restore of an 8 TiB sparse entry: %d %s", r, err ? err->msg : "accepted");
-  an_error_free(&err);
-  destroy(sb);
   an_sandbox_opts_free(o);
 }
 
@@ -885,7 +471,10 @@ Test(sandbox, fork_keeps_holes_and_restore_caps_sparse_entries) {
  * between its change to the sandbox's uid and its execve (it predicts the
  * pid from ns_last_pid).  The exec's timeout still ends the exec, reported
  * as timed_out (it used to wait for the start forever).  The stopper may
- * lose the race; then the round is repeated. */
+ * lose the race; then the round is repeated.  It counts as caught only when
+ * /proc shows the process stopped: kill() succeeds on a zombie too, and
+ * since issue 15 an exec's process is born set up and goes straight to
+ * execve, so `echo` may be over before the signal lands. */
 Test(sandbox, exec_stopped_before_execve_still_times_out) {
   if (!g_have_python) cr_skip_test("python image not built (make images)");
   struct an_sandbox_opts *o = opts_for("python");
@@ -900,7 +489,18 @@ Test(sandbox, exec_stopped_before_execve_still_times_out) {
     "        os.kill(n, signal.SIGSTOP)\n"
     "    except (ProcessLookupError, PermissionError):\n"
     "        continue\n"
-    "    open('/workspace/stopped', 'w').close()\n"
+    /* kill() also succeeds on a zombie: caught only if it really stops */
+    "    st = ''\n"
+    "    for _ in range(200):\n"
+    "        try:\n"
+    "            st = open('/proc/%d/stat' % n).read().rsplit(')', 1)[1].split()[0]\n"
+    "        except OSError:\n"
+    "            st = 'gone'\n"
+    "        if st in ('T', 't', 'Z', 'gone'):\n"
+    "            break\n"
+    "        time.sleep(0.001)\n"
+    "    if st in ('T', 't'):\n"
+    "        open('/workspace/stopped', 'w').close()\n"
     "    break\n"
     "time.sleep(30)\n";
   char put[PATH_MAX + 16];

@@ -3,7 +3,8 @@
  * socket of the test's store: a snapshot is addressed by its sha256, and
  * that digest must not let another token restore (and so read) the
  * workspace it holds (api.h snapshot_owner); max-sandboxes holds for
- * concurrent creates.  The busybox image from the
+ * concurrent creates; one token's flood of long calls cannot take every
+ * --max-concurrent slot.  The busybox image from the
  * `make images` cache; skipped without it or without curl.  Run as root
  * from the worktree root. */
 #include <criterion/criterion.h>
@@ -11,16 +12,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
 #include "batch_fixture.h"
+#include "serve_fixture.h"
 #include "util.h"
 
-#define TOK_A "alice-token-0123456789abcdef"
-#define TOK_B "bob-token-0123456789abcdef01"
-#define TOK_C "carol-token-0123456789abcdef"
+#define TOK_A SV_TOK_A
+#define TOK_B SV_TOK_B
+#define TOK_C SV_TOK_C
 
 static pid_t g_serve;
 static char g_sock[400];
@@ -28,68 +32,22 @@ static char g_sock[400];
 static void setup(void) { bf_setup(); }   /* imports busybox */
 
 static void teardown(void) {
-  if (g_serve > 0) {
-    kill(g_serve, SIGTERM);
-    waitpid(g_serve, NULL, 0);
-    g_serve = 0;
-  }
+  sv_stop(&g_serve);
   bf_teardown();
 }
 
 TestSuite(serve_isolation, .init = setup, .fini = teardown, .timeout = 240);
 
-static void start_serve(void) {
-  char tokens[400];
-  snprintf(tokens, sizeof tokens, "%s/tokens", bf_work);
-  const char *text = TOK_A " alice\n" TOK_B " bob\n" TOK_C " carol max-sandboxes=1\n";
-  an_test_write_file(tokens, text, strlen(text), 0600);
-  snprintf(g_sock, sizeof g_sock, "%s/serve.sock", bf_work);
-  g_serve = fork();
-  cr_assert_geq(g_serve, 0);
-  if (g_serve == 0) {
-    char listen[420];
-    snprintf(listen, sizeof listen, "unix:%s", g_sock);
-    execl(bf_an_bin, bf_an_bin, "--root", bf_root, "serve", "--quiet", "--tokens", tokens, "--listen", listen,
-          (char *) NULL);
-    _exit(127);
-  }
-  struct stat st;
-  for (int i = 0; i < 200 && stat(g_sock, &st) != 0; i++) usleep(50000);
-  cr_assert_eq(stat(g_sock, &st), 0, "serve did not make %s", g_sock);
-}
+static void start_serve(void) { g_serve = sv_start(g_sock); }
 
-/* curl METHOD PATH with TOKEN and a body (NULL: none): the HTTP status; the
- * response body in *out (heap). */
+/* sv_call on PATH under /v1 */
 static int call(const char *token, const char *method, const char *path, const char *body, char **out) {
-  char bodyf[400], outf[400];
-  snprintf(bodyf, sizeof bodyf, "%s/.body", bf_work);
-  snprintf(outf, sizeof outf, "%s/.resp", bf_work);
-  if (body) an_test_write_file(bodyf, body, strlen(body), 0600);
-  char cmd[2000];
-  snprintf(cmd, sizeof cmd,
-           "curl -s -o '%s' -w '%%{http_code}' --unix-socket '%s' -X %s -H 'Authorization: Bearer %s' "
-           "-H 'Content-Type: application/json' %s%s%s 'http://localhost/v1%s'",
-           outf, g_sock, method, token, body ? "--data-binary @'" : "", body ? bodyf : "", body ? "'" : "", path);
-  FILE *p = popen(cmd, "r");
-  cr_assert_not_null(p);
-  int code = 0;
-  if (fscanf(p, "%d", &code) != 1) code = -1;
-  pclose(p);
-  *out = an_test_read_file(outf, NULL);
-  if (!*out) *out = strdup("");
-  return code;
+  char full[600];
+  snprintf(full, sizeof full, "/v1%s", path);
+  return sv_call(g_sock, token, method, full, body, out);
 }
 
-static char *member(const char *json, const char *key) {
-  yajl_val v = yajl_tree_parse(json, NULL, 0);
-  const char *path[] = {key, NULL};
-  yajl_val m = v ? yajl_tree_get(v, path, yajl_t_string) : NULL;
-  const char *str = m ? YAJL_GET_STRING(m) : NULL;
-  char *s = str ? strdup(str) : NULL;
-  yajl_tree_free(v);
-  cr_assert_not_null(s, "no \"%s\" in %s", key, json);
-  return s;
-}
+#define member sv_member
 
 /* redteam: token B restored token A's snapshot into its own sandbox by the digest and read
  * A's files back; now each token has its own snapshot directory. */
@@ -216,4 +174,138 @@ Test(serve_isolation, an_expired_sandbox_frees_its_max_sandboxes_slot) {
   }
   free(out);
   free(id);
+}
+
+/* s4-red: a create with a name another token's sandbox holds failed with
+ * "sandbox name N: in use by sandbox <id>", so token B learned the id of
+ * token A's sandbox (which every other answer keeps from it: an id it does
+ * not own reads as unknown).  The refusal names no id now. */
+Test(serve_isolation, a_name_in_use_by_another_token_tells_no_id) {
+  if (access("/var/cache/agentnest/images/busybox/layout", F_OK) != 0) cr_skip_test("image cache absent");
+  if (an_test_sh("command -v curl >/dev/null") != 0) cr_skip_test("curl is needed");
+  start_serve();
+  char *out = NULL;
+  cr_assert_eq(call(TOK_A, "POST", "/sandboxes", "{\"image\":\"busybox\",\"name\":\"s4-shared\"}", &out), 200, "%s",
+               out);
+  char *a = member(out, "id");
+  free(out);
+  cr_assert_not_null(a);
+  int code = call(TOK_B, "POST", "/sandboxes", "{\"image\":\"busybox\",\"name\":\"s4-shared\"}", &out);
+  cr_expect_neq(code, 200, "token B got the name token A's sandbox holds: %s", out);
+  cr_expect(!strstr(out, a), "token B's refused create names token A's sandbox %s: %s", a, out);
+  free(out);
+  free(a);
+}
+
+/* redteam: --max-concurrent counted the calls of all tokens together, so one
+ * token's long calls took every slot and the other tokens got 503 until
+ * they ended; each token is now promised a slot. */
+Test(serve_isolation, one_tokens_flood_leaves_the_others_a_slot) {
+  if (access("/var/cache/agentnest/images/busybox/layout", F_OK) != 0) cr_skip_test("image cache absent");
+  if (an_test_sh("command -v curl >/dev/null") != 0) cr_skip_test("curl is needed");
+  g_serve = sv_start_opt(g_sock, "--max-concurrent", "4");
+  char *out = NULL;
+  cr_assert_eq(call(TOK_A, "POST", "/sandboxes", "{\"image\":\"busybox\"}", &out), 200, "%s", out);
+  char *a = member(out, "id");
+  free(out);
+  /* alice: four calls of 3 s at once, on a server of four slots and three tokens */
+  char cmd[2000];
+  snprintf(cmd, sizeof cmd,
+           "cd '%s' && for i in 1 2 3 4; do curl -s -o f$i.out -w '%%{http_code}\\n' --unix-socket '%s' "
+           "-X POST -H 'Authorization: Bearer " TOK_A "' --data-binary '{\"argv\":[\"sleep\",\"3\"]}' "
+           "http://localhost/v1/sandboxes/%s/exec >f$i.code & done; sleep 1; "
+           "curl -s -o fb.out -w '%%{http_code}\\n' --unix-socket '%s' -H 'Authorization: Bearer " TOK_B "' "
+           "http://localhost/v1/sandboxes >fb.code; wait; cat f1.code f2.code f3.code f4.code fb.code",
+           bf_work, g_sock, a, g_sock);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  int codes[5] = {0}, n = 0;
+  while (n < 5 && fscanf(p, "%d", &codes[n]) == 1) n++;
+  pclose(p);
+  cr_assert_eq(n, 5, "curl codes: %d", n);
+  int ok = 0, busy = 0;
+  for (int i = 0; i < 4; i++) ok += codes[i] == 200, busy += codes[i] == 503;
+  /* four slots, bob's and carol's promised: alice has two */
+  cr_expect_eq(ok, 2, "alice's calls admitted: %d (503: %d)", ok, busy);
+  cr_expect_eq(busy, 2, "alice's calls refused: %d", busy);
+  cr_expect_eq(codes[4], 200, "bob's call during alice's flood: %d", codes[4]);
+  char del[100];
+  snprintf(del, sizeof del, "/sandboxes/%s", a);
+  call(TOK_A, "DELETE", del, NULL, &out);
+  free(out);
+  free(a);
+}
+
+/* redteam, NOT FIXED (skipped unless AN_TEST_KNOWN_HOLES=1): --max-concurrent
+ * promises each token a call, but a call needs a connection first, and
+ * --max-connections is shared by every client.  Alice holds every
+ * connection with requests whose body never completes (an idle-timeout
+ * apart, a byte now and then keeps each open for ever; a client that
+ * never finishes its headers, unauthenticated, does the same), and bob's
+ * call finds no connection (curl: reset, status 000).  A fix needs a
+ * deadline on a request's headers and body, or per-token connection
+ * accounting plus such a deadline for the unauthenticated phase. */
+Test(serve_isolation, one_tokens_slow_requests_leave_the_others_a_connection) {
+  if (!getenv("AN_TEST_KNOWN_HOLES")) {
+    teardown();   /* criterion runs no .fini after a skip */
+    cr_skip_test("known hole, not fixed: set AN_TEST_KNOWN_HOLES=1 to run");
+  }
+  if (access("/var/cache/agentnest/images/busybox/layout", F_OK) != 0) cr_skip_test("image cache absent");
+  if (an_test_sh("command -v curl >/dev/null") != 0) cr_skip_test("curl is needed");
+  g_serve = sv_start_opt(g_sock, "--max-connections", "8");
+  int fds[8];
+  static const char head[] = "POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOK_A
+                             "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{";
+  for (int i = 0; i < 8; i++) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    cr_assert_lt(strlen(g_sock), sizeof sa.sun_path);
+    memcpy(sa.sun_path, g_sock, strlen(g_sock) + 1);
+    fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert_geq(fds[i], 0);
+    cr_assert_eq(connect(fds[i], (struct sockaddr *) &sa, sizeof sa), 0, "connect %s", g_sock);
+    cr_assert_eq(write(fds[i], head, sizeof head - 1), (ssize_t) (sizeof head - 1));
+  }
+  usleep(300000);
+  char *out = NULL;
+  int st = call(TOK_B, "GET", "/sandboxes", NULL, &out);
+  free(out);
+  for (int i = 0; i < 8; i++) close(fds[i]);
+  cr_expect_eq(st, 200, "bob's call while alice holds every connection with unfinished bodies: %d", st);
+}
+
+/* redteam: a token's snapshots are kept under its NAME, its sandboxes under
+ * the token: two tokens of one name each owned their sandboxes, yet one
+ * restored the other's snapshot by its digest and read its files.  serve
+ * now refuses two tokens that are not revoked under one name (a rotation
+ * keeps the old line, revoked), and one TOKEN on two lines. */
+static int serve_with_tokens(const char *text, char **err_text) {
+  char path[400], errf[400];
+  snprintf(path, sizeof path, "%s/tokens2", bf_work);
+  snprintf(errf, sizeof errf, "%s/serve2.err", bf_work);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+  chmod(path, 0600);
+  /* 124: still serving after 2 s (accepted); anything else: refused at start */
+  int st = an_test_sh("timeout 2 '%s' --root '%s' serve --quiet --tokens '%s' --listen 'unix:%s/serve2.sock' 2>'%s'",
+                      bf_an_bin, bf_root, path, bf_work, errf);
+  *err_text = an_test_read_file(errf, NULL);
+  return st;
+}
+
+Test(serve_isolation, two_live_tokens_may_not_share_a_name) {
+  char *e = NULL;
+  int st = serve_with_tokens(TOK_A " alice\n" TOK_B " alice\n", &e);
+  cr_expect(st != 124 && st != 0, "serve started with two live tokens named alice (status %d)", st);
+  cr_expect(e && strstr(e, "alice") && !strstr(e, TOK_B), "error: %s", e ? e : "");
+  free(e);
+  st = serve_with_tokens(TOK_A " alice\n" TOK_A " bob\n", &e);
+  cr_expect(st != 124 && st != 0, "serve started with one TOKEN on two lines (status %d)", st);
+  cr_expect(e && !strstr(e, TOK_A), "the error shows the token: %s", e ? e : "");
+  free(e);
+  /* a rotation: the old token revoked under the same name */
+  st = serve_with_tokens(TOK_A " alice revoked\n" TOK_B " alice\n", &e);
+  cr_expect_eq(st, 124, "serve refused a revoked token's name for the new one: %s", e ? e : "");
+  free(e);
 }

@@ -22,25 +22,14 @@
 #include "agentnest.h"
 #include "agentnest/sandbox.h"
 #include "agentnest/session.h"
-#include "session_fixture.h"
 #include "store_fixture.h"
 #include "util.h"
 #include "sandbox/session_internal.h"
+#define AN_SF_SHORT_NAMES   /* make_sb, destroy, start, call (tests/lib/session_fixture.h) */
+#include "session_fixture.h"
+#include "ctx_fixture.h"
 
-/* the shared fixture (tests/lib/session_fixture.h), under this file's old names */
-#define make_sb sf_make_sb
-#define destroy sf_destroy
-#define start sf_start
-#define call sf_call
-
-static void setup(void) { sf_setup("sesstest", true); }
-
-ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
-  (void) stats;
-  sf_remove_store("sesstest");
-}
-
-TestSuite(session, .init = setup, .timeout = 120);
+SF_TEST_SUITE(session, "sesstest", true);
 
 Test(session, python_globals_survive_calls) {
   struct an_sandbox *sb = make_sb("python", NULL);
@@ -242,20 +231,20 @@ Test(session, secret_is_redacted_in_output_value_and_error) {
   destroy(sb);
 }
 
-Test(session, busy_session_refuses_a_second_caller) {
-  struct an_sandbox *sb = make_sb("python", NULL);
-  start(sb, AN_SESSION_PYTHON, "py");
+/* Fork a caller that opens the sandbox anew and runs `code` in its only
+ * session "py" (it exits 0 when the call succeeded, 1 when it failed, 2 when
+ * the open did); returns its pid once its call holds the session (asserts
+ * it does within about 4 s). */
+static pid_t busy_caller(struct an_sandbox *sb, const char *code) {
   pid_t p = fork();
   cr_assert(p >= 0);
   if (p == 0) {
     struct an_sandbox *sb2 = NULL;
     an_error_t err = NULL;
-    if (an_sandbox_open(g_root, an_sandbox_id(sb), &sb2, &err) < 0) _exit(2);
+    if (an_sandbox_open_ctx(an_test_ctx(), g_root, an_sandbox_id(sb), &sb2, &err) < 0) _exit(2);
     struct an_session_result r;
-    const char *code = "import time; time.sleep(3)";
     _exit(an_session_run(sb2, "py", code, strlen(code), NULL, &r, &err) == 0 ? 0 : 1);
   }
-  /* wait until the child's call holds the session */
   bool busy = false;
   for (int i = 0; i < 400 && !busy; i++) {
     struct an_session_info *l = NULL;
@@ -266,7 +255,14 @@ Test(session, busy_session_refuses_a_second_caller) {
     an_session_info_list_free(l, n);
     if (!busy) usleep(10000);
   }
-  cr_assert(busy);
+  cr_assert(busy, "the caller's call never held the session");
+  return p;
+}
+
+Test(session, busy_session_refuses_a_second_caller) {
+  struct an_sandbox *sb = make_sb("python", NULL);
+  start(sb, AN_SESSION_PYTHON, "py");
+  pid_t p = busy_caller(sb, "import time; time.sleep(3)");
   struct an_session_result r;
   an_error_t err = NULL;
   cr_expect(an_session_run(sb, "py", "1", 1, NULL, &r, &err) == -EBUSY);
@@ -298,7 +294,7 @@ Test(session, bad_names_and_a_missing_interpreter_are_refused) {
 Test(session, extend_moves_the_deadline_and_is_bounded) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert(an_sandbox_opts_new(&o, &err) == 0);
+  cr_assert(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err) == 0);
   cr_assert(an_sandbox_opts_set_image(o, "busybox", &err) == 0);
   cr_assert(an_sandbox_opts_set_lifetime(o, 2000, &err) == 0);
   cr_assert(an_sandbox_opts_set_max_lifetime(o, 8000, &err) == 0);
@@ -315,14 +311,14 @@ Test(session, extend_moves_the_deadline_and_is_bounded) {
   cr_expect(err && strstr(err->msg, "max_lifetime"), "%s", err ? err->msg : "");
   an_error_free(&err);
   struct an_sandbox *again = NULL;
-  cr_assert(an_sandbox_open(g_root, id, &again, &err) == 0);
+  cr_assert(an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err) == 0);
   cr_expect_eq(an_sandbox_deadline_ms(again), d1, "the record holds the new deadline");
   an_sandbox_close(again);
   /* past the first deadline it still runs ... */
   usleep(3000 * 1000);
   char *argv[] = {"true", NULL};
   struct an_exec_result res;
-  cr_assert(an_sandbox_open(g_root, id, &again, &err) == 0, "open after the old deadline: %s",
+  cr_assert(an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err) == 0, "open after the old deadline: %s",
             err ? err->msg : "");
   cr_expect(an_sandbox_exec(again, argv, NULL, &res, &err) == 0, "exec: %s", err ? err->msg : "");
   an_exec_result_release(&res);
@@ -346,28 +342,7 @@ Test(session, call_of_a_killed_caller_is_interrupted_by_the_next) {
   start(sb, AN_SESSION_PYTHON, "py");
   struct an_session_result a = call(sb, "py", "kept = 5", 0);
   an_session_result_release(&a);
-  pid_t p = fork();
-  cr_assert(p >= 0);
-  if (p == 0) {
-    struct an_sandbox *sb2 = NULL;
-    an_error_t err = NULL;
-    if (an_sandbox_open(g_root, an_sandbox_id(sb), &sb2, &err) < 0) _exit(2);
-    struct an_session_result r;
-    const char *code = "import time\nwhile True: time.sleep(0.01)";
-    an_session_run(sb2, "py", code, strlen(code), NULL, &r, &err);
-    _exit(1);
-  }
-  bool busy = false;
-  for (int i = 0; i < 400 && !busy; i++) {
-    struct an_session_info *l = NULL;
-    size_t n = 0;
-    an_error_t err = NULL;
-    cr_assert(an_session_list(sb, &l, &n, &err) == 0);
-    busy = n == 1 && l[0].busy;
-    an_session_info_list_free(l, n);
-    if (!busy) usleep(10000);
-  }
-  cr_assert(busy);
+  pid_t p = busy_caller(sb, "import time\nwhile True: time.sleep(0.01)");
   kill(p, SIGKILL);
   waitpid(p, NULL, 0);
   struct an_session_result b = call(sb, "py", "kept + 1", 0);

@@ -63,23 +63,31 @@ static void remember_sandbox(const char *id) {
   sb_ids[nsb++] = strdup(id);
 }
 
-/* Remember the sandboxes the store holds now (before a prune removes them). */
+/* Remember the sandboxes the store holds now (before a prune removes them),
+ * the destroyed ones whose reaper is at work too. */
 void bf_remember_store_sandboxes(void) {
-  char p[700];
-  snprintf(p, sizeof p, "%s/sandboxes", bf_root);
-  DIR *d = opendir(p);
-  if (!d) return;
-  struct dirent *de;
-  while ((de = readdir(d)))
-    if (de->d_name[0] != '.') remember_sandbox(de->d_name);
-  closedir(d);
+  static const char *const areas[] = {"sandboxes", "sandbox-reaping"};
+  for (size_t a = 0; a < 2; a++) {
+    char p[700];
+    snprintf(p, sizeof p, "%s/%s", bf_root, areas[a]);
+    DIR *d = opendir(p);
+    if (!d) continue;
+    struct dirent *de;
+    while ((de = readdir(d)))
+      if (de->d_name[0] != '.') remember_sandbox(de->d_name);
+    closedir(d);
+  }
 }
+
 
 void bf_import_image(const char *name) {
   char lay[300];
   struct stat st;
   snprintf(lay, sizeof lay, CACHE "/%s/layout", name);
-  if (stat(lay, &st) != 0) cr_skip_test("no %s image in " CACHE " (make images)", name);
+  if (stat(lay, &st) != 0) {
+    bf_teardown();   /* criterion runs no .fini after a skip: the store and work dir go now */
+    cr_skip_test("no %s image in " CACHE " (make images)", name);
+  }
   cr_assert_eq(bf_an("image import '%s' --name %s", lay, name), 0, "import %s: %s", name, bf_err);
 }
 
@@ -182,11 +190,15 @@ void bf_sha256_hex(const char *s, char out[65]) {
   for (int i = 0; i < 32; i++) sprintf(out + 2 * i, "%02x", md[i]);
 }
 
-/* Nothing of this test's store is left on the host: no sandbox state, no
+/* Nothing of this test's store is left on the host once the reapers of its
+ * destroyed sandboxes are done: no sandbox state, no
  * cgroup of any of its sandboxes in any hierarchy, no process started with
  * its --root, no mount under it. */
 void bf_assert_nothing_left(void) {
   bf_remember_store_sandboxes();
+  /* teardown after the result: the reapers of the last sandboxes may still
+   * be at work (bounded wait, polling; the time is not asserted) */
+  cr_expect(an_test_wait_reaped(bf_root), "a destroyed sandbox's reaper did not finish");
   char p[700];
   snprintf(p, sizeof p, "%s/sandboxes", bf_root);
   DIR *d = opendir(p);

@@ -55,7 +55,8 @@ void bf_sha256_hex(const char *s, char out[65]);
 
 /* Remember the sandboxes the store holds now (before a prune removes them). */
 void bf_remember_store_sandboxes(void);
-/* Nothing of this test's store is left on the host: no sandbox state, no
+/* Nothing of this test's store is left on the host once the reapers of its
+ * destroyed sandboxes are done (waited for, bounded): no sandbox state, no
  * cgroup of any sandbox it held in any hierarchy, no process started with
  * its --root, no mount under it. */
 void bf_assert_nothing_left(void);

@@ -58,4 +58,22 @@ const char *an_cli_jstr(yajl_val v);
 /* Strip trailing newlines in place. */
 void an_cli_chomp(char *s);
 
+/* Short names for the driver, for the CLI tests written before it
+ * (cli_test.c, cli_io_test.c): define AN_CLI_SHORT_NAMES before including
+ * this header to get them. */
+#ifdef AN_CLI_SHORT_NAMES
+#define an an_cli_run
+#define out_text (an_cli.out)
+#define err_text (an_cli.err)
+#define root (an_cli.root)
+#define work (an_cli.work)
+#define an_bin (an_cli.bin)
+#define parse_json an_cli_json
+#define jget an_cli_jget
+#define jstr an_cli_jstr
+#define chomp an_cli_chomp
+#define import_image an_cli_import
+#define err_path (an_cli.err_path)
+#endif
+
 #endif

@@ -1,6 +1,7 @@
 /* tests/lib/escape_fixture.c — sandboxes and host evidence for the escape
  * suite (see escape_fixture.h). */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -19,6 +20,7 @@
 #include "util.h"
 #include "ws_fixture.h"
 #include "rm_tree.h"
+#include "ctx_fixture.h"
 
 static const char *image_cache(void) {
   const char *c = getenv("AN_IMAGE_CACHE");
@@ -66,7 +68,30 @@ int esc_count_lines(const char *s, const char *needle) {
   return n;
 }
 
+/* A directory of a killed escape test: delete the containers its state
+ * keeps (their cgroups and processes are host-wide). */
+static void delete_stale_containers(const char *dir) {
+  char state[PATH_MAX];
+  snprintf(state, sizeof state, "%s/state", dir);
+  DIR *d = opendir(state);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (de->d_name[0] == '.') continue;
+    an_error_t err = NULL;
+    an_container_delete(state, de->d_name, true, &err);
+    an_error_free(&err);
+  }
+  if (d) closedir(d);
+}
+
 void esc_sandbox_init(struct esc_sandbox *s, const char *image) {
+  static bool swept;   /* once per test process */
+  if (!swept) {
+    swept = true;
+    an_test_sweep_stale("an-esc-canary-", NULL);
+    an_test_sweep_stale("an-join-mark-", NULL);
+    an_test_sweep_stale("an-esc-", delete_stale_containers);
+  }
   memset(s, 0, sizeof *s);
   s->stdin_fd = -1;
   /* criterion may start a test with 0-2 closed: keep them taken, so that no
@@ -105,7 +130,7 @@ void esc_sandbox_init(struct esc_sandbox *s, const char *image) {
   char dir[PATH_MAX], profile[PATH_MAX + 32];
   snprintf(dir, sizeof dir, "%s/profiles", src && *src ? src : ".");
   setenv("AGENTNEST_PROFILES", dir, 1);
-  cr_assert(an_sandbox_opts_new(&s->opts, &err) == 0, "opts: %s", err ? err->msg : "?");
+  cr_assert(an_sandbox_opts_new_ctx(an_test_ctx(), &s->opts, &err) == 0, "opts: %s", err ? err->msg : "?");
   snprintf(profile, sizeof profile, "%s/seccomp/default.json", dir);
   cr_assert(an_sandbox_opts_set_seccomp_profile(s->opts, profile, &err) == 0, "seccomp profile: %s",
             err ? err->msg : "?");

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "store_fixture.h"
 #include "util.h"
+#include "ctx_fixture.h"
 
 char g_root[PATH_MAX];
 char g_cli[PATH_MAX];
@@ -27,7 +28,7 @@ void sf_remove_store(const char *tag) {
 struct an_sandbox *sf_make_sb(const char *image, const char *secret) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert(an_sandbox_opts_new(&o, &err) == 0);
+  cr_assert(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err) == 0);
   cr_assert(an_sandbox_opts_set_image(o, image, &err) == 0);
   if (secret) cr_assert(an_sandbox_opts_add_secret(o, "API_TOKEN", secret, &err) == 0);
   struct an_sandbox *sb = NULL;

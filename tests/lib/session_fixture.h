@@ -30,4 +30,24 @@ void sf_start(struct an_sandbox *sb, enum an_session_kind kind, const char *name
 /* Run code in session `name` (timeout_ms, grace 1 s); the result (release it). */
 struct an_session_result sf_call(struct an_sandbox *sb, const char *name, const char *code, uint64_t timeout_ms);
 
+/* In a test file (criterion.h included): the suite's .init (sf_setup(tag,
+ * need_python)), the removal of the run's store after the last test
+ * (ReportHook POST_ALL) and TestSuite(suite) with 120 s per test. */
+#define SF_TEST_SUITE(suite, tag, need_python)                                          \
+  static void sf_suite_setup(void) { sf_setup(tag, need_python); }                     \
+  ReportHook(POST_ALL)(struct criterion_global_stats *stats) {                          \
+    (void) stats;                                                                       \
+    sf_remove_store(tag);                                                               \
+  }                                                                                     \
+  TestSuite(suite, .init = sf_suite_setup, .timeout = 120)
+
+/* The helpers under the short names the tests were written with: define
+ * AN_SF_SHORT_NAMES before including this header to get them. */
+#ifdef AN_SF_SHORT_NAMES
+#define make_sb sf_make_sb
+#define destroy sf_destroy
+#define start sf_start
+#define call sf_call
+#endif
+
 #endif

@@ -6,6 +6,7 @@
 #ifndef AN_TEST_UTIL_H
 #define AN_TEST_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -32,9 +33,24 @@ char *an_test_read_file(const char *path, size_t *len);
 int an_test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Remove a test run's private sandbox store `root` (absolute), if present:
- * prune every sandbox in it (an_sandbox_prune, all), remove the tree and
+ * wait for its reapers (an_test_wait_reaped), prune every sandbox in it
+ * (an_sandbox_prune, all), remove the tree and
  * its lock file "<root>.lock".  Best effort, no assertion: meant for a
  * ReportHook(POST_ALL), after the tests. */
 void an_test_store_remove(const char *root);
+
+/* Remove what test processes that are gone left in /tmp: every directory
+ * /tmp/<prefix><pid>-* whose <pid> no longer runs (a test binary killed by
+ * a timeout or a signal runs no .fini).  `each` (NULL: none) is called on
+ * such a directory first, to release what it holds outside /tmp (e.g.
+ * containers whose state it keeps).  Directories of live processes are never
+ * touched.  Best effort, no assertion. */
+void an_test_sweep_stale(const char *prefix, void (*each)(const char *dir));
+
+/* Wait (polling, up to 60 s; the time is not asserted) until the detached
+ * reapers of store `root` are done: no entry left in ROOT/sandbox-reaping
+ * and no reaper process (comm "agentnest-reap") whose command line names
+ * `root`.  Returns whether they are (the caller asserts). */
+bool an_test_wait_reaped(const char *root);
 
 #endif

@@ -57,7 +57,7 @@ try { await connect(null); } catch (e) { threw = e; }
 ok(threw && /401/.test(String(threw)), 'no token: refused (401)', String(threw));
 const other = await connect(T.b);
 r = await other.callTool({ name: 'inspect', arguments: { sandbox: id } });
-ok(r.isError && /not created by this client/.test(r.content[0].text), "another token's sandbox: isError", r);
+ok(r.isError && /no such sandbox/.test(r.content[0].text), "another token's sandbox: isError, as an unknown one", r);
 r = await other.callTool({ name: 'ls', arguments: {} });
 ok(r.structuredContent.sandboxes.length === 0, 'ls shows another token nothing');
 r = await client.callTool({ name: 'create', arguments: {} });

@@ -15,6 +15,7 @@
 #include "agentnest/spec.h"
 #include "rm_tree.h"
 #include "util.h"
+#include "ctx_fixture.h"
 
 static char dir[64];
 
@@ -251,7 +252,7 @@ Test(cdi, annotations_list_qualified_names) {
 Test(cdi, gpu_option_grammar) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   cr_assert_eq(an_sandbox_opts_set_option(o, "gpu", "0,1", &err), 0);
   cr_assert_eq(an_sandbox_opts_set_option(o, "gpu", "example.com/fake=0", &err), 0);
   char *const *d = an_sandbox_opts_cdi_devices(o);

@@ -16,6 +16,7 @@
 #include "agentnest/sandbox_opts.h"
 #include "agentnest/snapshot.h"
 #include "rm_tree.h"
+#include "ctx_fixture.h"
 
 static char dir[] = "/tmp/an-hostin-XXXXXX";
 static char fifo[PATH_MAX];
@@ -36,7 +37,7 @@ static void assert_fifo_refused(int r, an_error_t e) {
 Test(host_input, bl_23_profile_fifo_refused) {
   struct an_sandbox_opts *o = NULL;
   an_error_t e = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &e), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &e), 0);
   int r = an_sandbox_opts_load_profile(o, fifo, NULL, &e);
   assert_fifo_refused(r, e);
   an_error_free(&e);
@@ -46,7 +47,7 @@ Test(host_input, bl_23_profile_fifo_refused) {
 Test(host_input, bl_23_secret_file_fifo_refused) {
   struct an_sandbox_opts *o = NULL;
   an_error_t e = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &e), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &e), 0);
   char arg[PATH_MAX + 16];
   snprintf(arg, sizeof arg, "TOKEN=@%s", fifo);
   int r = an_sandbox_opts_add_secret_arg(o, arg, &e);

@@ -1,14 +1,17 @@
 /* Unit tests for the host id range allocator (an_idrange_alloc/free). */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "agentnest/sandbox.h"
 #include "agentnest/sandbox_opts.h"
+#include "ctx_fixture.h"
 
 static char dir[256], state[300];
 
@@ -229,8 +232,13 @@ Test(idrange, prune_of_one_store_keeps_another_stores_live_range) {
   snprintf(gone, sizeof gone, "%s/removed-sandbox", dir);
   cr_assert_eq(mkdir(store_a, 0700), 0);
   cr_assert_eq(mkdir(owner_b, 0700), 0);
-  setenv("AGENTNEST_IDRANGE_ROOT", shared, 1);
-  cr_assert_str_eq(an_idrange_root(), shared);
+  /* the library reads no AGENTNEST_IDRANGE_ROOT: the context's root decides */
+  setenv("AGENTNEST_IDRANGE_ROOT", "/nonexistent/bogus-idranges", 1);
+  cr_assert_str_eq(an_idrange_root(), AN_IDRANGE_ROOT_DEFAULT);
+  struct an_ctx *ctx = NULL;
+  an_error_t cerr = NULL;
+  cr_assert_eq(an_ctx_new(&(struct an_ctx_config){.idrange_root = shared}, &ctx, &cerr), 0);
+  cr_assert_str_eq(an_ctx_idrange_root(ctx), shared);
   struct an_idrange_config c = small_config(2);
   /* reserve from a process that then exits, as the creating CLI does */
   pid_t child = fork();
@@ -238,8 +246,8 @@ Test(idrange, prune_of_one_store_keeps_another_stores_live_range) {
   if (child == 0) {
     struct an_sandbox_ids x = {0};
     an_error_t e = NULL;
-    int r1 = an_idrange_alloc_config(NULL, &c, owner_b, &x, &e);
-    int r2 = an_idrange_alloc_config(NULL, &c, gone, &x, &e);
+    int r1 = an_idrange_alloc_config(shared, &c, owner_b, &x, &e);
+    int r2 = an_idrange_alloc_config(shared, &c, gone, &x, &e);
     _exit(r1 == 0 && r2 == 0 ? 0 : 1);
   }
   int status = -1;
@@ -249,7 +257,7 @@ Test(idrange, prune_of_one_store_keeps_another_stores_live_range) {
   struct an_idrange_reservation *list = NULL;
   size_t n = 0;
   an_error_t err = NULL;
-  cr_assert_eq(an_idrange_list(NULL, &list, &n, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(an_idrange_list(shared, &list, &n, &err), 0, "%s", err ? err->msg : "");
   cr_assert_eq(n, 2);
   uint32_t live_base = 0;
   for (size_t i = 0; i < n; i++) {
@@ -263,13 +271,76 @@ Test(idrange, prune_of_one_store_keeps_another_stores_live_range) {
   an_idrange_list_free(list, n);
 
   char *report = NULL;
-  cr_assert_eq(an_sandbox_prune(store_a, false, &report, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(an_sandbox_prune_ctx(ctx, store_a, false, &report, &err), 0, "%s", err ? err->msg : "");
   free(report);
-  cr_assert_eq(an_idrange_list(NULL, &list, &n, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(an_idrange_list(shared, &list, &n, &err), 0, "%s", err ? err->msg : "");
   cr_assert_eq(n, 1, "prune left %zu reservations", n);
   cr_assert_eq(list[0].ids.host_uid_base, live_base);
   cr_assert_str_eq(list[0].owner, owner_b);
-  cr_assert_eq(an_idrange_free(NULL, &list[0].ids, &err), 0);
+  cr_assert_eq(an_idrange_free(shared, &list[0].ids, &err), 0);
   an_idrange_list_free(list, n);
+  an_ctx_free(ctx);
   unsetenv("AGENTNEST_IDRANGE_ROOT");
+}
+
+/* DESIGN.md: 5,000 idle sandboxes alive at once.  Each holds one range, so
+ * the default slots (base and slot count left 0) must hand out 5,000
+ * distinct ranges; with 4096 slots the 4097th create failed with ENOSPC. */
+Test(idrange, default_slots_hold_5000_sandboxes, .timeout = 120) {
+  struct an_idrange_config c = small_config(0);
+  c.base = 0;
+  enum { N = 5000 };
+  static struct an_sandbox_ids got[N];
+  an_error_t err = NULL;
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(an_idrange_alloc_config(state, &c, NULL, &got[i], &err), 0, "range %d: %s", i + 1,
+                 err ? err->msg : "");
+  char path[400];
+  for (int i = 0; i < N; i++) {
+    cr_assert_eq(got[i].size, 65536);
+    cr_assert_geq(got[i].host_uid_base, AN_IDRANGE_BASE);
+    cr_assert_leq((uint64_t) got[i].host_uid_base + 65536, (uint64_t) AN_IDRANGE_BASE + AN_IDRANGE_SLOTS * 65536ull);
+    snprintf(path, sizeof path, "%s/idranges/%u.lock", state, got[i].host_uid_base);
+    cr_assert_eq(access(path, F_OK), 0, "range %d: no lock file %s", i + 1, path);
+  }
+  struct an_idrange_reservation *list = NULL;
+  size_t n = 0;
+  cr_assert_eq(an_idrange_list(state, &list, &n, &err), 0);
+  cr_assert_eq(n, (size_t) N, "%zu distinct reservations for %d allocations", n, N);
+  an_idrange_list_free(list, n);
+  for (int i = 0; i < N; i++) cr_assert_eq(an_idrange_free(state, &got[i], &err), 0);
+}
+
+/* s4-red: an_idrange_alloc creates the reservation (O_EXCL) and writes its
+ * pid and owner next; a prune listing it in between saw an empty file, no
+ * pid and no owner, called it stale and removed it, so another create (of
+ * any store) could get the same host uids as the create in progress.  An
+ * empty reservation is kept while young (and goes once old: a create
+ * killed between the two steps). */
+Test(idrange, an_empty_reservation_is_stale_only_once_old) {
+  char idr[400], young[500], old[500];
+  snprintf(idr, sizeof idr, "%s/idranges", state);
+  cr_assert_eq(mkdir(state, 0700), 0);
+  cr_assert_eq(mkdir(idr, 0700), 0);
+  snprintf(young, sizeof young, "%s/%u.lock", idr, 0x10000000u);
+  snprintf(old, sizeof old, "%s/%u.lock", idr, 0x10010000u);
+  FILE *f = fopen(young, "wx");
+  cr_assert_not_null(f);
+  fclose(f);
+  cr_assert_not_null((f = fopen(old, "wx")));
+  fclose(f);
+  const struct timespec hour_ago[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+  cr_assert_eq(utimensat(AT_FDCWD, old, hour_ago, 0), 0);
+  struct an_idrange_reservation *res = NULL;
+  size_t n = 0;
+  an_error_t err = NULL;
+  cr_assert_eq(an_idrange_list(state, &res, &n, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(n, 2);
+  for (size_t i = 0; i < n; i++) {
+    if (res[i].ids.host_uid_base == 0x10000000u)
+      cr_expect(!an_idrange_stale(&res[i]), "a reservation being written (empty, just made) counts as stale");
+    else
+      cr_expect(an_idrange_stale(&res[i]), "an empty reservation an hour old is kept for ever");
+  }
+  an_idrange_list_free(res, n);
 }

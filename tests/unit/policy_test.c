@@ -17,6 +17,7 @@
 #include "sandbox/spec_build_internal.h"
 #include "util.h"
 #include "rm_tree.h"
+#include "ctx_fixture.h"
 
 static char profiles_dir[4096];
 static char default_profile[4200];
@@ -151,7 +152,7 @@ Test(policy, build_spec_refuses_a_widening_profile_unless_seccomp_unsafe) {
   char *argv[] = {"true", NULL};
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   const char *wide = widened_profile("bpf", "{\"names\":[\"bpf\"],\"action\":\"SCMP_ACT_ALLOW\"}");
   cr_assert_eq(an_sandbox_opts_set_seccomp_profile(o, wide, &err), 0);
   struct an_spec *spec = NULL;
@@ -183,7 +184,7 @@ Test(policy, widening_refusal_lists_a_few_calls_and_counts_the_rest) {
   char *argv[] = {"true", NULL};
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   const char *wide = widened_profile(
       "many", "{\"names\":[\"mount\",\"umount2\",\"pivot_root\",\"chroot\",\"fsopen\",\"fsconfig\","
               "\"fsmount\",\"fspick\",\"move_mount\",\"open_tree\",\"mount_setattr\",\"bpf\","
@@ -219,7 +220,7 @@ static const char *annotation(const char *mode) {
   char *argv[] = {"true", NULL};
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   if (mode) cr_assert_eq(an_sandbox_opts_set_option(o, "landlock", mode, &err), 0, "%s", mode);
   struct an_spec *spec = NULL;
   cr_assert_eq(an_sandbox_build_spec_without_seccomp(o, &image, &ids, "a", "/w", argv, &spec, &err), 0);
@@ -239,7 +240,7 @@ Test(policy, landlock_modes_become_the_engine_annotation) {
   cr_expect_str_eq(annotation("off"), "off");
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   cr_expect_eq(an_sandbox_opts_set_option(o, "landlock", "maybe", &err), -EINVAL);
   cr_expect(err && strstr(err->msg, "landlock \"maybe\": unknown mode"), "%s", err ? err->msg : "");
   an_error_free(&err);
@@ -254,7 +255,7 @@ Test(policy, pids_above_the_hosts_pid_max_are_refused_naming_the_bound) {
   if (pid_max >= 4194304) cr_skip_test("pid_max is PID_MAX_LIMIT: the fixed bound applies");
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   cr_assert_eq(an_sandbox_opts_set_pids(o, pid_max, &err), 0, "pid_max itself is fine");
   cr_assert_eq(an_sandbox_opts_set_pids(o, pid_max + 1, &err), -EINVAL);
   char want[160];
@@ -278,7 +279,7 @@ Test(policy, a_nul_inside_a_profile_string_is_an_error_not_a_cut) {
     an_test_write_file(p, docs[i], strlen(docs[i]), 0644);
     struct an_sandbox_opts *o = NULL;
     an_error_t err = NULL;
-    cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+    cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
     int r = an_sandbox_opts_load_profile(o, p, NULL, &err);
     cr_expect_eq(r, -EINVAL, "%s: %d", docs[i], r);
     cr_expect(err && strstr(err->msg, "U+0000"), "%s: %s", docs[i], err ? err->msg : "(none)");
@@ -313,7 +314,7 @@ Test(policy, a_profile_that_cannot_be_compared_with_the_default_is_refused) {
   setenv("AGENTNEST_PROFILES", tmpdir, 1);   /* no seccomp/default.json there */
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   setenv("AGENTNEST_PROFILES", profiles_dir, 1);
   const char *narrow = widened_profile("narrow", "{\"names\":[\"getpid\"],\"action\":\"SCMP_ACT_ERRNO\"}");
   cr_assert_eq(an_sandbox_opts_set_seccomp_profile(o, narrow, &err), 0);

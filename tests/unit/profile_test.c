@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "agentnest/sandbox_opts.h"
+#include "ctx_fixture.h"
 
 static char profiles_dir[4096];
 static char tmpdir[256];
@@ -42,7 +43,7 @@ static const char *write_profile(const char *name, const char *json) {
 static void load_fails(const char *json, int want, const char *msg) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   const char *path = write_profile("p", json);
   int r = an_sandbox_opts_load_profile(o, path, NULL, &err);
   cr_assert_eq(r, want, "load %s: got %d (%s), want %d", json, r, err ? err->msg : "", want);
@@ -58,7 +59,7 @@ Test(profile, every_shipped_runnable_profile_loads) {
   for (size_t i = 0; i < 4; i++) {
     struct an_sandbox_opts *o = NULL;
     an_error_t err = NULL;
-    cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+    cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
     int r = an_sandbox_opts_load_profile(o, names[i], profiles_dir, &err);
     cr_assert_eq(r, 0, "profile %s: %s", names[i], err ? err->msg : "");
     cr_assert_not_null(an_sandbox_opts_image(o), "profile %s sets no image", names[i]);
@@ -71,8 +72,8 @@ Test(profile, every_shipped_runnable_profile_loads) {
 Test(profile, default_profile_equals_builtin_defaults) {
   struct an_sandbox_opts *d = NULL, *p = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&d, &err), 0);
-  cr_assert_eq(an_sandbox_opts_new(&p, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &d, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &p, &err), 0);
   cr_assert_eq(an_sandbox_opts_load_profile(p, "default", profiles_dir, &err), 0);
   cr_assert_eq(an_sandbox_opts_memory(p), an_sandbox_opts_memory(d));
   cr_assert_eq(an_sandbox_opts_memory(d), 512ull << 20);
@@ -102,7 +103,7 @@ Test(profile, default_profile_equals_builtin_defaults) {
 Test(profile, git_profile_has_debian_and_more_memory_and_pids) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   cr_assert_eq(an_sandbox_opts_load_profile(o, "git", profiles_dir, &err), 0);
   cr_assert_str_eq(an_sandbox_opts_image(o), "debian");
   cr_assert_gt(an_sandbox_opts_memory(o), 512ull << 20);
@@ -116,7 +117,7 @@ Test(profile, unsupported_profile_refuses_with_reason) {
   write_profile("later", "{\"image\": \"busybox\", \"unsupported\": \"needs what is not built yet\"}");
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   cr_assert_eq(an_sandbox_opts_load_profile(o, "later", tmpdir, &err), -EOPNOTSUPP);
   cr_assert_str_eq(err->msg, "profile \"later\": not supported yet: needs what is not built yet: EOPNOTSUPP");
   cr_assert_null(an_sandbox_opts_image(o), "an unsupported profile applied its keys");
@@ -129,7 +130,7 @@ Test(profile, unsupported_profile_refuses_with_reason) {
 Test(profile, browser_profile_loads_with_limits_that_fit_chromium) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   cr_assert_eq(an_sandbox_opts_load_profile(o, "browser", profiles_dir, &err), 0, "%s", err ? err->msg : "");
   cr_assert_str_eq(an_sandbox_opts_image(o), "browser");
   cr_assert_geq(an_sandbox_opts_memory(o), 2ull << 30);
@@ -144,7 +145,7 @@ Test(profile, browser_profile_loads_with_limits_that_fit_chromium) {
 Test(profile, gpu_profile_asks_for_every_nvidia_gpu_through_cdi) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   cr_assert_eq(an_sandbox_opts_load_profile(o, "gpu", profiles_dir, &err), 0, "%s", err ? err->msg : "");
   char *const *dev = an_sandbox_opts_cdi_devices(o);
   cr_assert_str_eq(dev[0], "nvidia.com/gpu=all");
@@ -156,7 +157,7 @@ Test(profile, gpu_profile_asks_for_every_nvidia_gpu_through_cdi) {
 Test(profile, unknown_key_is_an_error_naming_profile_and_key) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   write_profile("python", "{\"image\": \"python\", \"memroy\": \"1g\"}");
   cr_assert_eq(an_sandbox_opts_load_profile(o, "python", tmpdir, &err), -EINVAL);
   cr_assert_str_eq(err->msg, "profile \"python\": key \"memroy\": unknown key: EINVAL");
@@ -207,7 +208,7 @@ Test(profile, bad_values_are_errors_naming_the_key) {
 Test(profile, not_json_or_not_object_is_einval_naming_the_file) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   const char *path = write_profile("broken", "{\"image\": ");
   cr_assert_eq(an_sandbox_opts_load_profile(o, path, NULL, &err), -EINVAL);
   cr_assert(strstr(err->msg, "invalid JSON"), "%s", err->msg);
@@ -223,7 +224,7 @@ Test(profile, not_json_or_not_object_is_einval_naming_the_file) {
 Test(profile, missing_profile_and_bad_names_are_refused) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   cr_assert_eq(an_sandbox_opts_load_profile(o, "nosuch", tmpdir, &err), -ENOENT);
   char want[600];
   snprintf(want, sizeof want, "profile \"nosuch\": open %s/nosuch.json: ENOENT", tmpdir);
@@ -242,7 +243,7 @@ Test(profile, missing_profile_and_bad_names_are_refused) {
 Test(profile, flags_given_after_the_profile_override_it) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   cr_assert_eq(an_sandbox_opts_load_profile(o, "git", profiles_dir, &err), 0);
   cr_assert_eq(an_sandbox_opts_memory(o), 2ull << 30);
   cr_assert_eq(an_sandbox_opts_set_memory(o, 256ull << 20, &err), 0);
@@ -264,7 +265,7 @@ Test(profile, flags_given_after_the_profile_override_it) {
 Test(profile, env_object_and_array_forms) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   const char *p1 = write_profile("e1", "{\"env\": {\"A\": \"1\", \"B\": \"x=y\"}}");
   cr_assert_eq(an_sandbox_opts_load_profile(o, p1, NULL, &err), 0, "%s", err ? err->msg : "");
   const char *p2 = write_profile("e2", "{\"env\": [\"C=3\", \"A=2\"]}");
@@ -280,7 +281,7 @@ Test(profile, env_object_and_array_forms) {
 Test(profile, sizes_and_durations_accept_strings_and_numbers) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   const char *p = write_profile("n", "{\"memory\": 134217728, \"tmp_size\": \"1.5g\", "
                                 "\"timeout\": 90, \"exec_timeout\": \"1.5s\", \"cpus\": \"0.5\", "
                                 "\"max_read\": \"10MiB\", \"description\": \"d\"}");
@@ -297,7 +298,7 @@ Test(profile, sizes_and_durations_accept_strings_and_numbers) {
 Test(profile, relative_seccomp_profile_is_resolved_from_the_profile_directory) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   const char *sc = write_profile("myseccomp", "{\"defaultAction\": \"SCMP_ACT_ERRNO\"}");
   char want[512];
   snprintf(want, sizeof want, "%s", sc);
@@ -313,12 +314,17 @@ Test(profile, relative_seccomp_profile_is_resolved_from_the_profile_directory) {
   an_sandbox_opts_free(o);
 }
 
-Test(profile, profiles_dir_comes_from_agentnest_profiles) {
-  setenv("AGENTNEST_PROFILES", tmpdir, 1);
-  cr_assert_str_eq(an_sandbox_profiles_dir(), tmpdir);
-  struct an_sandbox_opts *o = NULL;
+/* The library reads no AGENTNEST_PROFILES: the context's profiles_dir
+ * decides, and with no context the built-in default holds whatever the
+ * environment says. */
+Test(profile, profiles_dir_comes_from_the_context_not_the_environment) {
+  setenv("AGENTNEST_PROFILES", "/nonexistent/bogus-profiles", 1);
+  cr_assert_str_eq(an_sandbox_profiles_dir(), AN_DATADIR "/profiles");
+  struct an_ctx *ctx = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_ctx_new(&(struct an_ctx_config){.profiles_dir = tmpdir}, &ctx, &err), 0);
+  struct an_sandbox_opts *o = NULL;
+  cr_assert_eq(an_sandbox_opts_new_ctx(ctx, &o, &err), 0);
   char want[512];
   snprintf(want, sizeof want, "%s/seccomp/default.json", tmpdir);
   cr_assert_str_eq(an_sandbox_opts_seccomp_profile(o), want);
@@ -326,6 +332,10 @@ Test(profile, profiles_dir_comes_from_agentnest_profiles) {
   cr_assert_eq(an_sandbox_opts_load_profile(o, "mine", NULL, &err), 0, "%s", err ? err->msg : "");
   cr_assert_eq(an_sandbox_opts_pids(o), 77);
   an_sandbox_opts_free(o);
+  /* no context: the default, not the environment's directory */
+  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_str_eq(an_sandbox_opts_seccomp_profile(o), AN_DATADIR "/profiles/seccomp/default.json");
+  an_sandbox_opts_free(o);
+  an_ctx_free(ctx);
   unsetenv("AGENTNEST_PROFILES");
-  cr_assert_str_eq(an_sandbox_profiles_dir(), AN_DATADIR "/profiles");
 }

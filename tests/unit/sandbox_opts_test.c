@@ -11,12 +11,13 @@
 #include <unistd.h>
 #include "agentnest/sandbox_opts.h"
 #include "util.h"
+#include "ctx_fixture.h"
 
 static struct an_sandbox_opts *o;
 
 static void setup(void) {
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
 }
 
 static void teardown(void) { an_sandbox_opts_free(o); }
@@ -222,7 +223,7 @@ Test(opts, egress_policy_round_trips_through_the_json_record) {
   fputs(json, f);
   fclose(f);
   struct an_sandbox_opts *back = NULL, *copy = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&back, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &back, &err), 0);
   int r = an_sandbox_opts_load_profile(back, path, NULL, &err);
   unlink(path);
   cr_assert_eq(r, 0, "%s\n%s", err ? err->msg : "", json);
@@ -325,7 +326,7 @@ Test(opts, to_json_round_trips_through_load_profile_without_secrets) {
   fputs(json, f);
   fclose(f);
   struct an_sandbox_opts *back = NULL, *copy = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&back, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &back, &err), 0);
   int r = an_sandbox_opts_load_profile(back, ppath, NULL, &err);
   cr_assert_eq(an_sandbox_opts_dup(o, &copy, &err), 0);
   unlink(ppath);
@@ -393,7 +394,7 @@ Test(opts, tmp_noexec_from_text_profile_and_json) {
   fputs("{\"tmp_noexec\": true}", f);
   fclose(f);
   struct an_sandbox_opts *back = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&back, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &back, &err), 0);
   int r = an_sandbox_opts_load_profile(back, path, NULL, &err);
   cr_assert_eq(r, 0, "%s", err ? err->msg : "");
   cr_assert(an_sandbox_opts_tmp_noexec(back));

@@ -14,6 +14,7 @@
 #include "agentnest/sandbox_opts.h"
 #include "agentnest/spec.h"
 #include "sandbox/spec_build_internal.h"
+#include "ctx_fixture.h"
 
 static char *image_env[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "FROM_IMAGE=1", NULL};
 static const struct an_sandbox_image image = {"/var/lib/agentnest/images/x/rootfs", image_env, "/"};
@@ -23,7 +24,7 @@ static char *argv_true[] = {"python3", "-c", "print(1)", NULL};
 static struct an_sandbox_opts *new_opts(void) {
   struct an_sandbox_opts *o = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_sandbox_opts_new(&o, &err), 0);
+  cr_assert_eq(an_sandbox_opts_new_ctx(an_test_ctx(), &o, &err), 0);
   return o;
 }
 

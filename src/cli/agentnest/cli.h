@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include "agentnest/ctx.h"
 #include "agentnest/error.h"
 #include "agentnest/sandbox.h"
 #include "commands.h"
@@ -15,14 +16,24 @@
 
 /* ---- messages ---------------------------------------------------------------------------- */
 
-/* "agentnest CMD: <err message>" on stderr; frees *err; returns 125.
+/* "agentnest CMD: <err message>" on stderr ("agentnest <err message>" when
+ * it starts with CMD and a space or colon: the command said once); frees
+ * *err; returns 125.
  * Under --json/--stream also the JSON error document on stdout (stream.h). */
 int cli_fail(const char *cmd, an_error_t *err);
+/* The library context of this run (main.c: from $AGENTNEST_INIT,
+ * $AGENTNEST_PROFILES, $AGENTNEST_IDRANGE_ROOT; --secret NAME reads the
+ * environment).  Never NULL once main has started a command. */
+const struct an_ctx *cli_ctx(void);
 
 /* "agentnest CMD: <printf message>" and "Try 'agentnest CMD --help'." on
  * stderr; returns 125.  Under --json/--stream also the JSON error document
  * (code "usage") on stdout (stream.h). */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Read fd to its end into *out (heap, NUL-terminated, caller frees; *len its
+ * length in bytes, at most 16 MiB).  Returns 0, -EFBIG beyond, -ENOMEM, or
+ * the read's negative errno. */
+int cli_read_all(int fd, char **out, size_t *len);
 
 /* The getopt_long error for argv[optind-1]/optopt, as cli_usage_error. */
 int cli_getopt_error(const char *cmd, int c, int argc, char **argv);

@@ -14,7 +14,11 @@
 #include "util/cleanup.h"
 
 int cli_fail(const char *cmd, an_error_t *err) {
-  fprintf(stderr, "agentnest %s: %s\n", cmd, err && *err ? (*err)->msg : "unknown error");
+  const char *msg = err && *err ? (*err)->msg : "unknown error";
+  size_t n = strlen(cmd);
+  /* a message that starts with the command ("image import SRC: ...") says it once */
+  if (!strncmp(msg, cmd, n) && (msg[n] == ' ' || msg[n] == ':')) fprintf(stderr, "agentnest %s\n", msg);
+  else fprintf(stderr, "agentnest %s: %s\n", cmd, msg);
   /* --json/--stream: the error document too (stream.h) */
   cli_error_json_print(err && *err && (*err)->errnum ? an_errno_name((*err)->errnum) : "EIO",
                        err && *err ? (*err)->msg : NULL);
@@ -164,7 +168,7 @@ int cli_sandbox_opts(const char *cmd, const struct cli_sandbox_flags *f,
     fprintf(stderr, "agentnest %s: more than %d sandbox flags\n", cmd, CLI_MAX_FLAGS - 1);
     return AN_EXIT_RUNTIME;
   }
-  if (an_sandbox_opts_new(&o, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_opts_new_ctx(cli_ctx(), &o, &err) < 0) return cli_fail(cmd, &err);
   if (f->profile && an_sandbox_opts_load_profile(o, f->profile, NULL, &err) < 0) {
     an_sandbox_opts_free(o);
     an_error_prefix(&err, "--profile %s", f->profile);
@@ -283,4 +287,27 @@ bool cli_split_sandbox_path(const char *s, char **id, const char **path) {
   else if (!strcmp(p, "/workspace")) p = ".";
   *path = p;
   return true;
+}
+
+int cli_read_all(int fd, char **out, size_t *len) {
+  size_t cap = 65536, n = 0;
+  char *b = malloc(cap + 1);
+  if (!b) return -ENOMEM;
+  for (;;) {
+    if (n == cap) {
+      char *nb = cap < ((size_t) 8 << 20) ? realloc(b, cap * 2 + 1) : NULL;
+      if (!nb) { free(b); return -EFBIG; }
+      b = nb;
+      cap *= 2;
+    }
+    ssize_t k = read(fd, b + n, cap - n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) { int e = errno; free(b); return -e; }
+    if (k == 0) break;
+    n += (size_t) k;
+  }
+  b[n] = '\0';
+  *out = b;
+  *len = n;
+  return 0;
 }

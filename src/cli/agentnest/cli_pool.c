@@ -1,6 +1,7 @@
 /* cli/agentnest/cli_pool.c — see cli_pool.h. */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include "agentnest/pool.h"
 #include "cli.h"
 #include "cli_pool.h"
@@ -10,7 +11,8 @@ const char cli_pool_opts_help[] =
     "Pool options:\n"
     "  --pool NAME             take a ready sandbox of warm pool NAME (agentnest pool start); its\n"
     "                          options are the pool's (sandbox options are then refused); an empty\n"
-    "                          pool falls back to a fresh sandbox with the pool's options\n"
+    "                          pool, or one whose keeper is dead, falls back to a fresh sandbox\n"
+    "                          with the pool's options (with a warning on stderr)\n"
     "  --pool-only             with --pool: fail (125) instead of falling back\n";
 
 int cli_pool_check_flags(const char *cmd, const char *pool, size_t nflags, const char *profile) {
@@ -30,11 +32,18 @@ int cli_pool_take(const char *cmd, const char *root, const char *pool, bool pool
     *pooled = true;
     return 0;
   }
-  if (r != -EAGAIN || pool_only) return cli_fail(cmd, &err);
+  /* empty, or its keeper dead (-ESRCH): a fresh sandbox with the pool's
+   * options, said on stderr; --pool-only: the error */
+  if ((r != -EAGAIN && r != -ESRCH) || pool_only) return cli_fail(cmd, &err);
+  cleanup_free char *why = strdup(err->msg);
   an_error_free(&err);
   struct an_sandbox_opts *opts = NULL;
-  if (an_pool_options(root, pool, &opts, NULL, &err) < 0) return cli_fail(cmd, &err);
-  fprintf(stderr, "agentnest %s: warning: pool %s is empty: creating a fresh sandbox with its options\n", cmd, pool);
+  if (an_pool_options(root, pool, &opts, NULL, &err) < 0 || an_sandbox_opts_set_ctx(opts, cli_ctx(), &err) < 0) {
+    an_sandbox_opts_free(opts);
+    return cli_fail(cmd, &err);
+  }
+  fprintf(stderr, "agentnest %s: warning: a fresh sandbox with the pool's options instead: %s\n", cmd,
+          why ? why : "pool is empty");
   r = owned ? an_sandbox_create_owned(root, opts, out, &err) : an_sandbox_create(root, opts, out, &err);
   an_sandbox_opts_free(opts);
   return r < 0 ? cli_fail(cmd, &err) : 0;

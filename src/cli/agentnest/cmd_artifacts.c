@@ -54,7 +54,7 @@ int cmd_artifacts(struct an_global_opts *g, int argc, char **argv) {
   for (size_t i = 0; i < nglobs; i++)
     if (an_glob_check(globs[i], &err) < 0) return cli_fail(cmd, &err);
   struct an_sandbox *sb = NULL;
-  if (an_sandbox_open(g->root, id, &sb, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_open_ctx(cli_ctx(), g->root, id, &sb, &err) < 0) return cli_fail(cmd, &err);
   struct an_artifact_opts ao = {.to_dir = to, .warn = warn_stderr, .warn_data = (void *) cmd};
   struct an_artifact_list l = {0};
   r = an_sandbox_artifacts(sb, globs, nglobs, &ao, &l, &err);

@@ -26,7 +26,13 @@ static const char audit_usage[] =
     "                   before now (10m, 1h)\n"
     "  --sandbox ID     records of sandbox ID (a live sandbox's name too; also forks naming it\n"
     "                   as parent or child)\n"
-    "  --op OP          records of one operation (e.g. exec, approval)\n"
+    "  --op OP          records of one operation.  This version records: approval, artifacts,\n"
+    "                   create, destroy, exec, expire, extend, fork, get, network_change,\n"
+    "                   pool_acquire, pool_start, proc_kill, prune, put, reap, restore, run,\n"
+    "                   session_run, session_start, session_stop, snapshot.  The set is open (a\n"
+    "                   log may hold other versions' operations): an OP that no record has\n"
+    "                   matches nothing (exit 0; a note on stderr when this version does not\n"
+    "                   record it); an OP that is not [a-z_]{1,32} is refused\n"
     "  --json           the records as stored, one JSON object per line\n"
     "  -h, --help       this help\n"
     "audit config: set the rotation (files of at most SIZE, default 16m; N rotated files kept,\n"
@@ -35,7 +41,28 @@ static const char audit_usage[] =
 struct audit_args {
   const char *since, *sandbox, *op;
   bool json;
+  unsigned long long printed;   /* records delivered */
 };
+
+/* The operations this version records (audit_usage lists them too): the
+ * sandbox layer's an_sb_audit/an_audit_record calls. */
+static const char *const known_ops[] = {
+    "approval", "artifacts", "create", "destroy", "exec", "expire", "extend", "fork", "get",
+    "network_change", "pool_acquire", "pool_start", "proc_kill", "prune", "put", "reap", "restore",
+    "run", "session_run", "session_start", "session_stop", "snapshot",
+};
+
+static bool op_known(const char *op) {
+  for (size_t i = 0; i < sizeof known_ops / sizeof *known_ops; i++)
+    if (!strcmp(op, known_ops[i])) return true;
+  return false;
+}
+
+/* What an_audit_record accepts as an op: [a-z_]{1,32}. */
+static bool op_well_formed(const char *op) {
+  size_t n = strspn(op, "abcdefghijklmnopqrstuvwxyz_");
+  return n >= 1 && n <= 32 && !op[n];
+}
 
 enum { OPT_SINCE = 1200, OPT_SANDBOX, OPT_OP, OPT_MAX_SIZE, OPT_KEEP };
 
@@ -85,7 +112,8 @@ static void print_value(yajl_val v) {
 }
 
 static int print_record(void *data, const char *json) {
-  const struct audit_args *a = data;
+  struct audit_args *a = data;
+  a->printed++;
   if (a->json) {
     printf("%s\n", json);
     return fflush(stdout) == EOF ? 1 : 0;
@@ -167,11 +195,14 @@ int cmd_audit(struct an_global_opts *g, int argc, char **argv) {
   int r = cli_parse_opts(cmd, argc, argv, ":h", longopts, audit_usage, on_opt, &a);
   if (r >= 0) return r;
   if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+  if (a.op && !op_well_formed(a.op))
+    return cli_usage_error(cmd, "--op '%s': not an operation name (lower-case letters and '_', at most 32)",
+                           a.op);
   an_error_t err = NULL;
   /* a live sandbox's name stands for its id (records name sandboxes by id) */
   char id[AN_SANDBOX_ID_LEN + 1] = "";
   struct an_sandbox *sb = NULL;
-  if (a.sandbox && an_sandbox_open(g->root, a.sandbox, &sb, &err) == 0) {
+  if (a.sandbox && an_sandbox_open_ctx(cli_ctx(), g->root, a.sandbox, &sb, &err) == 0) {
     snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
     an_sandbox_close(sb);
     a.sandbox = id;
@@ -186,5 +217,13 @@ int cmd_audit(struct an_global_opts *g, int argc, char **argv) {
     if (!f.since_ms) f.since_ms = 1;
   }
   if (an_audit_read(g->root, &f, print_record, &a, &err) < 0) return cli_fail(cmd, &err);
+  /* like journalctl -u on a unit with no entries: not an error, but say why
+   * nothing came when this version never writes that op (a typo?) */
+  if (a.op && !a.printed && !op_known(a.op)) {
+    fprintf(stderr, "agentnest %s: no record has op '%s'; this version records:", cmd, a.op);
+    for (size_t i = 0; i < sizeof known_ops / sizeof *known_ops; i++)
+      fprintf(stderr, "%s %s", i ? "," : "", known_ops[i]);
+    fputc('\n', stderr);
+  }
   return 0;
 }

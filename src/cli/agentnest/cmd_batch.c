@@ -14,6 +14,7 @@
 #include "agentnest/pool.h"
 #include "cli.h"
 #include "cli_pool.h"
+#include "stream.h"
 #include "util/units.h"
 
 static const char batch_usage[] =
@@ -40,7 +41,8 @@ static const char batch_usage[] =
     "  --record-output SIZE    stdout/stderr bytes kept per stream in a record (default 64k)\n"
     "  --pool NAME             the defaults are warm pool NAME's options (agentnest pool start),\n"
     "                          and a job with no options of its own takes a ready sandbox of it\n"
-    "                          (a fresh one when the pool is empty); records get \"pooled\"\n"
+    "                          (a fresh one when the pool is empty or its keeper is dead: a\n"
+    "                          warning then); records get \"pooled\"\n"
     "  -h, --help              this help\n"
     "\n"
     "The sandbox options below are the defaults of every job (a job's members override them).\n"
@@ -55,6 +57,8 @@ enum { OPT_RESULTS = 1200, OPT_JUNIT, OPT_OUTPUT_DIR, OPT_RESUME, OPT_SHARD, OPT
 struct progress {
   bool tty;
   bool line_shown;
+  const char *jobs;      /* JOBS as named in messages */
+  uint64_t invalid;      /* malformed lines reported */
 };
 
 static void clear_line(struct progress *p) {
@@ -83,7 +87,9 @@ static void on_event(void *arg, const struct an_batch_event *ev) {
   switch (ev->kind) {
   case AN_BATCH_EV_INVALID:
     clear_line(p);
-    fprintf(stderr, "agentnest batch: JOBS line %llu: %s\n", (unsigned long long) ev->line, ev->reason);
+    /* the one report of this line: the final error does not repeat it */
+    fprintf(stderr, "agentnest batch: JOBS %s line %llu: %s\n", p->jobs, (unsigned long long) ev->line, ev->reason);
+    p->invalid++;
     return;
   case AN_BATCH_EV_STOPPING:
     clear_line(p);
@@ -246,7 +252,13 @@ int cmd_batch(struct an_global_opts *g, int argc, char **argv) {
   struct an_sandbox_opts *opts = NULL;
   if ((r = cli_pool_check_flags("batch", a.cfg.pool, flags.n, flags.profile)) != 0) return r;
   if (a.cfg.pool) {
-    if (an_pool_options(g->root, a.cfg.pool, &opts, NULL, &err) < 0) return cli_fail("batch", &err);
+    if (an_pool_options(g->root, a.cfg.pool, &opts, NULL, &err) < 0 || an_sandbox_opts_set_ctx(opts, cli_ctx(), &err) < 0) {
+      an_sandbox_opts_free(opts);
+      return cli_fail("batch", &err);
+    }
+    if (an_pool_check(g->root, a.cfg.pool, &err) == -ESRCH)   /* its claims would all fail */
+      fprintf(stderr, "agentnest batch: warning: every job gets a fresh sandbox with the pool's options: %s\n", err->msg);
+    an_error_free(&err);
   } else if ((r = cli_sandbox_opts("batch", &flags, &opts)) != 0) {
     return r;
   }
@@ -266,7 +278,8 @@ int cmd_batch(struct an_global_opts *g, int argc, char **argv) {
     return AN_EXIT_RUNTIME;
   }
   /* a live line, unless the records go to the same terminal */
-  struct progress p = {.tty = isatty(2) == 1 && (a.cfg.results_path || isatty(1) != 1)};
+  struct progress p = {.tty = isatty(2) == 1 && (a.cfg.results_path || isatty(1) != 1),
+                       .jobs = strcmp(a.cfg.jobs_path, "-") ? a.cfg.jobs_path : "(standard input)"};
   a.cfg.signal_fd = sfd;
   a.cfg.tmp_dir = getenv("TMPDIR");   /* the library reads no environment */
   a.cfg.on_event = on_event;
@@ -278,7 +291,15 @@ int cmd_batch(struct an_global_opts *g, int argc, char **argv) {
   close(sfd);
   an_sandbox_opts_free(opts);
   int status;
-  if (r < 0) {
+  if (r < 0 && p.invalid && !a.cfg.lenient && err && err->errnum == EINVAL) {
+    /* malformed JOBS: each line was reported above (file, line, cause) */
+    fprintf(stderr, "agentnest batch: JOBS %s: %llu malformed line%s; nothing was run (--lenient runs the "
+            "other jobs and records each malformed line as a failed job)\n", p.jobs,
+            (unsigned long long) p.invalid, p.invalid > 1 ? "s" : "");
+    cli_error_json_print("EINVAL", err->msg);   /* --json: the error document */
+    an_error_free(&err);
+    status = AN_EXIT_RUNTIME;
+  } else if (r < 0) {
     status = cli_fail("batch", &err);
   } else {
     print_summary(&sum, &a.cfg);

@@ -20,6 +20,7 @@ static const char cp_usage[] =
     "/workspace and symlinks at any component are refused.  ID: alone means the workspace\n"
     "root (into: the source's basename).  Copying out to an existing directory puts the file\n"
     "inside it.  Files are written atomically; reads are capped by the sandbox's --max-read.\n"
+    "`-` (docker cp's tar on stdin/stdout) is refused; a host file named - is ./-.\n"
     "\n"
     "  -h, --help   this help\n";
 
@@ -40,6 +41,10 @@ int cmd_cp(struct an_global_opts *g, int argc, char **argv) {
   if (r >= 0) return r;
   if (argc - optind != 2) return cli_usage_error(cmd, "expected LOCAL ID:PATH or ID:PATH LOCAL");
   const char *a = argv[optind], *b = argv[optind + 1];
+  /* docker cp's `-` (a tar on stdin/stdout) is not offered: never a file named "-" */
+  if (!strcmp(a, "-") || !strcmp(b, "-"))
+    return cli_usage_error(cmd, "'-' (a tar on stdin or stdout, as docker cp) is not supported: copy to or "
+                                "from a host path (a file named - is ./-)");
   struct stat st;
   cleanup_free char *ida = NULL, *idb = NULL;
   const char *pa = NULL, *pb = NULL;
@@ -51,7 +56,7 @@ int cmd_cp(struct an_global_opts *g, int argc, char **argv) {
                                      : "neither %s nor %s names a sandbox (ID:PATH)", a, b);
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
-  if (an_sandbox_open(g->root, a_sb ? ida : idb, &sb, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_open_ctx(cli_ctx(), g->root, a_sb ? ida : idb, &sb, &err) < 0) return cli_fail(cmd, &err);
   if (b_sb) {
     /* into the sandbox */
     const char *dest = *pb && strcmp(pb, ".") ? pb : NULL;

@@ -95,7 +95,7 @@ int cmd_demo(struct an_global_opts *g, int argc, char **argv) {
   struct an_sandbox_opts *opts = NULL;
   char token[64];
   snprintf(token, sizeof token, "demo-token-%d-%lx", (int) getpid(), (long) random());
-  if (an_sandbox_opts_new(&opts, &err) < 0 || an_sandbox_opts_set_image(opts, image, &err) < 0 ||
+  if (an_sandbox_opts_new_ctx(cli_ctx(), &opts, &err) < 0 || an_sandbox_opts_set_image(opts, image, &err) < 0 ||
       an_sandbox_opts_add_secret(opts, "DEMO_TOKEN", token, &err) < 0 ||
       an_sandbox_opts_add_env(opts, "PYTHONUNBUFFERED=1", &err) < 0) {
     an_sandbox_opts_free(opts);

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,8 +184,7 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
   if (detach && (stream || interactive || stdin_file || eo.tty))
     return cli_usage_error(cmd, "--detach takes no -i, -t, --stdin or --stream (read its output with proc logs)");
   if (detach) {
-    eo.env = env;
-    return cli_exec_detach(g, cmd, id, argv + optind, env, eo.workdir, json);
+    return cli_exec_detach(g, cmd, id, argv + optind, &env, &nenv, eo.workdir, json);
   }
   if (interactive && stdin_file) return cli_usage_error(cmd, "-i and --stdin exclude each other");
   cleanup_close int in_fd = -1;
@@ -199,6 +199,17 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
     eo.has_stdin = true;
     eo.stdin_fd = interactive ? 0 : in_fd;
   }
+  /* -t whose input is not a terminal (no -i, or --stdin FILE): the pty still
+   * gets the size of the caller's terminal, as docker exec -t gives it (it
+   * does not follow a resize: no pump watches the caller's terminal) */
+  struct winsize ws;
+  if (eo.tty && !(interactive && isatty(0)))
+    for (int fd = 0; fd <= 2; fd++)
+      if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) {
+        eo.tty_rows = ws.ws_row;
+        eo.tty_cols = ws.ws_col;
+        break;
+      }
   if (stream) {
     eo.on_data = cli_stream_data;
     eo.on_data_arg = &st;
@@ -208,7 +219,7 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
 
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
-  if (an_sandbox_open(g->root, id, &sb, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_open_ctx(cli_ctx(), g->root, id, &sb, &err) < 0) return cli_fail(cmd, &err);
   const struct an_sandbox_opts *so = an_sandbox_get_opts(sb);
   if ((r = cli_env_python_unbuffered(cmd, &env, &nenv, so ? an_sandbox_opts_env(so) : NULL))) {
     an_sandbox_close(sb);
@@ -242,6 +253,7 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
     fprintf(stderr, "agentnest %s: %s: the command was ended\n", cmd, strsignal(sig));
     status = 128 + sig;
   }
+  if (!json && !stream) cli_note_truncated(cmd, &res);
   if (json && cli_print_result_json(cmd, an_sandbox_id(sb), &res, NULL) != 0) status = AN_EXIT_RUNTIME;
   if (stream && cli_stream_result(cmd, &st, an_sandbox_id(sb), &res, NULL) != 0) status = AN_EXIT_RUNTIME;
   an_exec_result_release(&res);

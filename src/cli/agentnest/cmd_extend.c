@@ -45,7 +45,7 @@ int cmd_extend(struct an_global_opts *g, int argc, char **argv) {
     return cli_fail(cmd, &err);
   }
   struct an_sandbox *sb = NULL;
-  if (an_sandbox_open(g->root, ops[0], &sb, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_open_ctx(cli_ctx(), g->root, ops[0], &sb, &err) < 0) return cli_fail(cmd, &err);
   uint64_t d = 0;
   int rc = 0;
   if (an_sandbox_extend(sb, ms, &d, &err) < 0) {

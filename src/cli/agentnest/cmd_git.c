@@ -98,7 +98,7 @@ int cmd_git(struct an_global_opts *g, int argc, char **argv) {
   const char *id = argv[optind + 1];
   an_error_t err = NULL;
   struct an_sandbox *sb = NULL;
-  if (an_sandbox_open(g->root, id, &sb, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_open_ctx(cli_ctx(), g->root, id, &sb, &err) < 0) return cli_fail(cmd, &err);
   struct an_git_diff_opts o = {.path = f.path, .timeout_ms = f.timeout_ms};
   cleanup_free char *patch = NULL;
   size_t len = 0;

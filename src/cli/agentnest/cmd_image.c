@@ -1,6 +1,7 @@
 /* cli/agentnest/cmd_image.c — `agentnest image import|ls|inspect|rm`: parse
  * arguments, call the image store API (agentnest/image.h), print.  A progress
  * line goes to stderr once an import has run for more than a second. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -71,15 +72,18 @@ static int wants_help(int argc, char **argv, const char *usage) {
   return 0;
 }
 
-static int fail(an_error_t *err) {
-  fprintf(stderr, "agentnest: %s\n", *err ? (*err)->msg : "unknown error");
-  an_error_free(err);
-  return AN_EXIT_RUNTIME;
-}
-
-static int usage_error(const char *usage, const char *what, const char *arg) {
-  fprintf(stderr, "agentnest: %s%s\n%s", what, arg, usage);
-  return AN_EXIT_RUNTIME;
+/* Errors as every other command prints them: "agentnest image SUB: ..."
+ * (cli_fail, cli_usage_error: one line and "Try 'agentnest image SUB --help'").
+ * not_in_store: the error of an_image_resolve for rm and inspect. */
+static int not_in_store(const char *cmd, struct an_global_opts *g, const char *name, an_error_t *err) {
+  /* rm and inspect: the library's "import it first" hint is for create/run */
+  if (*err && (*err)->errnum == ENOENT) {
+    an_error_free(err);
+    an_error_set(err, ENOENT, "image %s: no such image in the image store %s (agentnest%s%s image ls lists them)",
+                 name, g->root, strcmp(g->root, AN_IMAGE_DEFAULT_STORE) ? " --root " : "",
+                 strcmp(g->root, AN_IMAGE_DEFAULT_STORE) ? g->root : "");
+  }
+  return cli_fail(cmd, err);
 }
 
 /* ---- import ---- */
@@ -125,24 +129,26 @@ static int image_import(struct an_global_opts *g, int argc, char **argv) {
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
   const char *name = NULL;
+  const char *cmd = "image import";
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "n:h", longopts, NULL)) != -1) {
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":n:h", longopts, NULL)) != -1) {
     if (c == 'n') name = optarg;
     else if (c == 'h') { fputs(import_usage, stdout); return 0; }
-    else { fputs(import_usage, stderr); return AN_EXIT_RUNTIME; }
+    else return cli_getopt_error(cmd, c, argc, argv);
   }
-  if (optind + 1 != argc) return usage_error(import_usage, "image import: ", "expected exactly one SRC");
+  if (optind + 1 != argc) return cli_usage_error(cmd, "expected exactly one SRC");
   struct progress_state st = {.tty = isatty(STDERR_FILENO)};
   clock_gettime(CLOCK_MONOTONIC, &st.start);
   struct an_image_import_opts opts = {.progress = on_progress, .userdata = &st};
   struct an_image_info *info = NULL;
   an_error_t err = NULL;
   /* a store sandboxes cannot reach is refused now, as create would refuse it */
-  if (an_sandbox_check_store_root(g->root, &err) < 0) return fail(&err);
+  if (an_sandbox_check_store_root(g->root, &err) < 0) return cli_fail(cmd, &err);
   if (an_image_import(g->root, argv[optind], name, &opts, &info, &err) < 0) {
     if (st.shown && st.tty) fputc('\n', stderr);
-    return fail(&err);
+    return cli_fail(cmd, &err);   /* "image import SRC: ..." is said once (cli_fail) */
   }
   printf("%s\n", info->digest);
   an_image_info_free(info);
@@ -161,12 +167,13 @@ static int image_ls(struct an_global_opts *g, int argc, char **argv) {
   int json = g->json;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json")) json = 1;
-    else return usage_error(ls_usage, "image ls: unknown argument ", argv[i]);
+    else if (argv[i][0] == '-') return cli_usage_error("image ls", "unknown option '%s'", argv[i]);
+    else return cli_usage_error("image ls", "unexpected argument '%s'", argv[i]);
   }
   struct an_image_info **list = NULL;
   size_t n = 0;
   an_error_t err = NULL;
-  if (an_image_list(g->root, &list, &n, &err) < 0) return fail(&err);
+  if (an_image_list(g->root, &list, &n, &err) < 0) return cli_fail("image ls", &err);
   int status = 0;
   if (json) {
     cleanup_jgen struct an_jgen j;
@@ -202,10 +209,13 @@ static int image_ls(struct an_global_opts *g, int argc, char **argv) {
 
 /* ---- inspect, rm ---- */
 static int image_inspect(struct an_global_opts *g, int argc, char **argv) {
-  if (argc != 2) return usage_error(inspect_usage, "image inspect: ", "expected exactly one NAME");
+  if (argc != 2) return cli_usage_error("image inspect", "expected exactly one NAME");
   char *json = NULL;
   an_error_t err = NULL;
-  if (an_image_inspect(g->root, argv[1], &json, &err) < 0) return fail(&err);
+  struct an_image_info *info = NULL;
+  if (an_image_resolve(g->root, argv[1], &info, &err) < 0) return not_in_store("image inspect", g, argv[1], &err);
+  an_image_info_free(info);
+  if (an_image_inspect(g->root, argv[1], &json, &err) < 0) return cli_fail("image inspect", &err);
   fputs(json, stdout);
   free(json);
   return 0;
@@ -226,44 +236,47 @@ static bool rm_deletes(const struct an_image_info *info, const char *name) {
 }
 
 static int image_rm(struct an_global_opts *g, int argc, char **argv) {
+  const char *cmd = "image rm";
   bool force = false;
   const char *name = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--force")) force = true;
-    else if (argv[i][0] == '-') return usage_error(rm_usage, "image rm: unknown option ", argv[i]);
-    else if (name) return usage_error(rm_usage, "image rm: ", "expected exactly one NAME");
+    else if (argv[i][0] == '-') return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+    else if (name) return cli_usage_error(cmd, "expected exactly one NAME, got '%s' and '%s'", name, argv[i]);
     else name = argv[i];
   }
-  if (!name) return usage_error(rm_usage, "image rm: ", "expected exactly one NAME");
+  if (!name) return cli_usage_error(cmd, "expected exactly one NAME");
   an_error_t err = NULL;
-  if (!force) {
-    struct an_image_info *info = NULL;
-    if (an_image_resolve(g->root, name, &info, &err) < 0) return fail(&err);
+  struct an_image_info *info = NULL;
+  if (an_image_resolve(g->root, name, &info, &err) < 0) return not_in_store(cmd, g, name, &err);
+  if (force) an_image_info_free(info);
+  else {
     char **users = NULL;
     int n = rm_deletes(info, name) ? an_sandbox_image_users(g->root, info->rootfs, &users, &err) : 0;
     an_image_info_free(info);
-    if (n < 0) return fail(&err);
+    if (n < 0) return cli_fail(cmd, &err);
     if (n > 0) {
-      fprintf(stderr, "agentnest: image rm %s: in use by sandbox", name);
-      for (int i = 0; i < n; i++) fprintf(stderr, "%s %s", i ? "," : (n > 1 ? "es" : ""), users[i]);
-      fprintf(stderr, "; destroy %s first, or use --force\n", n > 1 ? "them" : "it");
+      fprintf(stderr, "agentnest %s: image %s: in use by sandbox%s", cmd, name, n > 1 ? "es" : "");
+      for (int i = 0; i < n; i++) fprintf(stderr, "%s %s", i ? "," : "", users[i]);
+      fprintf(stderr, "; destroy %s first, or remove it anyway with --force (%s exec then fails)\n",
+              n > 1 ? "them" : "it", n > 1 ? "their" : "its");
       an_sandbox_image_users_free(users);
       return AN_EXIT_RUNTIME;
     }
   }
-  if (an_image_remove(g->root, name, &err) < 0) return fail(&err);
+  if (an_image_remove(g->root, name, &err) < 0) return cli_fail(cmd, &err);
   return 0;
 }
 
 int cmd_image(struct an_global_opts *g, int argc, char **argv) {
-  if (argc < 2) { fputs(image_usage, stderr); return AN_EXIT_RUNTIME; }
+  if (argc < 2) return cli_usage_error("image", "expected a command: import, ls, inspect or rm");
   const char *sub = argv[1];
   if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) { fputs(image_usage, stdout); return 0; }
   argc--;
   argv++;
   /* as non-root the 0700 store reads as empty or missing: say the real cause */
   an_error_t perr = NULL;
-  if (!wants_help_quiet(argc, argv) && an_doctor_check_privilege(&perr) < 0) return fail(&perr);
+  if (!wants_help_quiet(argc, argv) && an_doctor_check_privilege(&perr) < 0) return cli_fail("image", &perr);
   if (!strcmp(sub, "import")) return image_import(g, argc, argv);
   if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
     if (wants_help(argc, argv, ls_usage)) return 0;
@@ -277,6 +290,5 @@ int cmd_image(struct an_global_opts *g, int argc, char **argv) {
     if (wants_help(argc, argv, rm_usage)) return 0;
     return image_rm(g, argc, argv);
   }
-  fprintf(stderr, "agentnest: image: unknown command '%s'\n%s", sub, image_usage);
-  return AN_EXIT_RUNTIME;
+  return cli_usage_error("image", "unknown command '%s' (import, ls, inspect, rm)", sub);
 }

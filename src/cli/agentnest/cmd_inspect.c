@@ -33,7 +33,7 @@ int cmd_inspect(struct an_global_opts *g, int argc, char **argv) {
   if (argc - optind != 1) return cli_usage_error(cmd, "expected one sandbox ID");
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
-  if (an_sandbox_open(g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_open_ctx(cli_ctx(), g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
   char *doc = NULL;
   r = policy ? an_sandbox_policy(sb, &doc, &err) : an_sandbox_inspect(sb, &doc, &err);
   an_sandbox_close(sb);

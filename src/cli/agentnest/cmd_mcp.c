@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cli/common/ctx_env.h"
 #include "agentnest/api.h"
 #include "cli.h"
 #include "mcp/mcp.h"
@@ -25,7 +26,8 @@ static const char mcp_usage[] =
     "  --allow-tools LIST     offer only these tools (comma-separated names)\n"
     "  --profile NAME         every sandbox uses this profile; clients cannot pick another\n"
     "                         profile or image\n"
-    "  --max-sandboxes N      at most N sandboxes at once (default 8; 0: no cap)\n"
+    "  --max-sandboxes N      at most N sandboxes at once (default 8; 0: no cap); a create or\n"
+    "                         fork counts from its start, a one-shot run_code while it runs\n"
     "  --max-lifetime DUR     cap on each sandbox's lifetime (default 1h)\n"
     "  --quiet                no log lines on stderr\n"
     "  -h, --help             this help\n"
@@ -92,11 +94,17 @@ int cmd_mcp(struct an_global_opts *g, int argc, char **argv) {
     if (nl < 63) list[nl++] = t;
   }
   if (m.allow && !nl) return cli_usage_error(argv[0], "--allow-tools: no tool named");
+  /* the servers' context reads no secret from this process's environment */
+  __attribute__((cleanup(an_ctx_freep))) struct an_ctx *lib = NULL;
+  {
+    an_error_t err = NULL;
+    if (an_cli_ctx_from_env(NULL, false, &lib, &err) < 0) return cli_fail(argv[0], &err);
+  }
   if (m.profile) {
     /* refuse a profile that does not load now, not at the first create */
     struct an_sandbox_opts *o = NULL;
     an_error_t err = NULL;
-    if (an_sandbox_opts_new(&o, &err) < 0 || an_sandbox_opts_load_profile(o, m.profile, NULL, &err) < 0) {
+    if (an_sandbox_opts_new_ctx(lib, &o, &err) < 0 || an_sandbox_opts_load_profile(o, m.profile, NULL, &err) < 0) {
       an_sandbox_opts_free(o);
       an_error_prefix(&err, "--profile %s", m.profile);
       return cli_fail(argv[0], &err);
@@ -104,8 +112,7 @@ int cmd_mcp(struct an_global_opts *g, int argc, char **argv) {
     an_sandbox_opts_free(o);
   }
   struct an_mcp_opts o = {
-      .api = {.store_root = g->root, .profiles_dir = getenv("AGENTNEST_PROFILES"),
-              .init_path = getenv("AGENTNEST_INIT"), .profile = m.profile,
+      .api = {.store_root = g->root, .lib = lib, .profile = m.profile,
               .max_lifetime_ms = m.max_lifetime_ms, .lifeline_fd = -1},
       .allow_tools = m.allow ? (const char *const *) list : NULL,
       .max_sandboxes = m.max_sandboxes,

@@ -10,7 +10,8 @@ static const char network_usage[] =
     "Usage: agentnest network ID [--mode allowlist|full] [--allow ENTRY]... [--deny ENTRY]...\n"
     "\n"
     "Without options: print sandbox ID's egress policy and its counters as JSON (mode,\n"
-    "allow, dns_upstream, counters: packets redirected to the proxy, dropped, DNS).\n"
+    "allow, dns_upstream, counters: packets redirected to the proxy, dropped, DNS).  The\n"
+    "output is always JSON; there is no --json option.\n"
     "With options: change it, atomically (one nftables transaction), and print the new one.\n"
     "  --mode MODE     allowlist or full (a sandbox made with --network none has no egress)\n"
     "  --allow ENTRY   add an entry (NAME[:PORTS], *.ZONE[:PORTS], CIDR[:PORTS]; repeatable)\n"
@@ -48,7 +49,7 @@ int cmd_network(struct an_global_opts *g, int argc, char **argv) {
   if (argc - optind != 1) return cli_usage_error(cmd, "expected one sandbox ID");
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
-  if (an_sandbox_open(g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_open_ctx(cli_ctx(), g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
   if ((a.mode || a.nallow || a.ndeny) &&
       an_sandbox_network_change(sb, a.mode, a.allow, a.nallow, a.deny, a.ndeny, &err) < 0) {
     an_sandbox_close(sb);

@@ -168,7 +168,7 @@ int cmd_policy(struct an_global_opts *g, int argc, char **argv) {
   if (optind < argc - 1) return cli_usage_error("policy explain", "unexpected argument '%s'", argv[optind + 1]);
   cleanup_free char *doc = NULL;
   an_error_t err = NULL;
-  if (an_policy_explain_store(g->root, a.profile, NULL, &doc, &err) < 0) return cli_fail("policy explain", &err);
+  if (an_policy_explain_store(g->root, a.profile, an_ctx_profiles_dir(cli_ctx()), &doc, &err) < 0) return cli_fail("policy explain", &err);
   if (a.json) {
     fputs(doc, stdout);
     return 0;

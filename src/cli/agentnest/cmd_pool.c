@@ -20,13 +20,16 @@ static const char pool_usage[] =
     "fresh sandbox with the same options, its workspace is empty, and its lifetime (--timeout)\n"
     "counts from the moment it is handed out.  A keeper process (one per pool, in the\n"
     "background) refills the pool as sandboxes are taken; if it dies, its ready sandboxes are\n"
-    "destroyed with it, and `agentnest prune` removes the pool.\n"
+    "destroyed with it: the pool's STATE is then \"dead\", it hands out nothing (--pool falls\n"
+    "back to a fresh sandbox with a warning; --pool-only fails, 125), and `agentnest pool stop\n"
+    "NAME` or `agentnest prune` removes it.\n"
     "\n"
     "  start NAME --size N   start pool NAME (1-64 of [A-Za-z0-9._-]) of N (1-256) sandboxes and\n"
     "                        return once all are ready; sandbox options as for create (--name\n"
     "                        and --secret are refused: a name is one sandbox's, and secret values\n"
     "                        would wait in every ready sandbox)\n"
-    "  ls [--json]           list pools: size, ready, handed out, created, failures, keeper\n"
+    "  ls [--json]           list pools: state (starting, running, dead: the keeper died), size,\n"
+    "                        ready, handed out, created, failures, keeper pid\n"
     "  stop NAME             end the keeper, destroy the ready sandboxes, remove the pool; the\n"
     "                        sandboxes handed out are left alone\n"
     "  -h, --help            this help\n"
@@ -108,6 +111,8 @@ static int pool_ls(struct an_global_opts *g, int argc, char **argv) {
       cli_json_kv_path(&j, "last_error", list[i].last_error);
       an_jgen_kv_i64(&j, "keeper_pid", list[i].keeper_pid);
       an_jgen_kv_bool(&j, "keeper_alive", list[i].keeper_alive);
+      an_jgen_kv_str(&j, "state", list[i].state);
+      an_jgen_kv_u64(&j, "stale", list[i].stale);
       an_jgen_kv_u64(&j, "created_ms", list[i].created_ms);
       an_jgen_map_close(&j);
     }
@@ -115,11 +120,18 @@ static int pool_ls(struct an_global_opts *g, int argc, char **argv) {
     an_pool_info_list_free(list, n);
     return cli_print_json("pool ls", &j, "pools");
   }
-  printf("%-20s %5s %5s %10s %8s %s\n", "NAME", "SIZE", "READY", "HANDED_OUT", "FAILURES", "KEEPER");
-  for (size_t i = 0; i < n; i++)
-    printf("%-20s %5u %5u %10llu %8llu %d%s\n", list[i].name, list[i].size, list[i].ready,
+  printf("%-20s %-8s %5s %5s %10s %8s %s\n", "NAME", "STATE", "SIZE", "READY", "HANDED_OUT", "FAILURES", "KEEPER");
+  bool dead = false;
+  for (size_t i = 0; i < n; i++) {
+    printf("%-20s %-8s %5u %5u %10llu %8llu %d\n", list[i].name, list[i].state, list[i].size, list[i].ready,
            (unsigned long long) list[i].handed_out, (unsigned long long) list[i].failures,
-           (int) list[i].keeper_pid, list[i].keeper_alive ? "" : " (dead: run prune)");
+           (int) list[i].keeper_pid);
+    dead |= !strcmp(list[i].state, "dead");
+  }
+  /* on stderr: the table stays a table for scripts */
+  if (dead)
+    fprintf(stderr, "agentnest pool ls: a dead pool hands out nothing (its keeper died and its ready "
+                    "sandboxes with it); `agentnest pool stop NAME` or `agentnest prune` removes it\n");
   an_pool_info_list_free(list, n);
   return 0;
 }

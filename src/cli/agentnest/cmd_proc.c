@@ -8,8 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 #include "agentnest/proc.h"
+#include "agentnest/sandbox.h"
+#include "agentnest/sandbox_opts.h"
 #include "cli.h"
 #include "cli_proc.h"
+#include "stream.h"
 
 static const char proc_usage[] =
     "Usage: agentnest proc ls ID [--json]\n"
@@ -32,14 +35,20 @@ static const char proc_usage[] =
     "Exit status: 0 (wait: the process's status); 125 no such sandbox or handle.\n";
 
 int cli_exec_detach(struct an_global_opts *g, const char *cmd, const char *id, char *const argv[],
-                    char *const *env, const char *workdir, bool json) {
+                    char ***env, size_t *nenv, const char *workdir, bool json) {
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
-  if (an_sandbox_open(g->root, id, &sb, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_open_ctx(cli_ctx(), g->root, id, &sb, &err) < 0) return cli_fail(cmd, &err);
+  /* Python unbuffered here too, so that `proc logs --follow` shows prints as they come */
+  const struct an_sandbox_opts *so = an_sandbox_get_opts(sb);
+  int rc = cli_env_python_unbuffered(cmd, env, nenv, so ? an_sandbox_opts_env(so) : NULL);
+  if (rc) {
+    an_sandbox_close(sb);
+    return rc;
+  }
   char *h = NULL;
   pid_t pid = 0;
-  int rc = 0;
-  if (an_proc_start(sb, argv, env, workdir, 0, &h, &pid, &err) < 0) {
+  if (an_proc_start(sb, argv, *env, workdir, 0, &h, &pid, &err) < 0) {
     rc = cli_fail(cmd, &err);
   } else if (json) {
     struct an_jgen j;
@@ -135,7 +144,7 @@ int cmd_proc(struct an_global_opts *g, int argc, char **argv) {
     return cli_usage_error(cmd, "kill: \"%s\" is not a signal", ops[2]);
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
-  if (an_sandbox_open(g->root, ops[0], &sb, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_open_ctx(cli_ctx(), g->root, ops[0], &sb, &err) < 0) return cli_fail(cmd, &err);
   int rc = 0;
   if (ls) {
     struct an_proc_info *l = NULL;

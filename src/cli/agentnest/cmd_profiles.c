@@ -35,7 +35,7 @@ int cmd_profiles(struct an_global_opts *g, int argc, char **argv) {
   an_error_t err = NULL;
   struct an_sandbox_profile_info *list = NULL;
   size_t n = 0;
-  if (an_sandbox_profiles_list(NULL, &list, &n, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_profiles_list(an_ctx_profiles_dir(cli_ctx()), &list, &n, &err) < 0) return cli_fail(cmd, &err);
   if (json) {
     char *doc = NULL;
     if (an_sandbox_profiles_to_json(list, n, &doc, &err) < 0) {

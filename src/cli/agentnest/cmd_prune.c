@@ -36,7 +36,7 @@ int cmd_prune(struct an_global_opts *g, int argc, char **argv) {
   if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
   an_error_t err = NULL;
   char *report = NULL;
-  if (an_sandbox_prune(g->root, all, &report, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_prune_ctx(cli_ctx(), g->root, all, &report, &err) < 0) return cli_fail(cmd, &err);
   fputs(report, stdout);
   if (!*report || report[strlen(report) - 1] != '\n') fputc('\n', stdout);
   /* The report says what failed; make that visible in the status too. */

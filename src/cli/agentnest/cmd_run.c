@@ -46,7 +46,8 @@ static const char shell_usage[] =
     "       agentnest shell ID\n"
     "\n"
     "Run SCRIPT with `sh -c` in a new sandbox (ARGs become $1, $2, ...; $0 is sh), stream its output,\n"
-    "destroy the sandbox, and exit with the script's status.\n"
+    "destroy the sandbox, and exit with the script's status.  SCRIPT - reads the script from\n"
+    "stdin (no -i or --stdin then).\n"
     "\n"
     "With only ID (the id or name of a live sandbox, no options): an interactive login shell\n"
     "(`sh -l`) in that sandbox, on a pty of its own when stdin is a terminal (as exec -i -t),\n"
@@ -55,7 +56,8 @@ static const char python_usage[] =
     "Usage: agentnest python [OPTIONS] CODE|FILE.py [ARG...]\n"
     "\n"
     "Run Python in a new sandbox: FILE.py (a host file ending in .py) is copied into the\n"
-    "workspace and run as `python3 FILE.py ARG...`; anything else runs as `python3 -c CODE`.\n";
+    "workspace and run as `python3 FILE.py ARG...`; anything else runs as `python3 -c CODE`.\n"
+    "CODE - reads the code from stdin (as python3 -; no -i or --stdin then).\n";
 static const char oneshot_common_help[] =
     "\n"
     "One-shot options:\n"
@@ -63,7 +65,8 @@ static const char oneshot_common_help[] =
     "                          (DEST relative to /workspace; default its basename)\n"
     "  --get GLOB[:DIR]        after the command, copy workspace files matching GLOB (`**`\n"
     "                          spans directories) to host DIR (default .), keeping their\n"
-    "                          paths under /workspace (out/x.txt -> DIR/out/x.txt)\n"
+    "                          paths under /workspace (out/x.txt -> DIR/out/x.txt); one that\n"
+    "                          matches nothing is a warning, not an error\n"
     "  -i, --interactive       pass this command's stdin to the command (default /dev/null)\n"
     "  --stdin FILE            the command's stdin is FILE (a regular file; FIFOs refused)\n"
     "  --json                  print one JSON result document instead of streaming output\n"
@@ -160,6 +163,11 @@ static int do_gets(struct oneshot *o, struct an_sandbox *sb, struct an_artifact_
       an_error_prefix(&err, "--get %s", o->gets[i]);
       return cli_fail(o->cmd, &err);
     }
+    if (!l.n) {   /* not an error (an optional output), but never silent */
+      char msg[600];
+      snprintf(msg, sizeof msg, "--get %s: no file in the workspace matched %s", o->gets[i], glob);
+      warn_stderr((void *) o->cmd, msg);
+    }
     if (list_append(all, &l) < 0) {
       an_artifact_list_free(&l);
       return cli_usage_error(o->cmd, "out of memory");
@@ -173,7 +181,7 @@ static int do_gets(struct oneshot *o, struct an_sandbox *sb, struct an_artifact_
 static void destroy_by_id(const char *cmd, const char *root, const char *id) {
   struct an_sandbox *sb2 = NULL;
   an_error_t err = NULL;
-  if (an_sandbox_open(root, id, &sb2, &err) < 0) {
+  if (an_sandbox_open_ctx(cli_ctx(), root, id, &sb2, &err) < 0) {
     if (err && err->errnum != ENOENT && err->errnum != ETIME) cli_fail(cmd, &err);
     an_error_free(&err);
     return;
@@ -200,7 +208,7 @@ static _Noreturn void oneshot_child(struct oneshot *o, const char *id, char **ar
    * it (destroying the sandbox ends this exec). */
   signal(SIGINT, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
-  if (an_sandbox_open(o->root, id, &sb, &err) < 0) exit(cli_fail(o->cmd, &err));
+  if (an_sandbox_open_ctx(cli_ctx(), o->root, id, &sb, &err) < 0) exit(cli_fail(o->cmd, &err));
   struct an_exec_opts eo = {.env = o->env};
   if (o->stdin_file) {
     int fd = an_open_input(AT_FDCWD, o->stdin_file, 0, false, NULL, &err);
@@ -226,6 +234,7 @@ static _Noreturn void oneshot_child(struct oneshot *o, const char *id, char **ar
   if (an_sandbox_exec(sb, argv, &eo, &res, &err) < 0) exit(cli_fail(o->cmd, &err));
   if (do_gets(o, sb, &arts) != 0) exit(AN_EXIT_RUNTIME);
   int status = res.status;
+  if (!o->json && !o->stream) cli_note_truncated(o->cmd, &res);
   if (o->json && (o->pool ? cli_print_result_json_pooled(o->cmd, id, &res, &arts, o->pooled)
                           : cli_print_result_json(o->cmd, id, &res, &arts)) != 0)
     status = AN_EXIT_RUNTIME;
@@ -306,9 +315,10 @@ static int oneshot_run(struct oneshot *o, struct an_sandbox_opts *opts, char **a
   if (!sig) status = WIFEXITED(wst) ? WEXITSTATUS(wst) : AN_EXIT_RUNTIME;
 
 out:
-  /* A pooled sandbox's result is out: its monitor tears it down in the
-   * background once pid 1 is killed (the caller does not wait for that). */
-  if (o->pooled && !sig && an_sandbox_destroy_background(sb, &err) == 0) {
+  /* The result is out: pid 1 is killed and waited for (no process of the
+   * sandbox outlives this command), the rest is removed by a detached
+   * reaper (the caller does not wait for that). */
+  if (!sig && an_sandbox_destroy_background(sb, &err) == 0) {
     an_sandbox_close(sb);
     sigprocmask(SIG_SETMASK, &old, NULL);
     return status;
@@ -333,7 +343,7 @@ out:
 static int shell_attach_or_not(struct an_global_opts *g, const char *id) {
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
-  if (an_sandbox_open(g->root, id, &sb, &err) < 0) {
+  if (an_sandbox_open_ctx(cli_ctx(), g->root, id, &sb, &err) < 0) {
     an_error_free(&err);
     return -1;
   }
@@ -437,6 +447,20 @@ static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int ar
   if (kind == ONESHOT_SHELL && !argv[optind][0]) return cli_usage_error(o.cmd, "empty script");
   int r = cli_check_after_command(o.cmd, argc, argv, optind, longopts, form);
   if (r) return r;
+  /* CODE or SCRIPT "-": read from stdin, as python3 - and sh -s do */
+  cleanup_free char *stdin_code = NULL;
+  if (kind != ONESHOT_RUN && !strcmp(argv[optind], "-")) {
+    if (o.interactive || o.stdin_file)
+      return cli_usage_error(o.cmd, "%s - reads the %s from stdin: it takes no -i or --stdin",
+                             kind == ONESHOT_SHELL ? "SCRIPT" : "CODE", kind == ONESHOT_SHELL ? "script" : "code");
+    size_t len = 0;
+    if ((r = cli_read_all(0, &stdin_code, &len)) < 0)
+      return cli_usage_error(o.cmd, "read the %s from stdin: %s", kind == ONESHOT_SHELL ? "script" : "code",
+                             strerror(-r));
+    if (strlen(stdin_code) != len || !len)
+      return cli_usage_error(o.cmd, "the %s on stdin is %s", kind == ONESHOT_SHELL ? "script" : "code",
+                             len ? "not text (a NUL byte)" : "empty");
+  }
 
   if (o.pool_only && !o.pool) return cli_usage_error(o.cmd, "--pool-only needs --pool NAME");
   if ((r = cli_pool_check_flags(o.cmd, o.pool, flags.n, flags.profile))) return r;
@@ -463,15 +487,18 @@ static int oneshot_main(enum oneshot_kind kind, struct an_global_opts *g, int ar
   } else if (kind == ONESHOT_SHELL) {
     cargv[n++] = "sh";
     cargv[n++] = "-c";
-    cargv[n++] = argv[optind];
+    cargv[n++] = stdin_code ? stdin_code : argv[optind];
     cargv[n++] = "sh";
     for (int i = optind + 1; i < argc; i++) cargv[n++] = argv[i];
   } else {
-    const char *code = argv[optind];
+    const char *code = stdin_code ? stdin_code : argv[optind];
     size_t len = strlen(code);
     struct stat st;
     cargv[n++] = "python3";
-    if (len > 3 && !strcmp(code + len - 3, ".py") && !strchr(code, '\n') && stat(code, &st) == 0 &&
+    if (stdin_code) {
+      cargv[n++] = "-c";
+      cargv[n++] = stdin_code;
+    } else if (len > 3 && !strcmp(code + len - 3, ".py") && !strchr(code, '\n') && stat(code, &st) == 0 &&
         S_ISREG(st.st_mode)) {
       const char *base = strrchr(code, '/');
       put_file = code;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli/common/ctx_env.h"
 #include "agentnest/api.h"
 #include "cli.h"
 #include "server/server.h"
@@ -26,12 +27,15 @@ static const char serve_usage[] =
     "after a SIGKILL their monitors destroy them and `agentnest prune` removes the rest.\n"
     "\n"
     "  --tokens FILE          bearer tokens, one a line: TOKEN NAME [revoked] [max-sandboxes=N]\n"
-    "                         [max-rate=N/s] (over it: 429 with Retry-After)\n"
-    "                         (mode 0600; TOKEN at least 16 characters)\n"
+    "                         [max-rate=N/s] (over it: 429 with Retry-After); max-sandboxes\n"
+    "                         counts creates, forks and one-shot runs while they run (403)\n"
+    "                         (mode 0600; TOKEN at least 16 characters; one NAME per\n"
+    "                         token that is not revoked, each TOKEN once)\n"
     "  --listen ADDR:PORT     where to listen (default 127.0.0.1:8741); [V6]:PORT; unix:PATH\n"
     "  --profile NAME         every sandbox uses this profile\n"
     "  --max-body SIZE        request body cap (default 16m): 413 beyond\n"
-    "  --max-concurrent N     calls in flight (default 16): 503 beyond\n"
+    "  --max-concurrent N     calls in flight (default 16): 503 beyond; each token is\n"
+    "                         promised one (no token's flood takes them all)\n"
     "  --max-connections N    open connections (default 256)\n"
     "  --idle-timeout DUR     close a connection idle this long (default 30s)\n"
     "  --max-lifetime DUR     cap on each sandbox's lifetime (default 1h)\n"
@@ -111,8 +115,13 @@ int cmd_serve(struct an_global_opts *g, int argc, char **argv) {
       {0},
   };
   struct serve_cli m = {.cmd = argv[0]};
-  m.o.api = (struct an_api_ctx){.store_root = g->root, .profiles_dir = getenv("AGENTNEST_PROFILES"),
-                                .init_path = getenv("AGENTNEST_INIT"), .max_lifetime_ms = 3600 * 1000,
+  /* the servers' context reads no secret from this process's environment */
+  __attribute__((cleanup(an_ctx_freep))) struct an_ctx *lib = NULL;
+  {
+    an_error_t cerr = NULL;
+    if (an_cli_ctx_from_env(NULL, false, &lib, &cerr) < 0) return cli_fail(argv[0], &cerr);
+  }
+  m.o.api = (struct an_api_ctx){.store_root = g->root, .lib = lib, .max_lifetime_ms = 3600 * 1000,
                                 .lifeline_fd = -1};
   int r = cli_parse_opts(argv[0], argc, argv, ":h", longopts, serve_usage, serve_opt, &m);
   if (r >= 0) return r;
@@ -131,7 +140,7 @@ int cmd_serve(struct an_global_opts *g, int argc, char **argv) {
   if (!m.o.tokens_file) return cli_usage_error(argv[0], "--tokens FILE is required (bearer tokens; see --help)");
   if (m.o.api.profile) {
     struct an_sandbox_opts *o = NULL;
-    if (an_sandbox_opts_new(&o, &err) < 0 || an_sandbox_opts_load_profile(o, m.o.api.profile, NULL, &err) < 0) {
+    if (an_sandbox_opts_new_ctx(lib, &o, &err) < 0 || an_sandbox_opts_load_profile(o, m.o.api.profile, NULL, &err) < 0) {
       an_sandbox_opts_free(o);
       an_error_prefix(&err, "--profile %s", m.o.api.profile);
       return cli_fail(argv[0], &err);

@@ -30,7 +30,7 @@ static const char session_usage[] =
     "  start   start a session (default kind python; default name s1, s2, ...); prints its name\n"
     "  run     run CODE (or stdin with -) in session S; prints its stdout and stderr as they\n"
     "          come, then (python) the repr of a final expression's value, or the traceback\n"
-    "  ls      list the sessions: name, kind, pid, busy\n"
+    "  ls      list the sessions: name, kind, pid, state (idle or busy; --json: busy)\n"
     "  stop    kill session S\n"
     "\n"
     "  --timeout DURATION   interrupt the call after this long (SIGINT: KeyboardInterrupt in\n"
@@ -84,28 +84,6 @@ static void on_signal(int sig) {
   errno = saved;
 }
 
-static int read_all(int fd, char **out, size_t *len) {
-  size_t cap = 65536, n = 0;
-  char *b = malloc(cap + 1);
-  if (!b) return -ENOMEM;
-  for (;;) {
-    if (n == cap) {
-      char *nb = cap < ((size_t) 8 << 20) ? realloc(b, cap * 2 + 1) : NULL;
-      if (!nb) { free(b); return -EFBIG; }
-      b = nb;
-      cap *= 2;
-    }
-    ssize_t k = read(fd, b + n, cap - n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0) { int e = errno; free(b); return -e; }
-    if (k == 0) break;
-    n += (size_t) k;
-  }
-  b[n] = '\0';
-  *out = b;
-  *len = n;
-  return 0;
-}
 
 static int do_run(const char *cmd, struct an_sandbox *sb, const char *name, const char *code_arg,
                   const struct sopts *o) {
@@ -113,7 +91,7 @@ static int do_run(const char *cmd, struct an_sandbox *sb, const char *name, cons
   const char *code = code_arg;
   size_t len = strlen(code_arg);
   if (!strcmp(code_arg, "-")) {
-    int r = read_all(0, &stdin_code, &len);
+    int r = cli_read_all(0, &stdin_code, &len);
     if (r < 0) return cli_usage_error(cmd, "read the code from stdin: %s", strerror(-r));
     code = stdin_code;
   }
@@ -256,7 +234,7 @@ int cmd_session(struct an_global_opts *g, int argc, char **argv) {
                            want == 3 ? "ID S CODE|-" : want == 2 ? "ID S" : "ID");
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
-  if (an_sandbox_open(g->root, ops[0], &sb, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_open_ctx(cli_ctx(), g->root, ops[0], &sb, &err) < 0) return cli_fail(cmd, &err);
   int rc = 0;
   if (!strcmp(sub, "start")) {
     enum an_session_kind kind = AN_SESSION_PYTHON;

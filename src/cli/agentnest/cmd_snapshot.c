@@ -40,9 +40,11 @@ int cmd_snapshot(struct an_global_opts *g, int argc, char **argv) {
   int r = cli_parse_opts(cmd, argc, argv, ":h", longopts, snapshot_usage, cli_opt_flag, &json);
   if (r >= 0) return r;
   if (argc - optind != 2) return cli_usage_error(cmd, "expected ID FILE.tar");
+  if (!strcmp(argv[optind + 1], "-"))
+    return cli_usage_error(cmd, "'-' (the tar on stdout) is not supported: name a file (a file named - is ./-)");
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
-  if (an_sandbox_open(g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_open_ctx(cli_ctx(), g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
   struct an_snapshot_info info = {0};
   r = an_sandbox_snapshot_warn(sb, argv[optind + 1], &info, warn_stderr, (void *) cmd, &err);
   an_sandbox_close(sb);
@@ -84,9 +86,11 @@ int cmd_restore(struct an_global_opts *g, int argc, char **argv) {
   if (r >= 0) return r;
   const char *sha = f.sha;
   if (argc - optind != 2) return cli_usage_error(cmd, "expected ID FILE.tar");
+  if (!strcmp(argv[optind + 1], "-"))
+    return cli_usage_error(cmd, "'-' (the tar on stdin) is not supported: name a file (a file named - is ./-)");
   struct an_sandbox *sb = NULL;
   an_error_t err = NULL;
-  if (an_sandbox_open(g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
+  if (an_sandbox_open_ctx(cli_ctx(), g->root, argv[optind], &sb, &err) < 0) return cli_fail(cmd, &err);
   r = an_sandbox_restore(sb, argv[optind + 1], sha, &err);
   an_sandbox_close(sb);
   if (r < 0) return cli_fail(cmd, &err);   /* the message names the sandbox and the file */

@@ -4,6 +4,10 @@
 #ifndef AN_CLI_COMMANDS_H
 #define AN_CLI_COMMANDS_H
 
+/* Make the run's library context (cli_ctx.c; cli.h's cli_ctx); -1 after
+ * printing why. */
+int cli_ctx_init(void);
+
 struct an_global_opts {
   const char *root;      /* image store / state root: --root, $AGENTNEST_ROOT, /var/lib/agentnest */
   int json;              /* --json given globally */

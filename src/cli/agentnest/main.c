@@ -87,6 +87,7 @@ static void find_profiles(void) {
 
 int main(int argc, char **argv) {
   find_profiles();
+  if (cli_ctx_init() < 0) return AN_EXIT_RUNTIME;
   struct an_global_opts g = {.root = getenv("AGENTNEST_ROOT")};
   if (!g.root || !*g.root) g.root = "/var/lib/agentnest";
   int i = 1;

@@ -164,3 +164,14 @@ int cli_env_python_unbuffered(const char *cmd, char ***env, size_t *n, char *con
   if (has_key(*env, "PYTHONUNBUFFERED") || has_key(sandbox_env, "PYTHONUNBUFFERED")) return 0;
   return cli_env_add(cmd, env, n, "PYTHONUNBUFFERED=1");
 }
+
+void cli_note_truncated(const char *cmd, const struct an_exec_result *res) {
+  const struct an_output *o = &res->output;
+  if (!o->stdout_truncated && !o->stderr_truncated) return;
+  fflush(stdout);
+  fprintf(stderr,
+          "agentnest %s: output over --max-output, the rest dropped: stdout %zu of %llu bytes shown, "
+          "stderr %zu of %llu\n",
+          cmd, o->stdout_len, (unsigned long long) o->stdout_read, o->stderr_len,
+          (unsigned long long) o->stderr_read);
+}

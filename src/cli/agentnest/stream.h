@@ -76,4 +76,10 @@ void cli_error_json_print(const char *code, const char *message);
  * or create --env; may be NULL).  Returns 0 or 125 (out of memory). */
 int cli_env_python_unbuffered(const char *cmd, char ***env, size_t *n, char *const *sandbox_env);
 
+/* Plain output (neither --json nor --stream), where no *_truncated member
+ * shows it: when --max-output cut res's output, say so on stderr, naming
+ * the option and the bytes kept and produced per stream.  Prints nothing
+ * when nothing was dropped. */
+void cli_note_truncated(const char *cmd, const struct an_exec_result *res);
+
 #endif

@@ -1,0 +1,160 @@
+/* tests/integration/sandbox_lifetime_test.c — the end of a sandbox on the
+ * real kernel: lifetime expiry with no client, and prune after SIGKILL of
+ * the monitor or of the creating process (mid-run and at any point), each
+ * leaving nothing on the host.
+ *
+ * Uses the busybox (and, where needed, python) image from the image cache
+ * (`make images`) in one store per run (sandbox_common.h); skips with a
+ * message when the cache is absent.  Run as root from the worktree root. */
+#include "sandbox_common.h"
+
+TestSuite(sandbox, .init = setup, .timeout = 120);
+
+Test(sandbox, lifetime_expiry_destroys_it_with_no_client) {
+  struct an_sandbox_opts *o = opts_for("busybox");
+  an_error_t err = NULL;
+  cr_assert(an_sandbox_opts_set_lifetime(o, 1500, &err) == 0);
+  cr_assert(an_sandbox_opts_set_name(o, "exp-test", &err) == 0);
+  struct an_sandbox *sb = make_sb(o);
+  char id[AN_SANDBOX_ID_LEN + 1];
+  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
+  an_sandbox_close(sb);   /* nobody connected */
+  char p[PATH_MAX + 64];
+  snprintf(p, sizeof p, "%s/sandboxes/%s", g_root, id);
+  for (int i = 0; i < 200 && access(p, F_OK) == 0; i++) msleep(50);
+  assert_gone(id);
+  struct an_sandbox *again = NULL;
+  cr_expect_eq(an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err), -ETIME);
+  cr_expect(err && strstr(err->msg, "expired"), "%s", err ? err->msg : "(no error)");
+  an_error_free(&err);
+  cr_expect_eq(an_sandbox_open_ctx(an_test_ctx(), g_root, "exp-test", &again, &err), -ETIME, "by name");
+  an_error_free(&err);
+  an_sandbox_opts_free(o);
+}
+
+Test(sandbox, monitor_sigkill_then_prune_leaves_nothing) {
+  struct an_sandbox_opts *o = opts_for("busybox");
+  struct an_sandbox *sb = make_sb(o);
+  char id[AN_SANDBOX_ID_LEN + 1];
+  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
+  pid_t mon = an_sandbox_monitor_pid(sb);
+  cr_assert_gt(mon, 0);
+  struct an_exec_result res = run(sb, "echo x > /workspace/x", 0);
+  an_exec_result_release(&res);
+  cr_assert(kill(mon, SIGKILL) == 0);
+  for (int i = 0; i < 100 && kill(mon, 0) == 0; i++) msleep(10);
+  an_sandbox_close(sb);
+  struct an_sandbox *again = NULL;
+  an_error_t err = NULL;
+  cr_expect_eq(an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err), -ESRCH, "%s", err ? err->msg : "");
+  an_error_free(&err);
+  char *report = NULL;
+  cr_assert(an_sandbox_prune_ctx(an_test_ctx(), g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect(strstr(report, id), "report: %s", report);
+  cr_expect(strstr(report, "monitor dead"), "report: %s", report);
+  free(report);
+  assert_gone(id);
+  an_sandbox_opts_free(o);
+}
+
+Test(sandbox, creator_sigkill_mid_run_then_prune_leaves_nothing) {
+  pid_t child = fork();
+  cr_assert(child >= 0);
+  if (child == 0) {
+    struct an_sandbox_opts *o = opts_for("busybox");
+    char *argv[] = {"sh", "-c", "echo started > /workspace/s; sleep 300", NULL};
+    struct an_exec_result res;
+    an_error_t err = NULL;
+    char *id = NULL;
+    an_sandbox_run_once(g_root, o, argv, NULL, &res, &id, &err);
+    _exit(0);
+  }
+  /* find the one-shot sandbox: the one owned by `child` */
+  char id[AN_SANDBOX_ID_LEN + 1] = "";
+  for (int i = 0; i < 500 && !*id; i++) {
+    struct an_sandbox_info *l = NULL;
+    size_t n = 0;
+    an_error_t err = NULL;
+    if (an_sandbox_list(g_root, &l, &n, &err) == 0) {
+      for (size_t k = 0; k < n; k++)
+        if (l[k].owner_pid == child && l[k].init_pid) snprintf(id, sizeof id, "%s", l[k].id);
+      an_sandbox_info_list_free(l, n);
+    }
+    an_error_free(&err);
+    if (!*id) msleep(10);
+  }
+  cr_assert(*id, "one-shot sandbox not found");
+  char s[PATH_MAX + 64];
+  snprintf(s, sizeof s, "%s/sandboxes/%s/workspace/s", g_root, id);
+  for (int i = 0; i < 500 && access(s, F_OK) != 0; i++) msleep(10);
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  char *report = NULL;
+  an_error_t err = NULL;
+  cr_assert(an_sandbox_prune_ctx(an_test_ctx(), g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect(strstr(report, id), "report: %s", report);
+  free(report);
+  assert_gone(id);
+}
+
+/* SIGKILL of the creating process at random points of create, then prune:
+ * only fully created sandboxes (their monitor alive) remain, and after
+ * prune --all nothing at all. */
+Test(sandbox, creator_sigkill_at_any_point_then_prune_leaves_nothing) {
+  snprintf(g_root, sizeof g_root, "/tmp/an-sbtest-kill-%d", (int) getpid());
+  an_error_t err = NULL;
+  cr_assert(an_image_import(g_root, CACHE "/busybox/layout", "busybox", NULL, NULL, &err) == 0,
+            "import: %s", err ? err->msg : "");
+  srand((unsigned) getpid());
+  for (int round = 0; round < 12; round++) {
+    pid_t child = fork();
+    cr_assert(child >= 0);
+    if (child == 0) {
+      struct an_sandbox_opts *o = opts_for("busybox");
+      struct an_sandbox *sb = NULL;
+      an_error_t e = NULL;
+      an_sandbox_create(g_root, o, &sb, &e);
+      pause();
+      _exit(0);
+    }
+    msleep(rand() % 60);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+  }
+  char *report = NULL;
+  cr_assert(an_sandbox_prune_ctx(an_test_ctx(), g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
+  free(report);
+  /* what is left is alive */
+  struct an_sandbox_info *l = NULL;
+  size_t n = 0;
+  cr_assert(an_sandbox_list(g_root, &l, &n, &err) == 0);
+  for (size_t i = 0; i < n; i++) cr_expect_str_eq(l[i].status, "running", "%s is %s", l[i].id, l[i].status);
+  an_sandbox_info_list_free(l, n);
+  /* collect every id the store knows, then remove everything */
+  char ids[64][AN_SANDBOX_ID_LEN + 1];
+  size_t nid = 0;
+  char p[PATH_MAX + 32];
+  snprintf(p, sizeof p, "%s/sandboxes", g_root);
+  DIR *d = opendir(p);
+  struct dirent *de;
+  while (d && (de = readdir(d)))
+    if (strlen(de->d_name) == AN_SANDBOX_ID_LEN && nid < 64) memcpy(ids[nid++], de->d_name, AN_SANDBOX_ID_LEN + 1);
+  if (d) closedir(d);
+  cr_assert(an_sandbox_prune_ctx(an_test_ctx(), g_root, true, &report, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect(strstr(report, "\"errors\":[]"), "%s", report);
+  free(report);
+  for (size_t i = 0; i < nid; i++) assert_gone(ids[i]);
+  static const char *const dirs[] = {"sandboxes", "containers", "idranges", "sandbox-names", NULL};
+  for (size_t i = 0; dirs[i]; i++) {
+    snprintf(p, sizeof p, "%s/%s", g_root, dirs[i]);
+    d = opendir(p);
+    while (d && (de = readdir(d)))
+      cr_expect(de->d_name[0] == '.', "%s/%s remains", p, de->d_name);
+    if (d) closedir(d);
+  }
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  char line[4096];
+  while (f && fgets(line, sizeof line, f)) cr_expect(!strstr(line, g_root), "mount remains: %s", line);
+  if (f) fclose(f);
+  an_test_rm_tree(g_root);
+}
