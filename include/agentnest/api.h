@@ -191,7 +191,11 @@ size_t an_api_job_take_output(struct an_api_job *job,
 
 /* Ask the job to stop: a byte on its cancel pipe (an exec's whole cgroup is
  * killed at once), and SIGKILL of the worker when it has not ended grace_ms
- * later (checked by an_api_job_tick and an_api_job_finish).  Idempotent. */
+ * later (checked by an_api_job_tick and an_api_job_finish).  A call that
+ * makes or holds a sandbox (AN_API_OP_CREATES, run_code) gets at least 30 s
+ * (ms: 30000), since a worker killed mid-create leaves a half-made sandbox;
+ * a create or fork that completes after the cancel destroys the sandbox it
+ * made and fails with ECANCELED ("... it is destroyed").  Idempotent. */
 void an_api_job_cancel(struct an_api_job *job, uint64_t grace_ms);
 /* Apply a pending SIGKILL whose grace has passed; call when poll times out. */
 void an_api_job_tick(struct an_api_job *job);

@@ -20,6 +20,7 @@ class SandboxPool:
         self._closed = False
         self._lock = threading.Lock()
         self._out = set()
+        self._refills = []  # threads making replacements; close() waits for them
         for _ in range(size):
             self._ready.put(factory())
 
@@ -43,7 +44,9 @@ class SandboxPool:
             raise PoolExhaustedError("no sandbox ready within %ss" % timeout) from None
         with self._lock:
             self._out.add(sb)
-        threading.Thread(target=self._refill, daemon=True).start()
+            t = threading.Thread(target=self._refill, daemon=True)
+            self._refills = [r for r in self._refills if r.is_alive()] + [t]
+            t.start()
         return sb
 
     def release(self, sb):
@@ -52,9 +55,17 @@ class SandboxPool:
         sb.destroy()
 
     def close(self):
+        """Destroy every sandbox of the pool, handed out or not, and those still being made.
+
+        Waits for the replacements being made: a program that exits right after close() would
+        otherwise end a refill thread between the server's create and its destroy, and leave
+        that sandbox running until its timeout."""
         with self._lock:
             self._closed = True
             out = list(self._out)
+            refills = list(self._refills)
+        for t in refills:  # each destroys what it made, since _closed is set
+            t.join()
         while True:
             try:
                 self._ready.get_nowait().destroy()

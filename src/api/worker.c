@@ -42,8 +42,15 @@ struct an_api_job {
   size_t len, cap;
   size_t off;             /* output frames before this are delivered */
   bool done, cancelled, reaped;
+  bool holds_sandbox;     /* create, fork, run_code: never SIGKILLed within HOLD_GRACE_MS */
   uint64_t start_ms, kill_at_ms;
 };
+
+/* A worker killed while it makes (or tears down) a sandbox leaves a half-made
+ * one ("dead", no pids) that only prune removes: such a call is given this
+ * long to finish after a cancel, and one that made a sandbox for a caller who
+ * is gone destroys it itself (worker_run). */
+#define HOLD_GRACE_MS 30000
 
 static uint64_t mono_ms(void) {
   struct timespec ts;
@@ -78,6 +85,49 @@ static void worker_warn(void *data, const char *msg) {
   t[w->len++] = '\n';
 }
 
+/* Whether the front end asked to cancel (a byte on FD_CANCEL): its caller is gone. */
+static bool cancel_pending(void) {
+  struct pollfd p = {.fd = FD_CANCEL, .events = POLLIN};
+  return poll(&p, 1, 0) == 1 && (p.revents & (POLLIN | POLLHUP));
+}
+
+/* The call made a sandbox (doc: its result, with "id") but nobody is there to
+ * receive it: destroy it now rather than leave it running, unowned by anyone
+ * who knows its id, until its timeout.  Returns -ECANCELED (err says what
+ * was destroyed), or the destroy's error. */
+static int destroy_made(struct an_api_call *call, const struct an_api_op *op, const char *doc, size_t dlen,
+                        an_error_t *err) {
+  yajl_val res = NULL, in = NULL;
+  int r = an_json_parse(doc, dlen, "result", &res, err);
+  const char *id = r >= 0 ? an_json_member_str(res, "id") : NULL;
+  if (r >= 0 && !id) r = an_error_set(err, EPROTO, "%s: result without \"id\"", op->name);
+  char input[160];
+  if (r >= 0 && id) {
+    snprintf(input, sizeof input, "{\"sandbox\":\"%.64s\",\"grace_ms\":0}", id);
+    r = an_json_parse(input, strlen(input), "input", &in, err);
+  }
+  const struct an_api_op *destroy = an_api_op_find("destroy");
+  yajl_gen g = r >= 0 ? yajl_gen_alloc(NULL) : NULL;
+  if (r >= 0 && (!destroy || !g)) r = an_error_set(err, ENOMEM, "%s: destroy", op->name);
+  /* the caller's view (serve: a token's sandboxes) has not taken the new id in yet */
+  struct an_api_ctx own_ctx = *call->ctx;
+  own_ctx.may_use = NULL;
+  struct an_api_call own = *call;
+  own.ctx = &own_ctx;
+  if (r >= 0) r = destroy->handler(&own, in, g, err);
+  if (r >= 0)
+    r = an_error_set(err, ECANCELED, "%s: cancelled by the caller after sandbox %s was made; it is destroyed",
+                     op->name, id);
+  else
+    an_error_prefix(err, "%s: cancelled by the caller after sandbox %s was made; destroying it",
+                    op->name, id ? id : "?");
+  call->keep_alive = false;   /* nothing left to own */
+  if (g) yajl_gen_free(g);
+  yajl_tree_free(in);
+  yajl_tree_free(res);
+  return r;
+}
+
 static int worker_run(const struct an_api_ctx *ctx, const struct an_api_op *op, const char *input,
                       size_t input_len) {
   struct an_api_ctx wctx = *ctx;
@@ -102,6 +152,8 @@ static int worker_run(const struct an_api_ctx *ctx, const struct an_api_op *op, 
   size_t dlen = 0;
   if (r >= 0 && yajl_gen_get_buf(g, &doc, &dlen) != yajl_gen_status_ok)
     r = an_error_set(&err, EINVAL, "%s: result: not valid JSON (a string is not UTF-8?)", op->name);
+  if (r >= 0 && (op->flags & AN_API_OP_CREATES) && cancel_pending())
+    r = destroy_made(&call, op, (const char *) doc, dlen, &err);
   /* An owner of a sandbox must outlive the thread that forked it (serve's
    * connection threads end with their request): from here it ends when the
    * lifeline reads EOF, i.e. when the front end process is gone, however. */
@@ -185,6 +237,7 @@ int an_api_job_start(const struct an_api_ctx *ctx, const struct an_api_op *op, c
   job->pid = pid;
   job->result_fd = rp[0];
   job->cancel_fd = cp[1];
+  job->holds_sandbox = (op->flags & AN_API_OP_CREATES) || !strcmp(op->name, "run_code");
   job->start_ms = mono_ms();
   *out = job;
   return 0;
@@ -251,6 +304,7 @@ void an_api_job_cancel(struct an_api_job *job, uint64_t grace_ms) {
   if (!job || job->cancelled) return;
   job->cancelled = true;
   write_all(job->cancel_fd, "x", 1);
+  if (job->holds_sandbox && grace_ms < HOLD_GRACE_MS) grace_ms = HOLD_GRACE_MS;
   job->kill_at_ms = mono_ms() + grace_ms;
 }
 

@@ -110,6 +110,12 @@ static void assert_no_sandbox_left(void) {
   cr_assert_eq(an_cli_run("ls --json"), 0, "%s", an_cli.err);
   yajl_val v = an_cli_json(an_cli.out);
   cr_expect(YAJL_IS_ARRAY(v) && YAJL_GET_ARRAY(v)->len == 0, "sandboxes left: %s", an_cli.out);
+  /* removed, so that the next example is judged on its own leftovers, not this one's */
+  for (size_t i = 0; YAJL_IS_ARRAY(v) && i < YAJL_GET_ARRAY(v)->len; i++) {
+    const char *path[] = {"id", NULL};
+    yajl_val id = yajl_tree_get(YAJL_GET_ARRAY(v)->values[i], path, yajl_t_string);
+    if (id) cr_expect_eq(an_cli_run("destroy --wait %s", YAJL_GET_STRING(id)), 0, "%s", an_cli.err);
+  }
   yajl_tree_free(v);
 }
 

@@ -20,6 +20,7 @@
 #include <yajl/yajl_tree.h>
 #include "batch_fixture.h"
 #include "serve_fixture.h"
+#include "store_fixture.h"
 #include "util.h"
 
 #define TOK_A SV_TOK_A
@@ -308,4 +309,48 @@ Test(serve_isolation, two_live_tokens_may_not_share_a_name) {
   st = serve_with_tokens(TOK_A " alice revoked\n" TOK_B " alice\n", &e);
   cr_expect_eq(st, 124, "serve refused a revoked token's name for the new one: %s", e ? e : "");
   free(e);
+}
+
+/* Send a create for TOK_A over SOCK and hang up (shutdown for writing: the server sees
+ * POLLRDHUP, as when a client program ends); the answer it still gets, in a heap string. */
+static char *create_and_hang_up(const char *sock) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  cr_assert_geq(fd, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  cr_assert_lt(strlen(sock), sizeof a.sun_path, "socket path too long: %s", sock);
+  memcpy(a.sun_path, sock, strlen(sock) + 1);
+  cr_assert_eq(connect(fd, (struct sockaddr *) &a, sizeof a), 0, "connect %s: %m", sock);
+  const char body[] = "{\"image\":\"busybox\",\"timeout\":\"300s\"}";
+  char req[600];
+  int n = snprintf(req, sizeof req,
+                   "POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOK_A "\r\n"
+                   "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                   sizeof body - 1, body);
+  cr_assert_eq(write(fd, req, (size_t) n), n);
+  cr_assert_eq(shutdown(fd, SHUT_WR), 0);
+  char *resp = calloc(1, 65536);
+  size_t len = 0;
+  ssize_t r;
+  while (len < 65535 && (r = read(fd, resp + len, 65535 - len)) > 0) len += (size_t) r;
+  close(fd);
+  return resp;
+}
+
+/* CI: a client that went away during a create (the Python pool's refill thread, ended with
+ * its program) left the sandbox running, owned by nobody who knew its id, until its timeout;
+ * and where the create took over 2 s the worker was SIGKILLed mid-create, leaving a
+ * half-made "dead" sandbox that only prune removes.  Now the create completes and the
+ * worker destroys what it made before it answers. */
+Test(serve_isolation, a_create_whose_client_hung_up_leaves_no_sandbox) {
+  if (access("/var/cache/agentnest/images/busybox/layout", F_OK) != 0) cr_skip_test("image cache absent");
+  start_serve();
+  char *resp = create_and_hang_up(g_sock);
+  cr_expect(!strncmp(resp, "HTTP/1.1 503", 12) && strstr(resp, "ECANCELED") && strstr(resp, "is destroyed"),
+            "answer to the create whose client hung up: %s", resp);
+  free(resp);
+  cr_assert_eq(bf_an("ls --json"), 0, "%s", bf_err);
+  cr_expect_str_eq(bf_out, "[]\n", "sandboxes left after the create whose client hung up: %s", bf_out);
+  bf_an("audit --json");
+  cr_expect(bf_out && strstr(bf_out, "\"op\":\"create\"") && strstr(bf_out, "\"op\":\"destroy\""),
+            "audit: %s", bf_out);
 }

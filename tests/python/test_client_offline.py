@@ -52,6 +52,30 @@ class DataTypes(unittest.TestCase):
         with self.assertRaises(ValueError):
             SandboxPool(lambda: None, max_uses=2)
 
+    def test_pool_close_destroys_sandboxes_still_being_made(self):
+        # close() right after acquire(): the replacement being made is destroyed before close returns
+        made, destroyed, gate = [], [], threading.Event()
+
+        class Fake:
+            def __init__(self):
+                self.n = len(made)
+                made.append(self)
+
+            def destroy(self):
+                destroyed.append(self.n)
+
+        def factory():
+            if made:  # the refill: slow, as a create on a busy server is
+                gate.wait(5)
+            return Fake()
+
+        pool = SandboxPool(factory, size=1)
+        a = pool.acquire()
+        threading.Timer(0.2, gate.set).start()
+        pool.close()
+        self.assertEqual(sorted(destroyed), [0, 1], "close() returned before the refill's sandbox was destroyed")
+        self.assertIs(a, made[0])
+
     def test_error_mapping(self):
         self.assertIsInstance(_error_for(404, {"error": {"message": "sandbox abc: not found", "errno": "ENOENT"}}),
                               SandboxDestroyedError)
