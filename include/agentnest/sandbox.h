@@ -192,6 +192,22 @@ void an_sandbox_file_opts(const struct an_sandbox *sb, struct an_file_opts *fo);
  * named (what could be removed is removed; prune retries the rest). */
 int an_sandbox_destroy(struct an_sandbox *sb, uint64_t grace_ms, an_error_t *err);
 
+/* Destroy a DEAD sandbox, which an_sandbox_open refuses (-ESRCH "... is
+ * dead"): one whose monitor, pid 1 or (one-shot) creating process is gone,
+ * e.g. after a SIGKILL of its creator mid-create or a crash.  Its remains
+ * are removed as prune removes them (processes left killed, container,
+ * cgroups, workspace, state, name, id range; audit "destroy" with the
+ * reason).  id_or_name is an id or a name; store_root NULL: the context's
+ * (ctx NULL: the default store).  The id is copied into id (13 bytes).
+ * As `runc delete` of a stopped container: what `agentnest destroy` does
+ * for a sandbox that is dead.  Errors: -ENOENT no such sandbox; -ETIME it
+ * expired (its monitor is tearing it down); -EBUSY it is not dead, or its
+ * create is still running; the errno of a removal step (named; prune
+ * retries).  May run concurrently with any call (the store's locks). */
+struct an_ctx;
+int an_sandbox_destroy_dead_ctx(const struct an_ctx *ctx, const char *store_root, const char *id_or_name,
+                                char id[AN_SANDBOX_ID_LEN + 1], an_error_t *err);
+
 /* Extend the lifetime of the live sandbox sb by by_ms: its deadline becomes
  * the current deadline + by_ms; the monitor re-arms its timer (control
  * channel, sandbox/control.h) and sandbox.json records it.  Bounded by the

@@ -31,6 +31,41 @@
  * create in progress. */
 #define PRUNE_CREATE_GRACE_MS 60000
 
+/* Why the sandbox of rec is dead and may be torn down ("creator dead",
+ * "monitor dead", "init dead"), or NULL: alive, or a create in progress. */
+static const char *dead_reason(const struct an_sb_record *rec) {
+  if (strcmp(an_sb_status(rec), "dead")) return NULL;
+  bool creating = !rec->init_pid && (rec->owner_pid ? an_sb_pid_alive(rec->owner_pid, rec->owner_start)
+                                                    : an_sb_now_ms() - rec->created_ms < PRUNE_CREATE_GRACE_MS);
+  if (creating) return NULL;
+  return rec->owner_pid && !an_sb_pid_alive(rec->owner_pid, rec->owner_start) ? "creator dead"
+         : rec->monitor_pid                                                  ? "monitor dead"
+                                                                             : "init dead";
+}
+
+int an_sandbox_destroy_dead_ctx(const struct an_ctx *ctx, const char *store_root, const char *id_or_name,
+                                char id[AN_SANDBOX_ID_LEN + 1], an_error_t *err) {
+  const char *root = an_sb_root_or_default(store_root ? store_root : an_ctx_store_root(ctx));
+  int r = an_sb_resolve(root, id_or_name, id, err);
+  if (r < 0) return r;
+  if (r == 1) return an_error_set(err, ETIME, "sandbox %s expired", id);
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/%s/%s", root, AN_SB_DIR, id);
+  struct an_sb_record rec;
+  if ((r = an_sb_record_read(dir, &rec, err)) < 0) {
+    if (r != -ENOENT) return r;
+    an_error_free(err);
+    return an_error_set(err, ENOENT, "sandbox %s: no such sandbox", id_or_name);
+  }
+  const char *why = dead_reason(&rec);
+  bool creating = !why && !strcmp(an_sb_status(&rec), "dead");
+  an_sb_record_clear(&rec);
+  if (!why)
+    return creating ? an_error_set(err, EBUSY, "sandbox %s is being created", id)
+                    : an_error_set(err, EBUSY, "sandbox %s is not dead", id);
+  return an_sb_teardown(root, id, why, false, 0, false, NULL, err);
+}
+
 struct live_set {
   char **ids;
   size_t n;
@@ -258,14 +293,9 @@ int an_sandbox_prune_ctx(const struct an_ctx *ctx, const char *store_root, bool 
       uint64_t age = stat(dir, &st) == 0 ? an_sb_now_ms() - (uint64_t) st.st_mtime * 1000 : UINT64_MAX;
       if (all || age > PRUNE_CREATE_GRACE_MS) reason = "incomplete";
     } else {
-      const char *status = an_sb_status(&rec);
-      bool creating = !rec.init_pid && (rec.owner_pid ? an_sb_pid_alive(rec.owner_pid, rec.owner_start)
-                                                      : an_sb_now_ms() - rec.created_ms < PRUNE_CREATE_GRACE_MS);
       if (all) reason = "all";
-      else if (!strcmp(status, "expired")) { reason = "expired"; tomb = true; }
-      else if (!strcmp(status, "dead") && !creating)
-        reason = rec.owner_pid && !an_sb_pid_alive(rec.owner_pid, rec.owner_start) ? "creator dead"
-               : rec.monitor_pid ? "monitor dead" : "init dead";
+      else if (!strcmp(an_sb_status(&rec), "expired")) { reason = "expired"; tomb = true; }
+      else reason = dead_reason(&rec);
       an_sb_record_clear(&rec);
     }
     if (!reason) {

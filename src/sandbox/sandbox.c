@@ -420,7 +420,8 @@ int an_sandbox_open_ctx(const struct an_ctx *ctx, const char *store_root, const 
   if (!an_sb_pid_alive(sb->rec.init_pid, sb->rec.init_start) ||
       (sb->rec.monitor_pid && !an_sb_pid_alive(sb->rec.monitor_pid, sb->rec.monitor_start))) {
     an_sandbox_close(sb);
-    return an_error_set(err, ESRCH, "sandbox %s is dead (monitor or init gone); run prune", id);
+    return an_error_set(err, ESRCH, "sandbox %s is dead (monitor or init gone); destroy it (agentnest destroy)",
+                        id);
   }
   char op[PATH_MAX + 64];
   snprintf(op, sizeof op, "%s/%s", dir, AN_SB_OPTIONS_FILE);

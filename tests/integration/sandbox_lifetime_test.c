@@ -1,7 +1,7 @@
 /* tests/integration/sandbox_lifetime_test.c — the end of a sandbox on the
- * real kernel: lifetime expiry with no client, and prune after SIGKILL of
- * the monitor or of the creating process (mid-run and at any point), each
- * leaving nothing on the host.
+ * real kernel: lifetime expiry with no client, prune (and destroy) after
+ * SIGKILL of the monitor, prune after SIGKILL of the creating process
+ * (mid-run and at any point), each leaving nothing on the host.
  *
  * Uses the busybox (and, where needed, python) image from the image cache
  * (`make images`) in one store per run (sandbox_common.h); skips with a
@@ -54,6 +54,32 @@ Test(sandbox, monitor_sigkill_then_prune_leaves_nothing) {
   cr_expect(strstr(report, "monitor dead"), "report: %s", report);
   free(report);
   assert_gone(id);
+  an_sandbox_opts_free(o);
+}
+
+/* A dead sandbox was refused by destroy ("run prune"), unlike `runc delete` of a stopped
+ * container: now destroy (by name here) removes it as prune would, and refuses a live one. */
+Test(sandbox, destroy_dead_removes_a_sandbox_whose_monitor_was_killed) {
+  struct an_sandbox_opts *o = opts_for("busybox");
+  an_error_t err = NULL;
+  cr_assert(an_sandbox_opts_set_name(o, "dead-one", &err) == 0);
+  struct an_sandbox *sb = make_sb(o);
+  char id[AN_SANDBOX_ID_LEN + 1], got[AN_SANDBOX_ID_LEN + 1] = "";
+  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
+  cr_expect_eq(an_sandbox_destroy_dead_ctx(an_test_ctx(), g_root, id, got, &err), -EBUSY, "a live one");
+  cr_expect(err && strstr(err->msg, "is not dead"), "%s", err ? err->msg : "");
+  an_error_free(&err);
+  pid_t mon = an_sandbox_monitor_pid(sb);
+  cr_assert_gt(mon, 0);
+  cr_assert(kill(mon, SIGKILL) == 0);
+  for (int i = 0; i < 100 && kill(mon, 0) == 0; i++) msleep(10);
+  an_sandbox_close(sb);
+  cr_assert_eq(an_sandbox_destroy_dead_ctx(an_test_ctx(), g_root, "dead-one", got, &err), 0, "%s",
+               err ? err->msg : "");
+  cr_expect_str_eq(got, id);
+  assert_gone(id);
+  cr_expect_eq(an_sandbox_destroy_dead_ctx(an_test_ctx(), g_root, id, got, &err), -ENOENT);
+  an_error_free(&err);
   an_sandbox_opts_free(o);
 }
 

@@ -17,7 +17,9 @@ static const char destroy_usage[] =
     "period (default 0: at once).  When it returns, no process of the sandbox runs and no\n"
     "command finds it (its name is free); a background reaper removes its cgroups,\n"
     "workspace and state (`agentnest prune` finishes what a killed reaper left).  Prints\n"
-    "each id destroyed.  Exit status 125 if any sandbox could not be destroyed.\n"
+    "each id destroyed.  A dead sandbox (its monitor or pid 1 gone, `ls`: dead) is removed\n"
+    "as `agentnest prune` would remove it.  Exit status 125 if any sandbox could not be\n"
+    "destroyed.\n"
     "  --grace DURATION   time between SIGTERM and SIGKILL (e.g. 2s)\n"
     "  --wait             remove everything before returning (no background reaper)\n"
     "  -h, --help         this help\n";
@@ -56,7 +58,15 @@ int cmd_destroy(struct an_global_opts *g, int argc, char **argv) {
   for (int i = optind; i < argc; i++) {
     struct an_sandbox *sb = NULL;
     an_error_t err = NULL;
-    if (an_sandbox_open_ctx(cli_ctx(), g->root, argv[i], &sb, &err) < 0) {
+    int o = an_sandbox_open_ctx(cli_ctx(), g->root, argv[i], &sb, &err);
+    if (o == -ESRCH) {   /* dead: its remains are removed as prune would */
+      an_error_free(&err);
+      char id[AN_SANDBOX_ID_LEN + 1];
+      if (an_sandbox_destroy_dead_ctx(cli_ctx(), g->root, argv[i], id, &err) < 0) status = cli_fail(cmd, &err);
+      else printf("%s\n", id);
+      continue;
+    }
+    if (o < 0) {
       status = cli_fail(cmd, &err);
       continue;
     }
