@@ -101,22 +101,32 @@ static bool lazylib_root_ok(void) {
 }
 
 /* Load lib and fill its slots; the caller holds lazylib_lock.  NULL when
- * done, else why not (dlerror's text or root_refusal) with *sym the symbol
- * concerned.  A failure leaves the library unloaded (state 0). */
-static const char *lazylib_load_locked(struct an_lazylib *lib, const char **sym) {
+ * done, else why not (dlerror's text copied into msg, or root_refusal) with
+ * *sym the symbol concerned.  A failure leaves the library unloaded (state
+ * 0, the handle closed) and its slots untouched: every name is looked up
+ * before any slot changes, since the slots hold the resolver entries. */
+static const char *lazylib_load_locked(struct an_lazylib *lib, const char **sym, char *msg, size_t msglen) {
   if (__atomic_load_n(&lib->state, __ATOMIC_ACQUIRE)) return NULL;
   if (!lazylib_root_ok()) return root_refusal;
   void *h = dlopen(lib->soname, RTLD_NOW | RTLD_LOCAL);
-  if (!h) return dlerror();
-  for (unsigned long i = 0; i < lib->n; i++) {
-    dlerror();
-    void *fn = dlsym(h, lib->names[i]);
-    if (!fn) {
-      *sym = lib->names[i];
-      return dlerror();
-    }
-    __atomic_store_n(&lib->slots[i], fn, __ATOMIC_RELAXED);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(msg, msglen, "%s", e ? e : "dlopen failed");
+    return msg;
   }
+  for (int fill = 0; fill < 2; fill++)
+    for (unsigned long i = 0; i < lib->n; i++) {
+      dlerror();
+      void *fn = dlsym(h, lib->names[i]);
+      if (!fn) {
+        const char *e = dlerror();
+        snprintf(msg, msglen, "%s", e ? e : "symbol not found");
+        *sym = lib->names[i];
+        dlclose(h);
+        return msg;
+      }
+      if (fill) __atomic_store_n(&lib->slots[i], fn, __ATOMIC_RELAXED);
+    }
   __atomic_store_n(&lib->state, 1, __ATOMIC_RELEASE);
   return NULL;
 }
@@ -137,7 +147,8 @@ void *an_lazylib_resolve(struct an_lazylib *lib, unsigned long idx) {
     return __atomic_load_n(&lib->slots[idx], __ATOMIC_RELAXED);
   pthread_mutex_lock(&lazylib_lock);
   const char *sym = lib->names[idx];
-  const char *why = lazylib_load_locked(lib, &sym);
+  char msg[512];
+  const char *why = lazylib_load_locked(lib, &sym, msg, sizeof msg);
   if (why) lazylib_fail(lib, sym, why);
   pthread_mutex_unlock(&lazylib_lock);
   return __atomic_load_n(&lib->slots[idx], __ATOMIC_RELAXED);
@@ -151,7 +162,8 @@ int an_lazylib_require(const char *soname_prefix, char *why, size_t whylen) {
   for (struct an_lazylib *const *l = __start_an_lazylib; l < __stop_an_lazylib && r == 0; l++) {
     if (!(*l)->n || strncmp((*l)->soname, soname_prefix, plen)) continue;
     const char *sym = NULL;
-    const char *e = lazylib_load_locked(*l, &sym);
+    char msg[512];
+    const char *e = lazylib_load_locked(*l, &sym, msg, sizeof msg);
     if (e) {
       snprintf(why, whylen, "cannot load %s%s%s%s: %s", (*l)->soname, sym ? " (for " : "", sym ? sym : "",
                sym ? ")" : "", e);
