@@ -6,7 +6,7 @@
  * of a runtime failure (125) under --json/--stream, the `--` rule, Python
  * unbuffered by default, stdin (`exec -i`, `--stdin FILE`, FIFOs refused)
  * and terminals (`exec -t` driven through tmux(1): tty, resize, Ctrl-C,
- * TIOCSTI).
+ * TIOCSTI), and --json accepted by the commands whose output is JSON anyway.
  *
  * The driver is tests/lib/cli_fixture.h (tag "cli-io"): one state root per
  * run with the busybox and python images, a scratch directory per test. */
@@ -615,5 +615,33 @@ Test(cli_io, shell_id_on_a_terminal_is_a_login_shell_on_a_pty) {
   cr_expect_eq(an("exec %s -- true </dev/null", id), 0, "%s", err_text);
   tmux_stop();
   an("destroy %s </dev/null", id);
+  free(id);
+}
+
+/* A script passing --json to every command got "unknown option '--json'" from the ones whose
+ * output is JSON anyway (inspect, events, prune, audit config); they accept it now, and their
+ * --help says so. */
+Test(cli_io, json_is_accepted_where_the_output_is_json_already) {
+  char *id = create_sandbox("busybox");
+  cr_assert_eq(an("inspect %s --json", id), 0, "%s", err_text);
+  yajl_val v = an_cli_json(out_text);
+  cr_expect(YAJL_IS_OBJECT(v), "inspect --json: %s", out_text);
+  yajl_tree_free(v);
+  cr_assert_eq(an("events --json %s", id), 0, "%s", err_text);
+  char *nl = strchr(out_text, '\n');
+  if (nl) *nl = 0;
+  v = an_cli_json(out_text);
+  cr_expect(YAJL_IS_OBJECT(v), "events --json: %s", out_text);
+  yajl_tree_free(v);
+  cr_assert_eq(an("audit config --json"), 0, "%s", err_text);
+  v = an_cli_json(out_text);
+  cr_expect(YAJL_IS_OBJECT(v), "audit config --json: %s", out_text);
+  yajl_tree_free(v);
+  static const char *const helps[] = {"inspect", "events", "prune"};
+  for (size_t i = 0; i < 3; i++) {
+    cr_assert_eq(an("%s --help", helps[i]), 0);
+    cr_expect(strstr(out_text, "--json"), "%s --help: %s", helps[i], out_text);
+  }
+  cr_expect_eq(an("destroy --wait %s", id), 0, "%s", err_text);
   free(id);
 }

@@ -46,10 +46,15 @@ typedef int (*cli_opt_fn)(void *ctx, int code, char *arg);
 /* Parse a subcommand's options with getopt_long(3) (getopt's own messages
  * off; `shortopts` starts with ':', and with '+' to stop at the first
  * operand).  -h/--help prints `usage` to stdout; every other option of
- * `longopts` goes to on_opt(ctx, ...) (NULL: the command has none); an
+ * `longopts` goes to on_opt(ctx, ...) (NULL: the command has none), but
+ * CLI_OPT_JSON_ALREADY, which is skipped (CLI_JSON_ALREADY_OPT); an
  * unknown option or a missing value is a usage error (125).  Returns -1
  * when the options are done (optind is the first operand), else the exit
  * status to return. */
+/* The longopts entry and --help line of `--json` for a command that prints JSON anyway, so
+ * that a script may pass --json to every command. */
+#define CLI_JSON_ALREADY_OPT {"json", no_argument, NULL, CLI_OPT_JSON_ALREADY}
+#define CLI_JSON_ALREADY_HELP "  --json         accepted, for scripts: the output is JSON already\n"
 int cli_parse_opts(const char *cmd, int argc, char **argv, const char *shortopts,
                    const struct option *longopts, const char *usage, cli_opt_fn on_opt,
                    void *ctx);
@@ -75,6 +80,7 @@ enum {
   /* command-specific flags */
   CLI_OPT_PUT = 1100, CLI_OPT_GET, CLI_OPT_JSON, CLI_OPT_TO, CLI_OPT_SHA256, CLI_OPT_FOLLOW,
   CLI_OPT_ALL,
+  CLI_OPT_JSON_ALREADY,   /* --json of a command whose output is JSON anyway: accepted, ignored */
   CLI_OPT_STREAM = 1200, CLI_OPT_STDIN, CLI_OPT_INTERACTIVE, CLI_OPT_TTY,   /* stream.h, exec -i/-t */
 };
 

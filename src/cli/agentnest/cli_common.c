@@ -55,6 +55,7 @@ int cli_parse_opts(const char *cmd, int argc, char **argv, const char *shortopts
       fputs(usage, stdout);
       return 0;
     }
+    if (c == CLI_OPT_JSON_ALREADY) continue;
     if (c == '?' || c == ':' || !on_opt) return cli_getopt_error(cmd, c, argc, argv);
     int r = on_opt(ctx, c, optarg);
     if (r >= 0) return r;

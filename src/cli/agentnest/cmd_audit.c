@@ -36,7 +36,7 @@ static const char audit_usage[] =
     "  --json           the records as stored, one JSON object per line\n"
     "  -h, --help       this help\n"
     "audit config: set the rotation (files of at most SIZE, default 16m; N rotated files kept,\n"
-    "default 5) and print it as JSON.\n";
+    "default 5) and print it as JSON (--json accepted).\n";
 
 struct audit_args {
   const char *since, *sandbox, *op;
@@ -148,6 +148,7 @@ static int print_record(void *data, const char *json) {
 static int cmd_audit_config(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {{"max-size", required_argument, NULL, OPT_MAX_SIZE},
                                            {"keep", required_argument, NULL, OPT_KEEP},
+                                           CLI_JSON_ALREADY_OPT,
                                            {"help", no_argument, NULL, 'h'},
                                            {0}};
   const char *cmd = "audit config";
@@ -157,6 +158,7 @@ static int cmd_audit_config(struct an_global_opts *g, int argc, char **argv) {
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     if (c == 'h') { fputs(audit_usage, stdout); return 0; }
+    if (c == CLI_OPT_JSON_ALREADY) continue;
     if (c == OPT_MAX_SIZE) size = optarg;
     else if (c == OPT_KEEP) keep = optarg;
     else return cli_getopt_error(cmd, c, argc, argv);

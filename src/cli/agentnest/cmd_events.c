@@ -10,6 +10,7 @@ static const char events_usage[] =
     "Print the events of sandbox ID (created, exec, expired, destroyed, ...), one JSON object\n"
     "per line.\n"
     "  -f, --follow   keep printing new events until the sandbox is destroyed\n"
+    CLI_JSON_ALREADY_HELP
     "  -h, --help     this help\n";
 
 static int print_event(void *data, const char *json) {
@@ -20,7 +21,7 @@ static int print_event(void *data, const char *json) {
 
 int cmd_events(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {
-      {"follow", no_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'}, {0}};
+      {"follow", no_argument, NULL, 'f'}, CLI_JSON_ALREADY_OPT, {"help", no_argument, NULL, 'h'}, {0}};
   const char *cmd = argv[0];
   bool follow = false;
   int r = cli_parse_opts(cmd, argc, argv, ":fh", longopts, events_usage, cli_opt_flag, &follow);

@@ -21,11 +21,12 @@ static const char inspect_usage[] =
     "               devices, cgroup limits, seccomp (default action, architectures, rules,\n"
     "               digest, which dangerous calls it denies), Landlock (mode, whether this\n"
     "               kernel enforces it, writable paths), network, and what is NOT enforced\n"
+    CLI_JSON_ALREADY_HELP
     "  -h, --help   this help\n";
 
 int cmd_inspect(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {
-      {"policy", no_argument, NULL, CLI_OPT_JSON}, {"help", no_argument, NULL, 'h'}, {0}};
+      {"policy", no_argument, NULL, CLI_OPT_JSON}, CLI_JSON_ALREADY_OPT, {"help", no_argument, NULL, 'h'}, {0}};
   const char *cmd = argv[0];
   bool policy = false;
   int r = cli_parse_opts(cmd, argc, argv, ":h", longopts, inspect_usage, cli_opt_flag, &policy);

@@ -23,12 +23,13 @@ static const char prune_usage[] =
     "  Pools whose keeper died (with --all: every pool, its keeper ended) are removed with their\n"
     "  ready sandboxes; \"pools\" lists their names.\n"
     "  --all        destroy live sandboxes too\n"
+    CLI_JSON_ALREADY_HELP
     "  -h, --help   this help\n"
     "Exit status 125 when the state cannot be read or the report lists errors.\n";
 
 int cmd_prune(struct an_global_opts *g, int argc, char **argv) {
   static const struct option longopts[] = {
-      {"all", no_argument, NULL, CLI_OPT_ALL}, {"help", no_argument, NULL, 'h'}, {0}};
+      {"all", no_argument, NULL, CLI_OPT_ALL}, CLI_JSON_ALREADY_OPT, {"help", no_argument, NULL, 'h'}, {0}};
   const char *cmd = argv[0];
   bool all = false;
   int r = cli_parse_opts(cmd, argc, argv, ":h", longopts, prune_usage, cli_opt_flag, &all);
