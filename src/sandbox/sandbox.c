@@ -387,7 +387,11 @@ int an_sandbox_open_ctx(const struct an_ctx *ctx, const char *store_root, const 
   char id[AN_SANDBOX_ID_LEN + 1];
   int r = an_sb_resolve(root, id_or_name, id, err);
   if (r < 0) return r;
-  if (r == 1) return an_error_set(err, ETIME, "sandbox %s expired", id);
+  /* what the caller named: "NAME (ID)" for a name, the id otherwise */
+  char who[AN_SANDBOX_ID_LEN + 300];
+  if (strcmp(id_or_name, id)) snprintf(who, sizeof who, "%.256s (%s)", id_or_name, id);
+  else snprintf(who, sizeof who, "%s", id);
+  if (r == 1) return an_error_set(err, ETIME, "sandbox %s expired", who);
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/%s/%s", root, AN_SB_DIR, id);
   struct an_sb_record rec;
@@ -396,7 +400,7 @@ int an_sandbox_open_ctx(const struct an_ctx *ctx, const char *store_root, const 
       /* Raced with teardown. */
       an_error_free(err);
       char tmp[AN_SANDBOX_ID_LEN + 1];
-      if (an_sb_resolve(root, id, tmp, NULL) == 1) return an_error_set(err, ETIME, "sandbox %s expired", id);
+      if (an_sb_resolve(root, id, tmp, NULL) == 1) return an_error_set(err, ETIME, "sandbox %s expired", who);
       return an_error_set(err, ENOENT, "sandbox %s: no such sandbox", id_or_name);
     }
     return r;
@@ -415,13 +419,13 @@ int an_sandbox_open_ctx(const struct an_ctx *ctx, const char *store_root, const 
   }
   if (sb->rec.deadline_ms && an_sb_now_ms() >= sb->rec.deadline_ms) {
     an_sandbox_close(sb);
-    return an_error_set(err, ETIME, "sandbox %s expired", id);
+    return an_error_set(err, ETIME, "sandbox %s expired", who);
   }
   if (!an_sb_pid_alive(sb->rec.init_pid, sb->rec.init_start) ||
       (sb->rec.monitor_pid && !an_sb_pid_alive(sb->rec.monitor_pid, sb->rec.monitor_start))) {
     an_sandbox_close(sb);
     return an_error_set(err, ESRCH, "sandbox %s is dead (monitor or init gone); destroy it (agentnest destroy)",
-                        id);
+                        who);
   }
   char op[PATH_MAX + 64];
   snprintf(op, sizeof op, "%s/%s", dir, AN_SB_OPTIONS_FILE);

@@ -28,6 +28,9 @@ Test(sandbox, lifetime_expiry_destroys_it_with_no_client) {
   cr_expect(err && strstr(err->msg, "expired"), "%s", err ? err->msg : "(no error)");
   an_error_free(&err);
   cr_expect_eq(an_sandbox_open_ctx(an_test_ctx(), g_root, "exp-test", &again, &err), -ETIME, "by name");
+  char want[64];
+  snprintf(want, sizeof want, "sandbox exp-test (%s) expired", id);
+  cr_expect(err && strstr(err->msg, want), "the name the caller gave, and the id: %s", err ? err->msg : "");
   an_error_free(&err);
   an_sandbox_opts_free(o);
 }
@@ -74,6 +77,12 @@ Test(sandbox, destroy_dead_removes_a_sandbox_whose_monitor_was_killed) {
   cr_assert(kill(mon, SIGKILL) == 0);
   for (int i = 0; i < 100 && kill(mon, 0) == 0; i++) msleep(10);
   an_sandbox_close(sb);
+  struct an_sandbox *again = NULL;
+  cr_expect_eq(an_sandbox_open_ctx(an_test_ctx(), g_root, "dead-one", &again, &err), -ESRCH);
+  char want[64];
+  snprintf(want, sizeof want, "sandbox dead-one (%s) is dead", id);
+  cr_expect(err && strstr(err->msg, want) && strstr(err->msg, "agentnest destroy"), "%s", err ? err->msg : "");
+  an_error_free(&err);
   cr_assert_eq(an_sandbox_destroy_dead_ctx(an_test_ctx(), g_root, "dead-one", got, &err), 0, "%s",
                err ? err->msg : "");
   cr_expect_str_eq(got, id);
