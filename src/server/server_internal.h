@@ -19,6 +19,7 @@ struct srv_token {
   double bucket;
   uint64_t bucket_ms;            /* CLOCK_MONOTONIC ms of the last refill */
   unsigned inflight;             /* its calls in flight (under srv.mu; srv_admit) */
+  unsigned conns;                /* connections attributed to it (under srv.mu; srv_conn_claim) */
 };
 
 struct srv_owned {
@@ -42,7 +43,19 @@ struct srv {
   size_t openapi_len;
   uint64_t max_body;
   unsigned max_concurrent;
+  unsigned max_connections;      /* --max-connections (MHD's limit) */
+  unsigned conns;                /* connections open, all clients (under mu; srv_conn_notify) */
 };
+
+/* --max-connections shared among tokens (server_conns.c).  srv_conn_notify
+ * is MHD's MHD_OPTION_NOTIFY_CONNECTION callback (cls: the srv): it counts
+ * the open connections and keeps each one's token.  srv_conn_claim
+ * attributes connection c to token t for the request whose headers just
+ * came: false when t already holds its share (answer 503 and close).  Both
+ * take s->mu. */
+void srv_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                     enum MHD_ConnectionNotificationCode code);
+bool srv_conn_claim(struct srv *s, struct MHD_Connection *c, long t);
 
 /* Take one request from token t's rate bucket: 0, or the whole seconds to
  * wait (>= 1) when it is empty.  Takes s->mu. */

@@ -117,7 +117,8 @@ int an_serve(const struct an_serve_opts *o, an_error_t *err) {
 static int an_serve_run(const struct an_serve_opts *o, bool tls, const char *cert, const char *key,
                         an_error_t *err) {
   struct srv s = {.o = o, .ctx = o->api, .max_body = o->max_body ? o->max_body : 16u << 20,
-                  .max_concurrent = o->max_concurrent ? o->max_concurrent : 16};
+                  .max_concurrent = o->max_concurrent ? o->max_concurrent : 16,
+                  .max_connections = o->max_connections ? o->max_connections : 256};
   pthread_mutex_init(&s.mu, NULL);
   int r = srv_tokens_load(&s, o->tokens_file, err);
   if (r < 0) return r;
@@ -146,7 +147,8 @@ static int an_serve_run(const struct an_serve_opts *o, bool tls, const char *cer
           (tls ? MHD_USE_TLS : 0), 0,
       NULL, NULL, srv_handle, &s,
       MHD_OPTION_LISTEN_SOCKET, lfd,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned) (o->max_connections ? o->max_connections : 256),
+      MHD_OPTION_CONNECTION_LIMIT, s.max_connections,
+      MHD_OPTION_NOTIFY_CONNECTION, srv_conn_notify, &s,
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) (o->idle_timeout_s ? o->idle_timeout_s : 30),
       MHD_OPTION_NOTIFY_COMPLETED, srv_completed, &s,
       MHD_OPTION_ARRAY, tls_opts,

@@ -601,6 +601,10 @@ enum MHD_Result srv_handle(void *cls, struct MHD_Connection *c, const char *url,
                            "Bearer realm=\"agentnest\"");
     q->token = t;
     if (s->tokens[t].revoked) return respond_error(s, q, c, method, url, 403, 0, "this token is revoked", NULL, NULL);
+    if (!srv_conn_claim(s, c, t))
+      return respond_error(s, q, c, method, url, 503, 0,
+                           "this token holds its share of --max-connections (each token is promised one); "
+                           "close idle connections or retry later", "Connection", "close");
     unsigned wait = srv_rate_take(s, t);
     if (wait) {
       char msg[96], after[16];

@@ -36,7 +36,7 @@ static const char serve_usage[] =
     "  --max-body SIZE        request body cap (default 16m): 413 beyond\n"
     "  --max-concurrent N     calls in flight (default 16): 503 beyond; each token is\n"
     "                         promised one (no token's flood takes them all)\n"
-    "  --max-connections N    open connections (default 256)\n"
+    "  --max-connections N    open connections (default 256); each token is promised one\n"
     "  --idle-timeout DUR     close a connection idle this long (default 30s)\n"
     "  --max-lifetime DUR     cap on each sandbox's lifetime (default 1h)\n"
     "  --tls-cert FILE        serve HTTPS with this PEM certificate (chain) ...\n"
