@@ -11,26 +11,48 @@
  * the free ones outnumber the live tokens that hold none.  A refused
  * request is answered 503 and its connection closed.
  *
- * Not covered (agentnest-serve(1) says so): a connection that never
- * completes its headers has no token yet; it is bounded only by
- * --idle-timeout, which a trickle of bytes defeats. */
+ * A connection that never completes its headers has no token yet, and a
+ * trickle of bytes defeats --idle-timeout: such a connection is shut down
+ * (shutdown(2); MHD then closes it) once it has been open --idle-timeout
+ * without an authenticated request, by a watchdog thread that looks every
+ * second (srv_conn_watch_start).  Its fd stays valid while the watchdog
+ * holds s->mu: MHD reports a connection CLOSED (srv_conn_notify, which
+ * takes s->mu to unlink it) before it closes the socket. */
+#include <errno.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
 #include "server_internal.h"
 
 struct srv_conn {
-  long token;   /* index into srv.tokens; -1: none yet */
+  long token;                    /* index into srv.tokens; -1: none yet */
+  int fd;                        /* the socket (MHD's; never closed here) */
+  uint64_t start_ms;             /* CLOCK_MONOTONIC ms of the accept */
+  bool shut;                     /* the watchdog shut it down */
+  struct srv_conn *prev, *next;  /* srv.conn_list, under srv.mu */
 };
+
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
 
 void srv_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
                      enum MHD_ConnectionNotificationCode code) {
-  (void) c;
   struct srv *s = cls;
   if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-    struct srv_conn *k = malloc(sizeof *k);
-    if (k) k->token = -1;
+    struct srv_conn *k = calloc(1, sizeof *k);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (k) *k = (struct srv_conn){.token = -1, .fd = ci ? ci->connect_fd : -1, .start_ms = mono_ms()};
     *socket_context = k;
     pthread_mutex_lock(&s->mu);
     s->conns++;
+    if (k) {
+      k->next = s->conn_list;
+      if (k->next) k->next->prev = k;
+      s->conn_list = k;
+    }
     pthread_mutex_unlock(&s->mu);
     return;
   }
@@ -38,6 +60,11 @@ void srv_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
   pthread_mutex_lock(&s->mu);
   if (s->conns) s->conns--;
   if (k && k->token >= 0 && s->tokens[k->token].conns) s->tokens[k->token].conns--;
+  if (k) {
+    if (k->prev) k->prev->next = k->next;
+    else s->conn_list = k->next;
+    if (k->next) k->next->prev = k->prev;
+  }
   pthread_mutex_unlock(&s->mu);
   free(k);
   *socket_context = NULL;
@@ -66,4 +93,51 @@ bool srv_conn_claim(struct srv *s, struct MHD_Connection *c, long t) {
   }
   pthread_mutex_unlock(&s->mu);
   return ok;
+}
+
+/* ---- the watchdog of connections without a token ----------------------------------------- */
+
+static void *watch_main(void *arg) {
+  struct srv *s = arg;
+  pthread_mutex_lock(&s->mu);
+  while (!s->watch_stop) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += 1;
+    pthread_cond_timedwait(&s->watch_cv, &s->mu, &until);
+    uint64_t now = mono_ms(), limit = (uint64_t) s->idle_timeout_s * 1000;
+    for (struct srv_conn *k = s->conn_list; k; k = k->next)
+      if (k->token < 0 && !k->shut && k->fd >= 0 && now - k->start_ms >= limit) {
+        shutdown(k->fd, SHUT_RDWR);
+        k->shut = true;
+      }
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+int srv_conn_watch_start(struct srv *s) {
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  int e = pthread_cond_init(&s->watch_cv, &a);
+  pthread_condattr_destroy(&a);
+  if (e) return -e;
+  if ((e = pthread_create(&s->watch, NULL, watch_main, s))) {
+    pthread_cond_destroy(&s->watch_cv);
+    return -e;
+  }
+  s->watching = true;
+  return 0;
+}
+
+void srv_conn_watch_stop(struct srv *s) {
+  if (!s->watching) return;
+  pthread_mutex_lock(&s->mu);
+  s->watch_stop = true;
+  pthread_cond_signal(&s->watch_cv);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->watch, NULL);
+  pthread_cond_destroy(&s->watch_cv);
+  s->watching = false;
 }

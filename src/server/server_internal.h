@@ -45,6 +45,12 @@ struct srv {
   unsigned max_concurrent;
   unsigned max_connections;      /* --max-connections (MHD's limit) */
   unsigned conns;                /* connections open, all clients (under mu; srv_conn_notify) */
+  unsigned idle_timeout_s;       /* --idle-timeout; also the deadline of a connection's first
+                                    authenticated request (server_conns.c) */
+  struct srv_conn *conn_list;    /* open connections (under mu) */
+  pthread_t watch;               /* srv_conn_watch_start's thread */
+  pthread_cond_t watch_cv;       /* with mu: wakes it to stop */
+  bool watching, watch_stop;
 };
 
 /* --max-connections shared among tokens (server_conns.c).  srv_conn_notify
@@ -56,6 +62,11 @@ struct srv {
 void srv_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
                      enum MHD_ConnectionNotificationCode code);
 bool srv_conn_claim(struct srv *s, struct MHD_Connection *c, long t);
+/* Start the thread that shuts down every connection open idle_timeout_s
+ * without an authenticated request (headers trickled, or none); stop it
+ * (joined).  Start: 0 or a negative errno (pthread_create). */
+int srv_conn_watch_start(struct srv *s);
+void srv_conn_watch_stop(struct srv *s);
 
 /* Take one request from token t's rate bucket: 0, or the whole seconds to
  * wait (>= 1) when it is empty.  Takes s->mu. */

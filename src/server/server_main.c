@@ -118,7 +118,8 @@ static int an_serve_run(const struct an_serve_opts *o, bool tls, const char *cer
                         an_error_t *err) {
   struct srv s = {.o = o, .ctx = o->api, .max_body = o->max_body ? o->max_body : 16u << 20,
                   .max_concurrent = o->max_concurrent ? o->max_concurrent : 16,
-                  .max_connections = o->max_connections ? o->max_connections : 256};
+                  .max_connections = o->max_connections ? o->max_connections : 256,
+                  .idle_timeout_s = o->idle_timeout_s ? o->idle_timeout_s : 30};
   pthread_mutex_init(&s.mu, NULL);
   int r = srv_tokens_load(&s, o->tokens_file, err);
   if (r < 0) return r;
@@ -149,13 +150,21 @@ static int an_serve_run(const struct an_serve_opts *o, bool tls, const char *cer
       MHD_OPTION_LISTEN_SOCKET, lfd,
       MHD_OPTION_CONNECTION_LIMIT, s.max_connections,
       MHD_OPTION_NOTIFY_CONNECTION, srv_conn_notify, &s,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) (o->idle_timeout_s ? o->idle_timeout_s : 30),
+      MHD_OPTION_CONNECTION_TIMEOUT, s.idle_timeout_s,
       MHD_OPTION_NOTIFY_COMPLETED, srv_completed, &s,
       MHD_OPTION_ARRAY, tls_opts,
       MHD_OPTION_END);
   if (!d) {
     r = an_error_set(err, EIO, "serve: libmicrohttpd did not start on %s%s", o->listen ? o->listen : "127.0.0.1:8741",
                      tls ? " (with TLS: are --tls-cert and --tls-key a PEM certificate and its key?)" : "");
+    close(lfd);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    goto out_pipe;
+  }
+  int we = srv_conn_watch_start(&s);
+  if (we < 0) {
+    r = an_error_set(err, -we, "serve: the thread that closes connections without a token in time");
+    MHD_stop_daemon(d);
     close(lfd);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     goto out_pipe;
@@ -169,6 +178,7 @@ static int an_serve_run(const struct an_serve_opts *o, bool tls, const char *cer
   sigdelset(&sigs, SIGPIPE);
   int sig = 0;
   sigwait(&sigs, &sig);
+  srv_conn_watch_stop(&s);
   MHD_stop_daemon(d);   /* joins the connection threads: no call is running after this */
   close(lfd);
   if (o->listen && !strncmp(o->listen, "unix:", 5)) unlink(o->listen + 5);
