@@ -354,3 +354,45 @@ Test(serve_isolation, a_create_whose_client_hung_up_leaves_no_sandbox) {
   cr_expect(bf_out && strstr(bf_out, "\"op\":\"create\"") && strstr(bf_out, "\"op\":\"destroy\""),
             "audit: %s", bf_out);
 }
+
+/* redteam: a streamed one-shot run (POST /v1/run, Accept: application/x-ndjson) whose client
+ * hung up while output flowed: libmicrohttpd's write failed, it closed the connection and
+ * stream_free's an_api_job_free SIGKILLed the worker at once (the 30 s grace of a call
+ * holding a sandbox was not asked for), leaving the one-shot sandbox "dead" with its
+ * workspace mounted on a loop device, its cgroups and its state, owned by no token and
+ * removed by nothing but prune.  Any token could pile them up.  Now freeing a job still
+ * running cancels it as a hang-up does and waits out its grace. */
+Test(serve_isolation, a_streamed_run_whose_client_hung_up_leaves_no_sandbox) {
+  if (access("/var/cache/agentnest/images/busybox/layout", F_OK) != 0) cr_skip_test("image cache absent");
+  g_serve = sv_start_opt(g_sock, "--profile", "shell");
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  cr_assert_geq(fd, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  cr_assert_lt(strlen(g_sock), sizeof a.sun_path, "socket path too long: %s", g_sock);
+  memcpy(a.sun_path, g_sock, strlen(g_sock) + 1);
+  cr_assert_eq(connect(fd, (struct sockaddr *) &a, sizeof a), 0, "connect %s: %m", g_sock);
+  const char body[] = "{\"language\":\"shell\",\"code\":\"while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done\"}";
+  char req[600];
+  int n = snprintf(req, sizeof req,
+                   "POST /v1/run HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOK_A "\r\n"
+                   "Accept: application/x-ndjson\r\nContent-Type: application/json\r\n"
+                   "Content-Length: %zu\r\n\r\n%s",
+                   sizeof body - 1, body);
+  cr_assert_eq(write(fd, req, (size_t) n), n);
+  /* read until the output flows, then hang up with data unread (the server's next write fails) */
+  char buf[65536];
+  size_t got = 0;
+  ssize_t r;
+  while (got < 256 * 1024 && (r = read(fd, buf, sizeof buf)) > 0) got += (size_t) r;
+  cr_assert_geq(got, 256 * 1024, "the run's output did not flow (%zu bytes)", got);
+  usleep(300000);   /* the server's socket buffer fills: it waits to write, not in its read callback */
+  close(fd);
+  /* the cancelled run tears its sandbox down; a SIGKILLed worker leaves it "dead" for good */
+  bool empty = false;
+  for (int i = 0; i < 100 && !empty; i++) {
+    usleep(100000);
+    cr_assert_eq(bf_an("ls --json"), 0, "%s", bf_err);
+    empty = !strcmp(bf_out, "[]\n");
+  }
+  cr_expect(empty, "sandboxes left after the streamed run whose client hung up: %s", bf_out);
+}
