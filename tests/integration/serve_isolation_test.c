@@ -396,3 +396,47 @@ Test(serve_isolation, a_streamed_run_whose_client_hung_up_leaves_no_sandbox) {
   }
   cr_expect(empty, "sandboxes left after the streamed run whose client hung up: %s", bf_out);
 }
+
+/* redteam: destroy of a dead sandbox (its monitor gone) worked for its token by id only: by
+ * its name the token got 404 "no such sandbox" (an_api_open_sandbox tells any failure by
+ * name as unknown), while the CLI takes either.  Another token still gets 404 both ways. */
+Test(serve_isolation, a_token_destroys_its_dead_sandbox_by_name_and_no_other_token_can) {
+  if (access("/var/cache/agentnest/images/busybox/layout", F_OK) != 0) cr_skip_test("image cache absent");
+  if (an_test_sh("command -v curl >/dev/null") != 0) cr_skip_test("curl is needed");
+  start_serve();
+  char *out = NULL;
+  cr_assert_eq(call(TOK_A, "POST", "/sandboxes", "{\"image\":\"busybox\",\"name\":\"deadbox\"}", &out), 200, "%s",
+               out);
+  char *id = member(out, "id");
+  free(out);
+  cr_assert_eq(bf_an("ls --json"), 0, "%s", bf_err);
+  char *mon = strstr(bf_out, "\"monitor_pid\":");
+  cr_assert_not_null(mon, "ls: %s", bf_out);
+  pid_t mpid = (pid_t) atoi(mon + strlen("\"monitor_pid\":"));
+  cr_assert_gt(mpid, 0, "ls: %s", bf_out);
+  cr_assert_eq(kill(mpid, SIGKILL), 0);
+  for (int i = 0; i < 50; i++) {
+    usleep(100000);
+    bf_an("ls --json");
+    if (bf_out && strstr(bf_out, "\"status\":\"dead\"")) break;
+  }
+  cr_assert(bf_out && strstr(bf_out, "\"status\":\"dead\""), "the sandbox is not dead: %s", bf_out);
+  char path[200];
+  const char *ways[] = {"deadbox", id};
+  for (int w = 0; w < 2; w++) {
+    snprintf(path, sizeof path, "/sandboxes/%s", ways[w]);
+    int code = call(TOK_B, "DELETE", path, NULL, &out);
+    cr_expect_eq(code, 404, "token B on token A's dead sandbox %s: %d %s", ways[w], code, out);
+    free(out);
+  }
+  int code = call(TOK_A, "DELETE", "/sandboxes/deadbox", NULL, &out);
+  cr_expect_eq(code, 200, "token A destroying its dead sandbox by name: %d %s", code, out);
+  cr_expect(out && strstr(out, id), "%s", out);
+  free(out);
+  cr_assert_eq(bf_an("ls --json"), 0, "%s", bf_err);
+  cr_expect_str_eq(bf_out, "[]\n", "left: %s", bf_out);
+  if (strcmp(bf_out, "[]\n")) {
+    bf_an("destroy %s", id);
+  }
+  free(id);
+}
