@@ -43,10 +43,17 @@ class SandboxPool:
         except queue.Empty:
             raise PoolExhaustedError("no sandbox ready within %ss" % timeout) from None
         with self._lock:
-            self._out.add(sb)
-            t = threading.Thread(target=self._refill, daemon=True)
-            self._refills = [r for r in self._refills if r.is_alive()] + [t]
-            t.start()
+            if self._closed:  # close() ran while this get() took it: close() did not see it handed out
+                closed = True
+            else:
+                closed = False
+                self._out.add(sb)
+                t = threading.Thread(target=self._refill, daemon=True)
+                self._refills = [r for r in self._refills if r.is_alive()] + [t]
+                t.start()
+        if closed:
+            sb.destroy()
+            raise PoolExhaustedError("pool is closed")
         return sb
 
     def release(self, sb):
