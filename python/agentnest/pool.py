@@ -8,6 +8,8 @@ import threading
 
 from .errors import PoolExhaustedError
 
+_CLOSED = object()  # put by close(): wakes an acquire() waiting on the empty pool
+
 
 class SandboxPool:
     def __init__(self, factory, *, size: int = 2, max_uses: int = 1):
@@ -42,6 +44,9 @@ class SandboxPool:
             sb = self._ready.get(timeout=timeout) if timeout is not None else self._ready.get()
         except queue.Empty:
             raise PoolExhaustedError("no sandbox ready within %ss" % timeout) from None
+        if sb is _CLOSED:
+            self._ready.put(_CLOSED)  # for the next one waiting
+            raise PoolExhaustedError("pool is closed")
         with self._lock:
             if self._closed:  # close() ran while this get() took it: close() did not see it handed out
                 closed = True
@@ -75,9 +80,12 @@ class SandboxPool:
             t.join()
         while True:
             try:
-                self._ready.get_nowait().destroy()
+                sb = self._ready.get_nowait()
             except queue.Empty:
                 break
+            if sb is not _CLOSED:
+                sb.destroy()
+        self._ready.put(_CLOSED)
         for sb in out:
             sb.destroy()
 

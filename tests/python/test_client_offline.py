@@ -114,6 +114,40 @@ class DataTypes(unittest.TestCase):
         self.assertEqual(destroyed, [0], "the sandbox taken while close() ran was not destroyed")
         self.assertEqual(len(made), 1, "a refill was started for a closed pool")
 
+    def test_pool_acquire_waiting_when_closed_is_woken(self):
+        # redteam: an acquire() waiting on an empty pool (its refill still being made) slept for
+        # ever once close() ran: the refill destroyed what it made instead of putting it
+        made, gate, errors = [], threading.Event(), []
+
+        class Fake:
+            def __init__(self):
+                made.append(self)
+
+            def destroy(self):
+                pass
+
+        def factory():
+            if made:
+                gate.wait(5)
+            return Fake()
+
+        pool = SandboxPool(factory, size=1)
+        pool.acquire()
+
+        def waiter():
+            try:
+                pool.acquire()
+            except PoolExhaustedError as e:
+                errors.append(e)
+
+        t = threading.Thread(target=waiter, daemon=True)
+        t.start()
+        threading.Timer(0.2, gate.set).start()
+        pool.close()
+        t.join(3)
+        self.assertFalse(t.is_alive(), "acquire() still waits on the closed pool")
+        self.assertEqual(len(errors), 1)
+
     def test_error_mapping(self):
         self.assertIsInstance(_error_for(404, {"error": {"message": "sandbox abc: not found", "errno": "ENOENT"}}),
                               SandboxDestroyedError)
