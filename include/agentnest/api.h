@@ -213,7 +213,11 @@ uint64_t an_api_job_elapsed_ms(const struct an_api_job *job);
 int an_api_job_finish(struct an_api_job *job, char **output, size_t *len, pid_t *keeper_pid,
                       an_error_t *err);
 
-/* Kill a job still running (SIGKILL), reap it, free everything.  NULL allowed. */
+/* Free everything, reaping the worker.  A job still running is cancelled
+ * (an_api_job_cancel with grace 0: a job holding a sandbox still gets its
+ * 30 s to tear it down) and its output dropped until it ends, SIGKILLed when
+ * the grace passes; a worker left after its result (a keeper nobody will
+ * know of) is SIGKILLed.  May block up to that grace.  NULL allowed. */
 void an_api_job_free(struct an_api_job *job);
 
 /* Start, wait and finish: an_api_job_finish's results.  The call is

@@ -8,6 +8,8 @@ import threading
 
 from .errors import PoolExhaustedError
 
+_CLOSED = object()  # put by close(): wakes an acquire() waiting on the empty pool
+
 
 class SandboxPool:
     def __init__(self, factory, *, size: int = 2, max_uses: int = 1):
@@ -42,11 +44,21 @@ class SandboxPool:
             sb = self._ready.get(timeout=timeout) if timeout is not None else self._ready.get()
         except queue.Empty:
             raise PoolExhaustedError("no sandbox ready within %ss" % timeout) from None
+        if sb is _CLOSED:
+            self._ready.put(_CLOSED)  # for the next one waiting
+            raise PoolExhaustedError("pool is closed")
         with self._lock:
-            self._out.add(sb)
-            t = threading.Thread(target=self._refill, daemon=True)
-            self._refills = [r for r in self._refills if r.is_alive()] + [t]
-            t.start()
+            if self._closed:  # close() ran while this get() took it: close() did not see it handed out
+                closed = True
+            else:
+                closed = False
+                self._out.add(sb)
+                t = threading.Thread(target=self._refill, daemon=True)
+                self._refills = [r for r in self._refills if r.is_alive()] + [t]
+                t.start()
+        if closed:
+            sb.destroy()
+            raise PoolExhaustedError("pool is closed")
         return sb
 
     def release(self, sb):
@@ -68,9 +80,12 @@ class SandboxPool:
             t.join()
         while True:
             try:
-                self._ready.get_nowait().destroy()
+                sb = self._ready.get_nowait()
             except queue.Empty:
                 break
+            if sb is not _CLOSED:
+                sb.destroy()
+        self._ready.put(_CLOSED)
         for sb in out:
             sb.destroy()
 

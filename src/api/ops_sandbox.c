@@ -152,13 +152,39 @@ int an_api_op_create(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_
   return 0;
 }
 
+/* The id of the dead sandbox named name that ctx->may_use allows, into id; false: none. */
+static bool dead_by_name(const struct an_api_ctx *ctx, const char *name, char id[AN_SANDBOX_ID_LEN + 1]) {
+  struct an_sandbox_info *l = NULL;
+  size_t n = 0;
+  an_error_t e = NULL;
+  bool found = false;
+  if (name && an_sandbox_list(ctx->store_root, &l, &n, &e) >= 0)
+    for (size_t i = 0; i < n && !found; i++)
+      if (l[i].name && !strcmp(l[i].name, name) && l[i].status && !strcmp(l[i].status, "dead") &&
+          ctx->may_use(ctx->may_use_data, l[i].id)) {
+        snprintf(id, AN_SANDBOX_ID_LEN + 1, "%s", l[i].id);
+        found = true;
+      }
+  an_sandbox_info_list_free(l, n);
+  an_error_free(&e);
+  return found;
+}
+
 int an_api_op_destroy(struct an_api_call *c, yajl_val in, yajl_gen out, an_error_t *err) {
   struct an_sandbox *sb = NULL;
   char id[AN_SANDBOX_ID_LEN + 1];
   int r = an_api_open_sandbox(c, in, &sb, err);
-  if (r == -ESRCH) {   /* dead (the caller may use it: an_api_open_sandbox checked) */
+  const char *target = an_api_in_str(in, "sandbox");
+  char dead_id[AN_SANDBOX_ID_LEN + 1];
+  if (r == -ENOENT && c->ctx->may_use && dead_by_name(c->ctx, target, dead_id)) {
+    /* a name of a dead sandbox the client may use: an_api_open_sandbox tells every failure by
+     * name as unknown (serve, mcp), so a token could destroy its dead sandbox by id only */
+    r = -ESRCH;
+    target = dead_id;
+  }
+  if (r == -ESRCH) {   /* dead (the caller may use it: an_api_open_sandbox checked, or dead_by_name) */
     an_error_free(err);
-    r = an_sandbox_destroy_dead_ctx(c->ctx->lib, c->ctx->store_root, an_api_in_str(in, "sandbox"), id, err);
+    r = an_sandbox_destroy_dead_ctx(c->ctx->lib, c->ctx->store_root, target, id, err);
     if (r < 0) return r;
     yajl_gen_map_open(out);
     an_api_gen_kv_str(out, "id", id);

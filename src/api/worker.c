@@ -377,10 +377,39 @@ int an_api_job_finish(struct an_api_job *job, char **output, size_t *len, pid_t 
                       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
+/* A job freed before its end (serve's stream_free: libmicrohttpd closed the
+ * connection of a client that hung up mid-stream) is cancelled as a hang-up
+ * cancels it, and its output read and dropped until the worker ends or its
+ * grace passes (an_api_job_cancel: a job holding a sandbox gets 30 s).  A
+ * SIGKILL at once left a one-shot run_code's sandbox "dead", owned by no one
+ * and removed only by prune (redteam). */
+static void drain(struct an_api_job *job) {
+  an_api_job_cancel(job, 0);
+  char scratch[65536];
+  while (!job->done) {
+    int st;
+    pid_t w = waitpid(job->pid, &st, WNOHANG);
+    if (w == job->pid || (w < 0 && errno != EINTR)) {
+      job->reaped = true;
+      return;
+    }
+    ssize_t n = read(job->result_fd, scratch, sizeof scratch);
+    if (n > 0 || (n < 0 && errno == EINTR)) continue;
+    if (n == 0) break;
+    struct pollfd p = {.fd = job->result_fd, .events = POLLIN};
+    poll(&p, 1, 100);
+    an_api_job_tick(job);
+  }
+  /* its result is in (dropped): what is left of the worker is its exit, or a
+   * keeper of a sandbox nobody will know of (its monitor ends it with it) */
+  job->done = true;
+  kill(job->pid, SIGKILL);
+}
+
 void an_api_job_free(struct an_api_job *job) {
   if (!job) return;
+  if (!job->reaped && !job->done) drain(job);
   if (!job->reaped) {
-    if (!job->done) kill(job->pid, SIGKILL);
     int st;
     reap(job, &st);
   }

@@ -152,7 +152,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void stream_free(void *cls) {
   struct srv_stream *x = cls;
-  an_api_job_free(x->job);   /* kills a worker still running: its exec ends with it */
+  an_api_job_free(x->job);   /* cancels a worker still running (its exec ends; a one-shot run gets its grace) */
   if (x->hold_token >= 0) srv_unhold(x->s, x->hold_token);
   srv_release(x->s, x->token);
   free(x->pend);

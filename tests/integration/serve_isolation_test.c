@@ -405,3 +405,89 @@ Test(serve_isolation, a_create_whose_client_hung_up_leaves_no_sandbox) {
   cr_expect(bf_out && strstr(bf_out, "\"op\":\"create\"") && strstr(bf_out, "\"op\":\"destroy\""),
             "audit: %s", bf_out);
 }
+
+/* redteam: a streamed one-shot run (POST /v1/run, Accept: application/x-ndjson) whose client
+ * hung up while output flowed: libmicrohttpd's write failed, it closed the connection and
+ * stream_free's an_api_job_free SIGKILLed the worker at once (the 30 s grace of a call
+ * holding a sandbox was not asked for), leaving the one-shot sandbox "dead" with its
+ * workspace mounted on a loop device, its cgroups and its state, owned by no token and
+ * removed by nothing but prune.  Any token could pile them up.  Now freeing a job still
+ * running cancels it as a hang-up does and waits out its grace. */
+Test(serve_isolation, a_streamed_run_whose_client_hung_up_leaves_no_sandbox) {
+  if (access("/var/cache/agentnest/images/busybox/layout", F_OK) != 0) cr_skip_test("image cache absent");
+  g_serve = sv_start_opt(g_sock, "--profile", "shell");
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  cr_assert_geq(fd, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  cr_assert_lt(strlen(g_sock), sizeof a.sun_path, "socket path too long: %s", g_sock);
+  memcpy(a.sun_path, g_sock, strlen(g_sock) + 1);
+  cr_assert_eq(connect(fd, (struct sockaddr *) &a, sizeof a), 0, "connect %s: %m", g_sock);
+  const char body[] = "{\"language\":\"shell\",\"code\":\"while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done\"}";
+  char req[600];
+  int n = snprintf(req, sizeof req,
+                   "POST /v1/run HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOK_A "\r\n"
+                   "Accept: application/x-ndjson\r\nContent-Type: application/json\r\n"
+                   "Content-Length: %zu\r\n\r\n%s",
+                   sizeof body - 1, body);
+  cr_assert_eq(write(fd, req, (size_t) n), n);
+  /* read until the output flows, then hang up with data unread (the server's next write fails) */
+  char buf[65536];
+  size_t got = 0;
+  ssize_t r;
+  while (got < 256 * 1024 && (r = read(fd, buf, sizeof buf)) > 0) got += (size_t) r;
+  cr_assert_geq(got, 256 * 1024, "the run's output did not flow (%zu bytes)", got);
+  usleep(300000);   /* the server's socket buffer fills: it waits to write, not in its read callback */
+  close(fd);
+  /* the cancelled run tears its sandbox down; a SIGKILLed worker leaves it "dead" for good */
+  bool empty = false;
+  for (int i = 0; i < 100 && !empty; i++) {
+    usleep(100000);
+    cr_assert_eq(bf_an("ls --json"), 0, "%s", bf_err);
+    empty = !strcmp(bf_out, "[]\n");
+  }
+  cr_expect(empty, "sandboxes left after the streamed run whose client hung up: %s", bf_out);
+}
+
+/* redteam: destroy of a dead sandbox (its monitor gone) worked for its token by id only: by
+ * its name the token got 404 "no such sandbox" (an_api_open_sandbox tells any failure by
+ * name as unknown), while the CLI takes either.  Another token still gets 404 both ways. */
+Test(serve_isolation, a_token_destroys_its_dead_sandbox_by_name_and_no_other_token_can) {
+  if (access("/var/cache/agentnest/images/busybox/layout", F_OK) != 0) cr_skip_test("image cache absent");
+  if (an_test_sh("command -v curl >/dev/null") != 0) cr_skip_test("curl is needed");
+  start_serve();
+  char *out = NULL;
+  cr_assert_eq(call(TOK_A, "POST", "/sandboxes", "{\"image\":\"busybox\",\"name\":\"deadbox\"}", &out), 200, "%s",
+               out);
+  char *id = member(out, "id");
+  free(out);
+  cr_assert_eq(bf_an("ls --json"), 0, "%s", bf_err);
+  char *mon = strstr(bf_out, "\"monitor_pid\":");
+  cr_assert_not_null(mon, "ls: %s", bf_out);
+  pid_t mpid = (pid_t) atoi(mon + strlen("\"monitor_pid\":"));
+  cr_assert_gt(mpid, 0, "ls: %s", bf_out);
+  cr_assert_eq(kill(mpid, SIGKILL), 0);
+  for (int i = 0; i < 50; i++) {
+    usleep(100000);
+    bf_an("ls --json");
+    if (bf_out && strstr(bf_out, "\"status\":\"dead\"")) break;
+  }
+  cr_assert(bf_out && strstr(bf_out, "\"status\":\"dead\""), "the sandbox is not dead: %s", bf_out);
+  char path[200];
+  const char *ways[] = {"deadbox", id};
+  for (int w = 0; w < 2; w++) {
+    snprintf(path, sizeof path, "/sandboxes/%s", ways[w]);
+    int code = call(TOK_B, "DELETE", path, NULL, &out);
+    cr_expect_eq(code, 404, "token B on token A's dead sandbox %s: %d %s", ways[w], code, out);
+    free(out);
+  }
+  int code = call(TOK_A, "DELETE", "/sandboxes/deadbox", NULL, &out);
+  cr_expect_eq(code, 200, "token A destroying its dead sandbox by name: %d %s", code, out);
+  cr_expect(out && strstr(out, id), "%s", out);
+  free(out);
+  cr_assert_eq(bf_an("ls --json"), 0, "%s", bf_err);
+  cr_expect_str_eq(bf_out, "[]\n", "left: %s", bf_out);
+  if (strcmp(bf_out, "[]\n")) {
+    bf_an("destroy %s", id);
+  }
+  free(id);
+}

@@ -13,6 +13,7 @@ from agentnest import (ExecutionError, ExecutionResult, FileAccessError, Network
                        SandboxDestroyedError, SandboxPool, Secret, SecurityPolicy, SessionResult,
                        UnsupportedCapabilityError)
 from agentnest._transport import Client, _error_for
+from agentnest.errors import PoolExhaustedError
 
 
 class DataTypes(unittest.TestCase):
@@ -75,6 +76,77 @@ class DataTypes(unittest.TestCase):
         pool.close()
         self.assertEqual(sorted(destroyed), [0, 1], "close() returned before the refill's sandbox was destroyed")
         self.assertIs(a, made[0])
+
+    def test_pool_acquire_racing_close_hands_out_nothing(self):
+        # redteam: acquire() checked _closed before its get(), unlocked: a close() that ran while it
+        # took a sandbox left that sandbox handed out of a closed pool (close() had copied _out
+        # already, so it was never destroyed) and started a refill close() did not wait for
+        import queue as _queue
+        made, destroyed = [], []
+
+        class Fake:
+            def __init__(self):
+                self.n = len(made)
+                made.append(self)
+
+            def destroy(self):
+                destroyed.append(self.n)
+
+        pool = SandboxPool(Fake, size=1)
+
+        class CloseDuringGet(_queue.Queue):
+            armed = True
+
+            def get(self, *a, **k):
+                item = super().get(*a, **k)
+                if self.armed:  # close() runs, whole, between the get and acquire's bookkeeping
+                    self.armed = False
+                    t = threading.Thread(target=pool.close)
+                    t.start()
+                    t.join()
+                return item
+
+        q = CloseDuringGet()
+        q.put(pool._ready.get_nowait())
+        pool._ready = q
+        with self.assertRaises(PoolExhaustedError):
+            pool.acquire()
+        self.assertEqual(destroyed, [0], "the sandbox taken while close() ran was not destroyed")
+        self.assertEqual(len(made), 1, "a refill was started for a closed pool")
+
+    def test_pool_acquire_waiting_when_closed_is_woken(self):
+        # redteam: an acquire() waiting on an empty pool (its refill still being made) slept for
+        # ever once close() ran: the refill destroyed what it made instead of putting it
+        made, gate, errors = [], threading.Event(), []
+
+        class Fake:
+            def __init__(self):
+                made.append(self)
+
+            def destroy(self):
+                pass
+
+        def factory():
+            if made:
+                gate.wait(5)
+            return Fake()
+
+        pool = SandboxPool(factory, size=1)
+        pool.acquire()
+
+        def waiter():
+            try:
+                pool.acquire()
+            except PoolExhaustedError as e:
+                errors.append(e)
+
+        t = threading.Thread(target=waiter, daemon=True)
+        t.start()
+        threading.Timer(0.2, gate.set).start()
+        pool.close()
+        t.join(3)
+        self.assertFalse(t.is_alive(), "acquire() still waits on the closed pool")
+        self.assertEqual(len(errors), 1)
 
     def test_error_mapping(self):
         self.assertIsInstance(_error_for(404, {"error": {"message": "sandbox abc: not found", "errno": "ENOENT"}}),
