@@ -185,17 +185,11 @@ int an_api_op_destroy(struct an_api_call *c, yajl_val in, yajl_gen out, an_error
   if (r == -ESRCH) {   /* dead (the caller may use it: an_api_open_sandbox checked, or dead_by_name) */
     an_error_free(err);
     r = an_sandbox_destroy_dead_ctx(c->ctx->lib, c->ctx->store_root, target, id, err);
-    if (r < 0) return r;
-    yajl_gen_map_open(out);
-    an_api_gen_kv_str(out, "id", id);
-    an_api_gen_kv_bool(out, "destroyed", true);
-    yajl_gen_map_close(out);
-    return 0;
+  } else if (r >= 0) {
+    snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
+    r = an_sandbox_destroy(sb, (uint64_t) an_api_in_int(in, "grace_ms", 1000), err);
+    an_sandbox_close(sb);
   }
-  if (r < 0) return r;
-  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
-  r = an_sandbox_destroy(sb, (uint64_t) an_api_in_int(in, "grace_ms", 1000), err);
-  an_sandbox_close(sb);
   if (r < 0) return r;
   yajl_gen_map_open(out);
   an_api_gen_kv_str(out, "id", id);

@@ -204,6 +204,40 @@ static void worker_main(const struct an_api_ctx *ctx, const struct an_api_op *op
   _exit(0);
 }
 
+/* ---- the ASan fork hazard ----------------------------------------------------------------- */
+
+/* GCC 12's ASan allocator has no fork handlers: a worker forked while
+ * another thread of a multi-threaded front end (serve's connection threads,
+ * one exiting drains its allocator cache) held one of the allocator's locks
+ * inherits it held for ever, and hangs at its first malloc or free that
+ * needs it.  In ASan builds the child therefore first allocates and frees
+ * blocks of every size class, enough to empty and overflow its cache (each
+ * class's refill and drain takes the class's lock; the frees fill the
+ * quarantine, whose recycling takes its lock), then says so on a pipe; a
+ * child that does not within ASAN_PROBE_WAIT_MS is killed and forked again.
+ * Production builds (glibc malloc, fork-safe through its atfork handlers)
+ * do none of this. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ASAN_FORK_PROBE 1
+#else
+#define ASAN_FORK_PROBE 0
+#endif
+#define ASAN_PROBE_WAIT_MS 5000
+
+static void asan_fork_probe(int ready_fd) {
+  /* the primary allocator's classes cache at most 2 * min(128, 64 KiB / size) blocks per
+   * thread; one block over 128 KiB tests the secondary allocator's lock (about 10 MiB in all) */
+  void *p[320];
+  for (size_t sz = 16; sz <= (256u << 10); sz = sz < 512 ? sz + 16 : sz + sz / 4) {
+    size_t k = 2 * ((64u << 10) / sz) + 4;
+    if (k > 320) k = 320;
+    for (size_t i = 0; i < k; i++) p[i] = malloc(sz);
+    for (size_t i = 0; i < k; i++) free(p[i]);
+  }
+  if (write(ready_fd, "R", 1) < 0) _exit(127);
+  close(ready_fd);
+}
+
 /* ---- the front end's side ----------------------------------------------------------------- */
 
 int an_api_job_start(const struct an_api_ctx *ctx, const struct an_api_op *op, const char *input,
@@ -222,13 +256,41 @@ int an_api_job_start(const struct an_api_ctx *ctx, const struct an_api_op *op, c
     return an_error_set(err, e, "%s: pipe", op->name);
   }
   pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid < 0) {
-    int e = errno;
-    close(rp[0]), close(rp[1]), close(cp[0]), close(cp[1]), free(job);
-    return an_error_set(err, e, "%s: fork the worker", op->name);
+  pid_t pid;
+  for (int attempt = 1;; attempt++) {
+    int ready[2] = {-1, -1};
+    if (ASAN_FORK_PROBE && pipe2(ready, O_CLOEXEC) < 0) {
+      int e = errno;
+      close(rp[0]), close(rp[1]), close(cp[0]), close(cp[1]), free(job);
+      return an_error_set(err, e, "%s: pipe", op->name);
+    }
+    pid = fork();
+    if (pid < 0) {
+      int e = errno;
+      close(rp[0]), close(rp[1]), close(cp[0]), close(cp[1]), free(job);
+      if (ready[0] >= 0) close(ready[0]), close(ready[1]);
+      return an_error_set(err, e, "%s: fork the worker", op->name);
+    }
+    if (pid == 0) {
+      if (ASAN_FORK_PROBE) asan_fork_probe(ready[1]);
+      worker_main(ctx, op, input, input_len, parent, rp[1], cp[0]);
+    }
+    if (!ASAN_FORK_PROBE) break;
+    close(ready[1]);
+    struct pollfd p = {.fd = ready[0], .events = POLLIN};
+    char b = 0;
+    bool ok = poll(&p, 1, ASAN_PROBE_WAIT_MS) == 1 && read(ready[0], &b, 1) == 1;
+    close(ready[0]);
+    if (ok) break;
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+    fprintf(stderr, "agentnest: %s: the worker (pid %d) hung in its allocator after fork (ASan build); "
+            "forking again\n", op->name, (int) pid);
+    if (attempt == 5) {
+      close(rp[0]), close(rp[1]), close(cp[0]), close(cp[1]), free(job);
+      return an_error_set(err, EAGAIN, "%s: the worker hung in its allocator after fork, 5 times", op->name);
+    }
   }
-  if (pid == 0) worker_main(ctx, op, input, input_len, parent, rp[1], cp[0]);
   close(rp[1]);
   close(cp[0]);
   fcntl(rp[0], F_SETFL, O_NONBLOCK);
