@@ -365,19 +365,13 @@ Test(serve_isolation, two_live_tokens_may_not_share_a_name) {
 /* Send a create for TOK_A over SOCK and hang up (shutdown for writing: the server sees
  * POLLRDHUP, as when a client program ends); the answer it still gets, in a heap string. */
 static char *create_and_hang_up(const char *sock) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  cr_assert_geq(fd, 0);
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  cr_assert_lt(strlen(sock), sizeof a.sun_path, "socket path too long: %s", sock);
-  memcpy(a.sun_path, sock, strlen(sock) + 1);
-  cr_assert_eq(connect(fd, (struct sockaddr *) &a, sizeof a), 0, "connect %s: %m", sock);
   const char body[] = "{\"image\":\"busybox\",\"timeout\":\"300s\"}";
   char req[600];
   int n = snprintf(req, sizeof req,
                    "POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOK_A "\r\n"
                    "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
                    sizeof body - 1, body);
-  cr_assert_eq(write(fd, req, (size_t) n), n);
+  int fd = open_and_send(sock, req, (size_t) n);
   cr_assert_eq(shutdown(fd, SHUT_WR), 0);
   char *resp = calloc(1, 65536);
   size_t len = 0;
