@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "util/utc.h"
 #include "engine/state.h"
 #include "util/cleanup.h"
 #include "util/json_gen.h"
@@ -126,10 +127,8 @@ int an_state_write_file(int dirfd, const char *name, const char *data, size_t le
 char *an_state_now_rfc3339(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  struct tm tm;
-  gmtime_r(&ts.tv_sec, &tm);
   char buf[64], *out = NULL;
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  an_utc_format(ts.tv_sec, buf, sizeof buf);
   if (asprintf(&out, "%s.%09ldZ", buf, ts.tv_nsec) < 0) return NULL;
   return out;
 }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "util/utc.h"
 #include "image/image_internal.h"
 #include "util/cleanup.h"
 #include "util/json_gen.h"
@@ -46,10 +47,9 @@ static int lock_and_sweep(int imagesfd, an_error_t *err) {
 
 static int write_meta(int dirfd, const struct an_image_plan *p, enum an_image_source_kind kind,
                       uint64_t size, an_error_t *err) {
-  char now[32];
-  time_t t = time(NULL);
-  struct tm tm;
-  strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+  char now[32], t[24];
+  an_utc_format(time(NULL), t, sizeof t);
+  snprintf(now, sizeof now, "%.19sZ", t);
   cleanup_jgen struct an_jgen j;
   if (an_jgen_init(&j, true) < 0) return an_error_set(err, ENOMEM, "meta.json: JSON");
   an_jgen_map_open(&j);

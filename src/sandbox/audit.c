@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
+#include "util/utc.h"
 #include "agentnest/audit.h"
 #include "agentnest/image.h"
 #include "agentnest/output.h"
@@ -143,11 +144,9 @@ int an_audit_fields_gen(struct an_jgen *j, const struct an_audit_field *fields, 
 }
 
 void an_audit_time(uint64_t ms, char buf[32]) {
-  time_t s = (time_t) (ms / 1000);
-  struct tm tm;
-  gmtime_r(&s, &tm);
-  snprintf(buf, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-           tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int) (ms % 1000));
+  char s[24];
+  an_utc_format((int64_t) (ms / 1000), s, sizeof s);
+  snprintf(buf, 32, "%.19s.%03dZ", s, (int) (ms % 1000));
 }
 
 static uint64_t realtime_ms(void) {

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "util/utc.h"
 #include "agentnest/pool.h"
 #include "sandbox/batch_internal.h"
 #include "sandbox/sandbox_internal.h"
@@ -25,10 +26,8 @@
 void an_batch_now_rfc3339(char buf[32]) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  struct tm tm;
-  gmtime_r(&ts.tv_sec, &tm);
   char s[24];
-  strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
+  an_utc_format(ts.tv_sec, s, sizeof s);
   snprintf(buf, 32, "%.19s.%03dZ", s, (int) (ts.tv_nsec / 1000000) % 1000);
 }
 

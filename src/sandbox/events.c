@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "util/utc.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 
@@ -27,12 +28,10 @@ void an_sb_event(const char *dir, const char *type, const char *fields_fmt, ...)
   }
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  struct tm tm;
-  gmtime_r(&ts.tv_sec, &tm);
+  char t[24];
+  an_utc_format(ts.tv_sec, t, sizeof t);
   char line[1400];
-  int n = snprintf(line, sizeof line,
-                   "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"type\":\"%s\"%s}\n",
-                   tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+  int n = snprintf(line, sizeof line, "{\"time\":\"%.19s.%03ldZ\",\"type\":\"%s\"%s}\n", t,
                    ts.tv_nsec / 1000000, type, fields);
   if (n <= 0 || (size_t) n >= sizeof line) return;
   char path[PATH_MAX];

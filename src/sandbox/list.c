@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "util/utc.h"
 #include "sandbox/egress_run.h"
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
@@ -94,12 +95,9 @@ int an_sandbox_list(const char *store_root, struct an_sandbox_info **list, size_
 }
 
 static void gen_time(struct an_jgen *g, const char *key, uint64_t ms) {
-  time_t t = (time_t) (ms / 1000);
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  char buf[40];
-  snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
-           tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned) (ms % 1000));
+  char t[24], buf[40];
+  an_utc_format((int64_t) (ms / 1000), t, sizeof t);
+  snprintf(buf, sizeof buf, "%.19s.%03uZ", t, (unsigned) (ms % 1000));
   an_jgen_kv_str(g, key, buf);
 }
 
