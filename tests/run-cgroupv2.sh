@@ -4,7 +4,7 @@
 # /sys/fs/cgroup, every controller enabled; see its header for what the host
 # needs: Debian's qemu-system-x86, linux-image-amd64, busybox-static, kmod,
 # cpio) and runs in it, as root,
-# $BUILD/tests/integration/cgroup_test, cgroup_limits_test and
+# $BUILD/tests/integration/cgroup_test, cgroup_birth_test, cgroup_limits_test and
 # cgroup_devices_test plus every binary listed (space
 # separated, relative to the repo or absolute) in $CGROUPV2_TESTS.
 # Build on the host first (`make test-bins`); `make check-cgroupv2` does.
@@ -19,7 +19,7 @@ repo=$PWD
 BUILD=${BUILD:-build}
 vm=${RUN_IN_VM_SH:-$repo/tests/vm/run-in-vm.sh}
 [ -x "$vm" ] || { echo "run-cgroupv2: $vm not found or not executable" >&2; exit 125; }
-bins=("$BUILD/tests/integration/cgroup_test" "$BUILD/tests/integration/cgroup_limits_test"
+bins=("$BUILD/tests/integration/cgroup_test" "$BUILD/tests/integration/cgroup_birth_test" "$BUILD/tests/integration/cgroup_limits_test"
       "$BUILD/tests/integration/cgroup_devices_test")
 for b in ${CGROUPV2_TESTS:-}; do bins+=("$b"); done
 for b in "${bins[@]}"; do

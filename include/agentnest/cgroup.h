@@ -136,6 +136,50 @@ int an_cgroup_enter(struct an_cgroup *cg, pid_t pid, an_error_t *err);
  * controllers (v1/hybrid: the caller must use an_cgroup_enter).  Owned by cg. */
 int an_cgroup_clone_fd(const struct an_cgroup *cg);
 
+/* A child that enters the cgroup itself instead of being moved there (v1
+ * and hybrid hosts).  Moving a process from outside (an_cgroup_enter,
+ * cgroup.procs) takes the kernel's cgroup_threadgroup_rwsem for write and
+ * waits for an RCU grace period (about 7 ms measured on a 2-core hybrid
+ * host); a thread that moves only itself ("0" to v1 `tasks`) does not, and
+ * the kernel checks a v1 move with the credentials of the file's opener
+ * (Linux >= 5.16), so a child in a new user namespace may do it.  Use:
+ *
+ *   struct an_cgroup_birth b;
+ *   bool born = an_cgroup_birth_begin(cg, &b, &e) == 0;   // in the parent, as host root
+ *   pid = clone3(..., CLONE_INTO_CGROUP b.clone_fd when >= 0);
+ *   child:  an_cgroup_birth_enter(&b, &e) first (it closes its copies)
+ *   parent: an_cgroup_birth_end(&b);   // closes the parent's copies
+ *   not born: clone with an_cgroup_clone_fd and an_cgroup_enter, as before
+ *
+ * begin opens (O_WRONLY, close-on-exec) `tasks` of cg in every v1
+ * hierarchy cg exists in; b->clone_fd is cg's cgroup2 directory for
+ * CLONE_INTO_CGROUP (-1 on a v1-only host; owned by cg, valid while cg is).
+ * On a unified host it only sets clone_fd.  No thread of the caller ever
+ * enters cg.  Errors (nothing left open): -EOPNOTSUPP no cgroup2 handle or
+ * more than AN_CGROUP_BIRTH_MAX hierarchies; -ESTALE an_cgroup_kill's
+ * cgroup.kill reached cg before (Linux >= 6.13 kills a child cloned into
+ * such a cgroup at birth; an_cgroup_kill marks them with the xattr
+ * trusted.agentnest.killed); errno of an open, "open <dir>/tasks" (-ENOENT
+ * the cgroup is gone).
+ * enter (writes and closes; allocates only for an error): the calling
+ * thread steps into cg everywhere;
+ * errno of a write, "step into cgroup P in MOUNT" (the child must then
+ * fail: it may be in some hierarchies and not others).
+ * end: closes what begin opened; any number of times.
+ * Thread-safety: b belongs to one thread (and its child's copy to the
+ * child); cg is only read, and must outlive b. */
+#define AN_CGROUP_BIRTH_MAX 16
+struct an_cgroup_birth {
+  int clone_fd;                            /* for CLONE_INTO_CGROUP, or -1 */
+  size_t n;                                /* v1 hierarchies to step into */
+  int tasks[AN_CGROUP_BIRTH_MAX];          /* cg's `tasks`, per hierarchy */
+  const char *where[AN_CGROUP_BIRTH_MAX];  /* that hierarchy's mount point (cg's memory) */
+  const char *path;                        /* cg's path, for messages (cg's memory) */
+};
+int an_cgroup_birth_begin(struct an_cgroup *cg, struct an_cgroup_birth *b, an_error_t *err);
+int an_cgroup_birth_enter(struct an_cgroup_birth *b, an_error_t *err);
+void an_cgroup_birth_end(struct an_cgroup_birth *b);
+
 /* The relative path given at create/open.  Owned by cg. */
 const char *an_cgroup_path(const struct an_cgroup *cg);
 

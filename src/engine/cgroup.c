@@ -589,6 +589,7 @@ static bool is_frozen(struct an_cgroup *cg) {
 int an_cgroup_kill(struct an_cgroup *cg, int sig, an_error_t *err) {
   if (sig == SIGKILL && cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.kill")) {
     int r = an_cg_write(cg->dir[cg->l.unified], "cgroup.kill", "1", err);
+    if (r >= 0) an_cg_mark_killed(cg->dir[cg->l.unified]);
     /* cgroup.kill does not thaw a v1 freezer (a hybrid host): its frozen
      * tasks act on the SIGKILL only once thawed (a sandbox destroyed while
      * a snapshot froze it stayed alive) */

@@ -95,6 +95,12 @@ bool an_cg_host_has_swap(void);
 typedef int (*an_cg_visit_fn)(const char *dir, void *arg, an_error_t *err);
 int an_cg_walk(const char *dir, an_cg_visit_fn pre, an_cg_visit_fn post, void *arg,
                bool keep_going, an_error_t *err);
+
+/* --- cgroup_birth.c ---------------------------------------------------- */
+/* Mark cgroup2 directory `dir` and every cgroup below it as reached by
+ * cgroup.kill (an xattr): an_cgroup_birth_begin then refuses them, since
+ * Linux >= 6.13 kills a child cloned into them.  Best effort. */
+void an_cg_mark_killed(const char *dir);
 /* Remove dir and every cgroup below it, deepest first (retrying EBUSY a
  * little while exiting tasks leave).  A missing dir is not an error. */
 int an_cg_rmdir_tree(const char *dir, an_error_t *err);

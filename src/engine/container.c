@@ -278,7 +278,7 @@ static bool spec_has_child_hooks(const struct an_spec *s) {
  * namespace to join (this thread moves; the child inherits it: the child,
  * inside a new user namespace, could not join a netns owned by the initial
  * one, see namespaces.h).  Our own ones are entered again after. */
-static int clone_init(struct launch *l, const struct an_init_config *cfg, an_error_t *err) {
+static int clone_init(struct launch *l, const struct an_init_config *cfg, int cgroup_fd, an_error_t *err) {
   cleanup_close int own_pid = -1, own_time = -1, own_net = -1;
   if (l->ns.pidns_fd >= 0) {
     own_pid = open("/proc/thread-self/ns/pid", O_RDONLY | O_CLOEXEC);
@@ -314,7 +314,7 @@ static int clone_init(struct launch *l, const struct an_init_config *cfg, an_err
   uint64_t flags = (uint64_t) l->ns.clone_flags;
   if (an_procview_timens_zero(l->spec)) flags &= ~(uint64_t) CLONE_NEWTIME;
   int pidfd = -1;
-  pid_t pid = an_process_clone(flags, an_cgroup_clone_fd(l->cg), &pidfd, err);
+  pid_t pid = an_process_clone(flags, cgroup_fd, &pidfd, err);
   if (pid == 0) an_init_main(cfg);
   an_userns_owner_leave(&owner);
   if (own_pid >= 0) setns(own_pid, CLONE_NEWPID);
@@ -433,7 +433,14 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
   l->sync_fd = sp[0];
 
   bool new_userns = l->ns.clone_flags & CLONE_NEWUSER;
+  /* pid 1 steps into its v1 cgroups itself (cgroup.h: no grace period);
+   * opened here, as host root.  Else it is moved at [1]. */
+  struct an_cgroup_birth birth;
+  an_error_t be = NULL;
+  bool born = an_cgroup_birth_begin(l->cg, &birth, &be) == 0;
+  an_error_free(&be);
   struct an_init_config cfg = {
+    .birth = born ? &birth : NULL,
     .spec = s, .process = s->process, .rootfs = l->rootfs, .bundle = l->bundle,
     .parent_pid = getpid(), .sync_fd = sp[1], .parent_sync_fd = sp[0],
     .start_fd = l->start_fd, .state_dirfd = l->dirfd, .ns = &l->ns, .cgroup = l->cg,
@@ -444,12 +451,13 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
     .stdio = {o->stdio[0], o->stdio[1], o->stdio[2]},
     .needs_hook_state = spec_has_child_hooks(s),
   };
-  r = clone_init(l, &cfg, err);
+  r = clone_init(l, &cfg, born ? birth.clone_fd : -1, err);
+  if (born) an_cgroup_birth_end(&birth);
   close(sp[1]);
   if (r < 0) goto fail;
 
   /* [1] move into the cgroup (where clone3 could not), write the maps */
-  if (an_cgroup_clone_fd(l->cg) < 0 && (r = an_cgroup_enter(l->cg, l->pid, err)) < 0) goto fail;
+  if (!born && (r = an_cgroup_enter(l->cg, l->pid, err)) < 0) goto fail;
   if (new_userns &&
       (r = an_userns_write_maps(l->pid, s->linux.uid_mappings, s->linux.n_uid_mappings,
                                 s->linux.gid_mappings, s->linux.n_gid_mappings, err)) < 0)

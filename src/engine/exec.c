@@ -105,7 +105,17 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
     return an_error_set(err, e, "exec in %s: sync socketpair", t->what);
   }
   c->sync_fd = sp[0];
+  /* the joiner steps into the exec's v1 cgroups itself (cgroup.h: no
+   * grace period); opened here, as host root.  Else it is moved below. */
+  struct an_cgroup_birth birth;
+  bool born = false;
+  if (t->cg) {
+    an_error_t be = NULL;
+    born = an_cgroup_birth_begin(t->cg, &birth, &be) == 0;
+    an_error_free(&be);
+  }
   struct an_init_config cfg = {
+    .birth = born ? &birth : NULL,
     .spec = t->spec, .process = &proc.proc, .rootfs = t->rootfs, .parent_pid = getpid(),
     .sync_fd = sp[1], .parent_sync_fd = sp[0], .start_fd = -1, .state_dirfd = t->state_dirfd,
     .ns = &plan, .in_userns = flags & CLONE_NEWUSER, .seccomp = t->seccomp,
@@ -118,10 +128,11 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
                          an_userns_maps_root(&t->spec->linux),
   };
   struct an_exec_joiner j = {.init_pidfd = t->init_pidfd, .ns_flags = flags, .cfg = &cfg};
-  int cgfd = t->cg ? an_cgroup_clone_fd(t->cg) : -1;
+  int cgfd = born ? birth.clone_fd : -1;
   int jpidfd = -1;
   pid_t jpid = an_process_clone(0, cgfd, &jpidfd, err);
   if (jpid == 0) an_exec_joiner_main(&j);
+  if (born) an_cgroup_birth_end(&birth);
   close(sp[1]);
   /* read before the copy is freed (cfg.process points into it; the free
    * zeroes it, and a terminal exec then looked prepared and deadlocked) */
@@ -131,12 +142,12 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
     an_exec_child_close(c);
     return an_error_prefix(err, "exec in %s", t->what);
   }
-  /* the joiner's cgroup is the process's: it is born there.  On v1 this
-   * write waits for an RCU grace period (the first cgroup.procs write of a
-   * batch takes the kernel's cgroup_threadgroup_rwsem for write); the
-   * joiner meanwhile joins the namespaces and runs the process's setup
-   * (exec_join.h), so the two overlap. */
-  if (t->cg && cgfd < 0 && (r = an_cgroup_enter(t->cg, jpid, err)) < 0) goto fail;
+  /* the joiner's cgroup is the process's: it is born there.  A joiner that
+   * does not step in itself is moved now: on v1 the write waits for an RCU
+   * grace period (the first cgroup.procs write of a burst takes the
+   * kernel's cgroup_threadgroup_rwsem for write) while the joiner joins the
+   * namespaces and runs the process's setup (exec_join.h). */
+  if (t->cg && !born && (r = an_cgroup_enter(t->cg, jpid, err)) < 0) goto fail;
   /* [1] to the joiner: cgroup entered; [7] spawned: the process's pidfd */
   if ((r = an_sync_send(c->sync_fd, AN_SYNC_IDMAPPED, -1, err)) < 0) goto fail;
   if ((r = wait_sync(c, err)) < 0 ||

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+#include "agentnest/cgroup.h"
 #include "engine/exec_join.h"
 #include "engine/namespaces.h"
 #include "engine/process.h"
@@ -215,7 +216,9 @@ _Noreturn void an_exec_joiner_main(const struct an_exec_joiner *j) {
    * once not dumpable); then not dumpable, so the process (whose mm is a
    * copy of this one) is born not dumpable.  Nothing of the container sees
    * this process: it is not in the container's pid namespace. */
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+  /* into the exec's v1 cgroups first (cgroup.h); the process it forks inherits them */
+  if (c->birth) r = an_cgroup_birth_enter(c->birth, &err);
+  if (r == 0 && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
     r = an_error_set(&err, errno, "set the joiner's parent-death signal (prctl)");
   if (r == 0) r = hide_runtime_args(&err);
   if (r == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)

@@ -20,6 +20,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "agentnest/cgroup.h"
 #include "engine/caps.h"
 #include "engine/devices.h"
 #include "engine/hooks.h"
@@ -458,7 +459,9 @@ _Noreturn void an_init_main(const struct an_init_config *c) {
   if (c->state_dirfd >= 0) close(c->state_dirfd);
 
   char **env = c->process->env;
-  r = init_run(c, &report_fd, exe, sizeof exe, &env, &err);
+  /* into the container's v1 cgroups before anything else (cgroup.h) */
+  r = c->birth ? an_cgroup_birth_enter(c->birth, &err) : 0;
+  if (r == 0) r = init_run(c, &report_fd, exe, sizeof exe, &env, &err);
   if (r == 0) {
     execve(exe, c->process->args, env ? env : (char *[]){NULL});
     r = exec_failed(&err, errno, exe);

@@ -46,6 +46,9 @@ struct an_init_config {
   const struct an_ns_plan *ns;
   const struct an_cgroup *cgroup;          /* the container's cgroup (create/run), for the
                                               cgroup mount's view; NULL when exec_only */
+  struct an_cgroup_birth *birth;           /* v1 `tasks` files the child writes itself into
+                                              first (agentnest/cgroup.h), or NULL: the
+                                              runtime moves it (an_cgroup_enter) */
   bool in_userns;                          /* runs in a (new or joined) user namespace */
   bool become_root_early;                  /* setresuid(0) after the maps are written */
   const int *idmap_fds;                    /* per mounts[i]: idmapped detached mount made by

@@ -20,6 +20,7 @@
 #include "engine/seccomp.h"
 #include "engine/state.h"
 #include "util/cleanup.h"
+#include "util/sha256.h"
 
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 #define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
@@ -152,7 +153,7 @@ static int cache_name(const struct an_spec_seccomp *s, char **name, an_error_t *
   unsigned mdlen = 0;
   int r;
   if ((r = serialize(s, &text, &len, err)) < 0) return r;
-  if (!EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL))
+  if (!EVP_Digest(text, len, md, &mdlen, an_sha256_md(), NULL))
     return an_error_set(err, ENOMEM, "sha256 of seccomp profile");
   char *hex = malloc(mdlen * 2 + sizeof ".bpf");
   if (!hex) return an_error_set(err, ENOMEM, "seccomp cache name");

@@ -7,11 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "sandbox/batch_internal.h"
+#include "util/sha256.h"
 
 static void key_of(const char *id, unsigned char k[16]) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int l = 0;
-  if (EVP_Digest(id, strlen(id), md, &l, EVP_sha256(), NULL) != 1 || l < 16) {
+  if (EVP_Digest(id, strlen(id), md, &l, an_sha256_md(), NULL) != 1 || l < 16) {
     /* EVP cannot fail for sha256 in practice; fall back to the bytes */
     memset(md, 0, 16);
     strncpy((char *) md, id, 16);

@@ -24,6 +24,7 @@
 #include "util/fdcopy.h"
 #include "util/safe_path.h"
 #include "sandbox/files_internal.h"
+#include "util/sha256.h"
 
 static const struct an_snapshot_opts no_opts;
 
@@ -309,7 +310,7 @@ int an_workspace_snapshot_fd(int ws_dirfd, int out_fd, const struct an_snapshot_
                              struct an_snapshot_info *info, an_error_t *err) {
   const struct an_snapshot_opts *o = opts ? opts : &no_opts;
   __attribute__((cleanup(md_freep))) EVP_MD_CTX *md = EVP_MD_CTX_new();
-  if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) return an_error_set(err, ENOMEM, "snapshot");
+  if (!md || EVP_DigestInit_ex(md, an_sha256_md(), NULL) != 1) return an_error_set(err, ENOMEM, "snapshot");
   struct tar_sink sink = {.fd = out_fd, .md = md};
   __attribute__((cleanup(archive_freep))) struct archive *a = archive_write_new();
   cleanup_free char *buf = malloc(65536);

@@ -15,10 +15,11 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include "server_internal.h"
+#include "util/sha256.h"
 
 static int sha256(const char *s, size_t n, unsigned char out[32]) {
   unsigned int len = 0;
-  return EVP_Digest(s, n, out, &len, EVP_sha256(), NULL) == 1 && len == 32 ? 0 : -EIO;
+  return EVP_Digest(s, n, out, &len, an_sha256_md(), NULL) == 1 && len == 32 ? 0 : -EIO;
 }
 
 int srv_tokens_load(struct srv *s, const char *path, an_error_t *err) {

@@ -18,6 +18,7 @@
 #include "agentnest/sandbox.h"
 #include "mcp/mcp.h"
 #include "util/json_tree.h"
+#include "util/sha256.h"
 
 struct srv_req {
   char *body;
@@ -252,7 +253,7 @@ static void snapshot_owner(const struct srv *s, long token, char out[33]) {
   unsigned int len = 0;
   const char *name = s->tokens[token].name;
   out[0] = 0;
-  if (EVP_Digest(name, strlen(name), h, &len, EVP_sha256(), NULL) != 1 || len < 16) return;
+  if (EVP_Digest(name, strlen(name), h, &len, an_sha256_md(), NULL) != 1 || len < 16) return;
   for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", h[i]);
 }
 

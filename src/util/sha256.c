@@ -1,10 +1,18 @@
 /* util/sha256.c — sha256 via libcrypto EVP, streaming and one-shot (see
  * util/sha256.h). */
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include "util/safe_path.h"
 #include "util/sha256.h"
+
+const EVP_MD *an_sha256_md(void) {
+  /* the first initialisation in the process decides; later calls only return */
+  OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
+                      OPENSSL_INIT_NO_ADD_ALL_DIGESTS, NULL);
+  return EVP_sha256();
+}
 
 struct an_sha256 {
   EVP_MD_CTX *ctx;
@@ -14,7 +22,7 @@ struct an_sha256 *an_sha256_new(void) {
   struct an_sha256 *h = calloc(1, sizeof *h);
   if (!h) return NULL;
   h->ctx = EVP_MD_CTX_new();
-  if (!h->ctx || EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
+  if (!h->ctx || EVP_DigestInit_ex(h->ctx, an_sha256_md(), NULL) != 1) {
     an_sha256_free(h);
     return NULL;
   }

@@ -9,11 +9,20 @@
 
 #include <stddef.h>
 #include "agentnest/error.h"
+#include "util/sha256.h"
 
 /* Hex length of a sha256 digest plus NUL. */
 #define AN_SHA256_HEX_LEN 65
 
 struct an_sha256;
+struct evp_md_st;
+
+/* an_sha256_md() after OPENSSL_init_crypto(3) without the configuration file
+ * and without registering every cipher and digest: OpenSSL's default
+ * initialisation (parsing openssl.cnf, adding all algorithms) cost 0.6 ms
+ * of each sandbox create that hashed one seccomp profile.  Every sha256 of
+ * the library takes its EVP_MD from here.  OpenSSL's own state; thread-safe. */
+const struct evp_md_st *an_sha256_md(void);
 
 /* A new streaming context (caller owns it: an_sha256_finish_hex or
  * an_sha256_free).  NULL on allocation or EVP initialisation failure. */
