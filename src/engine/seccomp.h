@@ -1,6 +1,6 @@
 /* engine/seccomp.h — compile a runtime-spec seccomp profile (linux.seccomp,
  * config-linux.md "Seccomp") into a classic BPF program with libseccomp, cache
- * compiled programs by profile hash, and install a program in the container's
+ * compiled programs by profile text, and install a program in the container's
  * init process (seccomp(2), SECCOMP_SET_MODE_FILTER).
  *
  * Split in two because the parent may allocate and read files but the child,
@@ -41,12 +41,14 @@ struct an_seccomp_program {
  * equals the default action are skipped (libseccomp refuses them).  Several
  * conditions on the same argument index become separate rules (OR), as runc.
  *
- * cache_dir (may be NULL = no cache): directory for compiled programs, named
- * <sha256 of a canonical serialization of the profile, the libseccomp version
- * and the native arch>.bpf.  It is created (0700) if missing.  A cache file is
- * used only if it is a regular file owned by the effective uid, not writable
- * by group or others, and of a valid size; otherwise the profile is compiled
- * and the file rewritten atomically.  Cache problems never fail the call.
+ * cache_dir (may be NULL = no cache): directory for compiled programs, one
+ * file per canonical serialization of the profile (with the libseccomp
+ * version and the native arch), named by an_seccomp_cache_name and holding
+ * that text and the program.  It is created (0700) if missing.  A cache file
+ * is used only if it is a regular file owned by the effective uid, not
+ * writable by group or others, of a valid size, and holds exactly this
+ * profile's text; otherwise the profile is compiled and the file rewritten
+ * atomically.  Cache problems never fail the call.
  *
  * *out owns a new program; free with an_seccomp_program_free().
  * Errors: -EINVAL bad action, operator, argument index, architecture or flag
@@ -81,9 +83,17 @@ int an_seccomp_install(const struct an_seccomp_program *p, an_error_t *err);
 /* Release a program; NULL allowed. */
 void an_seccomp_program_free(struct an_seccomp_program *p);
 
-/* The cache file name prepare uses for `s` (hex sha256 + ".bpf"), for tests
- * and `agentnest doctor`.  *name heap-allocated, owned by the caller.
- * Errors: -EINVAL as prepare, -ENOMEM. */
+/* The cache file name prepare uses for `s` ("p-" + 16 hex digits of FNV-1a
+ * of the canonical text + ".bpf": a slot, not a digest), for tests.  *name
+ * heap-allocated, owned by the caller.  Errors: -EINVAL as prepare, -ENOMEM. */
 int an_seccomp_cache_name(const struct an_spec_seccomp *s, char **name, an_error_t *err);
+
+/* "sha256:" + the hex sha256 of `s`'s canonical text (the profile after
+ * action resolution, the libseccomp version and the native arch): the
+ * profile's identity that `agentnest policy` reports.  Two profiles with the
+ * same digest compile to the same program.  Errors: -EINVAL as prepare;
+ * -ENOMEM / -EIO of the hash (libcrypto). */
+#define AN_SECCOMP_DIGEST_LEN 72
+int an_seccomp_digest(const struct an_spec_seccomp *s, char out[AN_SECCOMP_DIGEST_LEN], an_error_t *err);
 
 #endif

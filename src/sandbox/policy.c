@@ -253,11 +253,9 @@ static int gen_seccomp(struct an_jgen *j, const struct an_spec *spec,
     }
   an_jgen_array_close(j);
   an_jgen_kv_u64(j, "syscall_names", names);
-  cleanup_free char *cache = NULL;
-  int r = an_seccomp_cache_name(s, &cache, err);
+  char digest[AN_SECCOMP_DIGEST_LEN];
+  int r = an_seccomp_digest(s, digest, err);
   if (r < 0) return r;
-  char digest[128];
-  snprintf(digest, sizeof digest, "sha256:%.*s", (int) strcspn(cache, "."), cache);
   an_jgen_kv_str(j, "digest", digest);
   char **allowed = NULL, **denied = NULL;
   if ((r = an_sb_seccomp_probe(s, &allowed, &denied, err)) < 0) return r;

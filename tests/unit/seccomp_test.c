@@ -352,16 +352,20 @@ Test(seccomp, second_prepare_of_same_profile_hits_the_cache, .init = make_cache_
   char *name = NULL;
   an_error_t err = NULL;
   cr_assert_eq(an_seccomp_cache_name(&s, &name, &err), 0);
-  cr_assert_eq(strlen(name), 64 + 4);
+  cr_assert_eq(strlen(name), 2 + 16 + 4, "%s", name);
   char path[256];
   snprintf(path, sizeof path, "%s/%s", cache_dir, name);
   struct stat st;
   cr_assert_eq(stat(path, &st), 0, "cache file %s missing", path);
   cr_assert_eq(st.st_mode & 0077, 0);
-  size_t len = 0;
-  char *bytes = read_all(path, &len);
-  cr_assert_eq(len, p1->prog.len * sizeof(struct sock_filter));
-  cr_assert_eq(memcmp(bytes, p1->filter, len), 0);
+  size_t flen = 0;
+  char *bytes = read_all(path, &flen);
+  /* the profile's canonical text, then the program */
+  size_t len = p1->prog.len * sizeof(struct sock_filter);
+  cr_assert(!strncmp(bytes, "agentnest-seccomp-cache 1\n", 26), "%.40s", bytes);
+  cr_assert(memmem(bytes, flen, "getppid", 7) && memmem(bytes, flen, "getuid", 6), "no profile text");
+  cr_assert_gt(flen, len);
+  cr_assert_eq(memcmp(bytes + flen - len, p1->filter, len), 0);
 
   struct an_seccomp_program *p2 = prepare_ok(&s, cache_dir);
   cr_assert_eq(p2->from_cache, 1);
@@ -383,28 +387,67 @@ Test(seccomp, second_prepare_of_same_profile_hits_the_cache, .init = make_cache_
   an_seccomp_program_free(p2);
 }
 
-Test(seccomp, cache_file_writable_by_others_is_not_trusted, .init = make_cache_dir,
-     .fini = remove_cache_dir) {
-  struct an_spec_seccomp_syscall r[] = { rule("getppid", NULL, SCMP_ACT_ERRNO(0)) };
-  struct an_spec_seccomp s = profile(SCMP_ACT_ALLOW, r, 1);
-  an_seccomp_program_free(prepare_ok(&s, cache_dir));
+/* The cache file of `s` (made by a first prepare) with its program replaced
+ * by allow-everything and, when `text_byte` >= 0, that byte of the profile
+ * text flipped; mode `mode`.  Returns the path (static). */
+static const char *forge_cache_file(const struct an_spec_seccomp *s, long text_byte, mode_t mode) {
+  an_seccomp_program_free(prepare_ok(s, cache_dir));
   char *name = NULL;
   an_error_t err = NULL;
-  cr_assert_eq(an_seccomp_cache_name(&s, &name, &err), 0);
-  char path[256];
+  cr_assert_eq(an_seccomp_cache_name(s, &name, &err), 0);
+  static char path[256];
   snprintf(path, sizeof path, "%s/%s", cache_dir, name);
-  /* Someone else could have written this one: an allow-everything program. */
+  free(name);
+  size_t flen = 0;
+  char *bytes = read_all(path, &flen);
+  cr_assert_not_null(bytes);
+  struct an_seccomp_program *p = prepare_ok(s, NULL);
+  size_t plen = p->prog.len * sizeof(struct sock_filter);
+  an_seccomp_program_free(p);
+  cr_assert_gt(flen, plen + 30);
+  size_t text_end = flen - plen;
+  if (text_byte >= 0) bytes[text_end - 1 - (size_t) text_byte] ^= 0x20;
   struct sock_filter allow_all[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
   FILE *f = fopen(path, "wb");
+  fwrite(bytes, 1, text_end, f);
   fwrite(allow_all, sizeof allow_all, 1, f);
   fclose(f);
-  chmod(path, 0666);
-  struct an_seccomp_program *p = prepare_ok(&s, cache_dir);
+  chmod(path, mode);
+  free(bytes);
+  return path;
+}
+
+static void assert_compiled_fresh(const struct an_spec_seccomp *s) {
+  struct an_seccomp_program *p = prepare_ok(s, cache_dir);
   cr_assert_eq(p->from_cache, 0);
   cr_assert_gt(p->prog.len, 1);
   struct results res;
   run_probe(p, probe_getppid_getpid, &res);
   cr_assert_eq(res.err[0], EPERM);
-  free(name);
+  an_seccomp_program_free(p);
+}
+
+Test(seccomp, cache_file_writable_by_others_is_not_trusted, .init = make_cache_dir,
+     .fini = remove_cache_dir) {
+  struct an_spec_seccomp_syscall r[] = { rule("getppid", NULL, SCMP_ACT_ERRNO(0)) };
+  struct an_spec_seccomp s = profile(SCMP_ACT_ALLOW, r, 1);
+  /* someone else could have written this one: an allow-everything program */
+  forge_cache_file(&s, -1, 0666);
+  assert_compiled_fresh(&s);
+}
+
+/* The file name is a 64-bit slot, not a digest: a file there for another
+ * profile (a collision, or a forged file) must not be used.  Control: the
+ * same forgery with the right text is used (the check is the text). */
+Test(seccomp, cache_file_of_another_profile_text_is_not_used, .init = make_cache_dir,
+     .fini = remove_cache_dir) {
+  struct an_spec_seccomp_syscall r[] = { rule("getppid", NULL, SCMP_ACT_ERRNO(0)) };
+  struct an_spec_seccomp s = profile(SCMP_ACT_ALLOW, r, 1);
+  forge_cache_file(&s, 3, 0600);
+  assert_compiled_fresh(&s);
+  forge_cache_file(&s, -1, 0600);
+  struct an_seccomp_program *p = prepare_ok(&s, cache_dir);
+  cr_assert_eq(p->from_cache, 1, "a root-owned file with the profile's own text is the cache");
+  cr_assert_eq(p->prog.len, 1);
   an_seccomp_program_free(p);
 }
