@@ -136,6 +136,16 @@ int an_cgroup_enter(struct an_cgroup *cg, pid_t pid, an_error_t *err);
  * controllers (v1/hybrid: the caller must use an_cgroup_enter).  Owned by cg. */
 int an_cgroup_clone_fd(const struct an_cgroup *cg);
 
+/* What an_cgroup_birth_begin opens for a child (below). */
+#define AN_CGROUP_BIRTH_MAX 16
+struct an_cgroup_birth {
+  int clone_fd;                            /* for CLONE_INTO_CGROUP, or -1 */
+  size_t n;                                /* v1 hierarchies to step into */
+  int tasks[AN_CGROUP_BIRTH_MAX];          /* cg's `tasks`, per hierarchy */
+  const char *where[AN_CGROUP_BIRTH_MAX];  /* that hierarchy's mount point (cg's memory) */
+  const char *path;                        /* cg's path, for messages (cg's memory) */
+};
+
 /* A child that enters the cgroup itself instead of being moved there (v1
  * and hybrid hosts).  Moving a process from outside (an_cgroup_enter,
  * cgroup.procs) takes the kernel's cgroup_threadgroup_rwsem for write and
@@ -157,8 +167,8 @@ int an_cgroup_clone_fd(const struct an_cgroup *cg);
  * On a unified host it only sets clone_fd.  No thread of the caller ever
  * enters cg.  Errors (nothing left open): -EOPNOTSUPP no cgroup2 handle or
  * more than AN_CGROUP_BIRTH_MAX hierarchies; -ESTALE an_cgroup_kill's
- * cgroup.kill reached cg before (Linux >= 6.13 kills a child cloned into
- * such a cgroup at birth; an_cgroup_kill marks them with the xattr
+ * cgroup.kill reached cg before (Linux 6.18, seen here, kills a child
+ * cloned into such a cgroup at birth; an_cgroup_kill marks them with the xattr
  * trusted.agentnest.killed); errno of an open, "open <dir>/tasks" (-ENOENT
  * the cgroup is gone).
  * enter (writes and closes; allocates only for an error): the calling
@@ -168,14 +178,6 @@ int an_cgroup_clone_fd(const struct an_cgroup *cg);
  * end: closes what begin opened; any number of times.
  * Thread-safety: b belongs to one thread (and its child's copy to the
  * child); cg is only read, and must outlive b. */
-#define AN_CGROUP_BIRTH_MAX 16
-struct an_cgroup_birth {
-  int clone_fd;                            /* for CLONE_INTO_CGROUP, or -1 */
-  size_t n;                                /* v1 hierarchies to step into */
-  int tasks[AN_CGROUP_BIRTH_MAX];          /* cg's `tasks`, per hierarchy */
-  const char *where[AN_CGROUP_BIRTH_MAX];  /* that hierarchy's mount point (cg's memory) */
-  const char *path;                        /* cg's path, for messages (cg's memory) */
-};
 int an_cgroup_birth_begin(struct an_cgroup *cg, struct an_cgroup_birth *b, an_error_t *err);
 int an_cgroup_birth_enter(struct an_cgroup_birth *b, an_error_t *err);
 void an_cgroup_birth_end(struct an_cgroup_birth *b);
@@ -187,8 +189,9 @@ const char *an_cgroup_path(const struct an_cgroup *cg);
  * cgroup.kill when the kernel has it (5.14+, also on hybrid hosts);
  * otherwise the cgroup is frozen, every listed pid signalled and thawed
  * (runc's signalAllProcesses), except that a paused cgroup stays paused for
- * signals other than SIGKILL.  Does not wait.  Errors: errno of the write or
- * of kill(2) other than ESRCH. */
+ * signals other than SIGKILL.  What cgroup.kill reached is marked for
+ * an_cgroup_birth_begin (-ESTALE).  Does not wait.  Errors: errno of the
+ * write or of kill(2) other than ESRCH. */
 int an_cgroup_kill(struct an_cgroup *cg, int sig, an_error_t *err);
 
 /* Freeze (true) or thaw (false) every process in the cgroup and below

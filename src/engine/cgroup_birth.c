@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include "engine/cgroup_internal.h"
 
-/* Linux >= 6.13 (seen on 6.18) kills at birth a child cloned with
+/* Linux 6.18 (seen on this host) kills at birth a child cloned with
  * CLONE_INTO_CGROUP into a cgroup that cgroup.kill reached before, itself or
  * through an ancestor (its kill_seq no longer matches the forking task's
  * cgroup's): a reused exec slot after a timeout.  A new cgroup is not

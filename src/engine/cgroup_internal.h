@@ -99,7 +99,7 @@ int an_cg_walk(const char *dir, an_cg_visit_fn pre, an_cg_visit_fn post, void *a
 /* --- cgroup_birth.c ---------------------------------------------------- */
 /* Mark cgroup2 directory `dir` and every cgroup below it as reached by
  * cgroup.kill (an xattr): an_cgroup_birth_begin then refuses them, since
- * Linux >= 6.13 kills a child cloned into them.  Best effort. */
+ * Linux 6.18 kills a child cloned into them.  Best effort. */
 void an_cg_mark_killed(const char *dir);
 /* Remove dir and every cgroup below it, deepest first (retrying EBUSY a
  * little while exiting tasks leave).  A missing dir is not an error. */

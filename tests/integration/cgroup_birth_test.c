@@ -109,7 +109,7 @@ Test(cgroup_birth, a_cgroup_that_is_gone_is_refused_at_begin) {
   cr_assert_eq(b.n, 0);
 }
 
-/* Linux >= 6.13 kills a child cloned (CLONE_INTO_CGROUP) into a cgroup that
+/* Linux 6.18 kills a child cloned (CLONE_INTO_CGROUP) into a cgroup that
  * cgroup.kill reached before: an exec slot reused after a timeout died at
  * birth ("sync point 1: EPIPE").  begin refuses such a cgroup, and the
  * engine then clones outside and moves the child (cli_test's
