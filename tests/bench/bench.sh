@@ -281,6 +281,8 @@ SBO="--image $IMAGE"
 G=sandbox
 if [ "$SB_OK" = 1 ]; then
   measure $G "agentnest run -- true" "$ANR run $SBO -- true" '{}'
+  measure $G "agentnest run -- true, calls 0.2 s apart" "$ANR run $SBO -- true" \
+    '{"note":"hyperfine --prepare \"sleep 0.2\" (not timed): calls spaced as an agent makes them"}' --prepare "sleep 0.2"
   # one-shot from a warm pool (agentnest-pool(1)); --pool-only: a run that
   # finds the pool empty fails instead of going cold; the keeper refills
   # between runs (hyperfine --prepare, not timed)
@@ -307,6 +309,10 @@ if [ "$SB_OK" = 1 ] && have_an_cmd create && $ANR create $SBO --timeout 2h >"$WO
 fi
 if [ -n "$LIVE" ]; then
   measure $G "agentnest exec (true)" "$ANR exec $LIVE -- true" '{}'
+  # as an agent calls it: not back to back (a lone call pays what a burst can share,
+  # e.g. a kernel RCU grace period); the sleep is hyperfine --prepare, not timed
+  measure $G "agentnest exec (true), calls 0.2 s apart" "$ANR exec $LIVE -- true" \
+    '{"note":"hyperfine --prepare \"sleep 0.2\" (not timed): calls spaced as an agent makes them"}' --prepare "sleep 0.2"
   measure $G "agentnest exec x2 concurrent (wall time of the pair)" \
     "sh -c '$ANR exec $LIVE -- true & $ANR exec $LIVE -- true & wait'" \
     '{"note":"ratio to sequential exec: 1 = fully parallel, 2 = serialized"}'
