@@ -16,11 +16,11 @@
 #include "util/cleanup.h"
 #include "util/json_tree.h"
 #include "util/units.h"
+#include "util/utc.h"
 
 /* "YYYY-MM-DDTHH:MM:SS[.fff][Z|+00:00]" or "YYYY-MM-DD" -> ms.  False when
  * the text is neither. */
 static bool parse_rfc3339(const char *s, uint64_t *ms) {
-  struct tm tm = {0};
   int y, mo, d, h = 0, mi = 0, sec = 0, used = 0;
   if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &used) != 3 || used != 10) return false;
   const char *p = s + used;
@@ -45,13 +45,10 @@ static bool parse_rfc3339(const char *s, uint64_t *ms) {
   }
   if (*p) return false;
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || y < 1970) return false;
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = sec;
-  time_t t = timegm(&tm);
+  /* not timegm(3): it takes glibc's tzset_lock, which an API worker forked
+   * while a serve thread held it would wait for for ever (util/utc.h) */
+  struct an_utc u = {.year = y, .mon = mo, .mday = d, .hour = h, .min = mi, .sec = sec};
+  int64_t t = an_utc_to_epoch(&u);
   if (t < 0) return false;
   *ms = (uint64_t) t * 1000 + frac;
   return true;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "server_internal.h"
 #include "util/lazylib.h"
+#include "util/sha256.h"
 
 static int an_serve_run(const struct an_serve_opts *o, bool tls, const char *cert, const char *key,
                         an_error_t *err);
@@ -132,6 +133,10 @@ static int an_serve_run(const struct an_serve_opts *o, bool tls, const char *cer
   /* every library now, before MHD's threads: workers forked from them
    * must never dlopen (util/lazylib.h) */
   an_lazylib_load_all();
+  /* and OpenSSL initialised (a pthread_once of its own): a worker forked
+   * while a connection thread ran the first EVP call would inherit it half
+   * done (the fork hazard of util/utc.h) */
+  (void) an_sha256_md();
   /* MHD's threads inherit this mask: the signals come to sigwait below */
   sigset_t sigs, old;
   sigemptyset(&sigs);

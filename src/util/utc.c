@@ -26,3 +26,15 @@ void an_utc_format(int64_t secs, char *buf, size_t len) {
   an_utc_from_epoch(secs, &u);
   snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d", u.year, u.mon, u.mday, u.hour, u.min, u.sec);
 }
+
+int64_t an_utc_to_epoch(const struct an_utc *u) {
+  /* the inverse of the count above: March-based year and month */
+  int64_t y = (int64_t) u->year - (u->mon <= 2);
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;                                          /* 0..399 */
+  int64_t mp = u->mon > 2 ? u->mon - 3 : u->mon + 9;                    /* March = 0 */
+  int64_t doy = (153 * mp + 2) / 5 + u->mday - 1;                       /* 0..365 */
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;                  /* 0..146096 */
+  int64_t days = era * 146097 + doe - 719468;
+  return days * 86400 + (int64_t) u->hour * 3600 + (int64_t) u->min * 60 + u->sec;
+}

@@ -18,6 +18,11 @@ struct an_utc {
  * date and time (POSIX time: no leap seconds). */
 void an_utc_from_epoch(int64_t secs, struct an_utc *out);
 
+/* The inverse (timegm(3) without its lock): seconds since the epoch of a
+ * proleptic Gregorian UTC date and time; fields are not normalised (mon
+ * 1..12, mday 1..31 as given; sec 60 counts as the next minute's 0). */
+int64_t an_utc_to_epoch(const struct an_utc *u);
+
 /* "YYYY-MM-DDTHH:MM:SS" (19 characters, NUL-terminated; buf at least 20
  * bytes for years 0..9999) of secs. */
 void an_utc_format(int64_t secs, char *buf, size_t len);
