@@ -169,7 +169,9 @@ struct an_cgroup_birth {
  * more than AN_CGROUP_BIRTH_MAX hierarchies; -ESTALE an_cgroup_kill's
  * cgroup.kill reached cg before (Linux 6.18, seen here, kills a child
  * cloned into such a cgroup at birth; an_cgroup_kill marks them with the xattr
- * trusted.agentnest.killed); errno of an open, "open <dir>/tasks" (-ENOENT
+ * trusted.agentnest.killed), or a child cloned into cg from this process
+ * is (this process's own cgroup was killed before; probed once, by a child
+ * that only exits); errno of an open, "open <dir>/tasks" (-ENOENT
  * the cgroup is gone).
  * enter (writes and closes; allocates only for an error): the calling
  * thread steps into cg everywhere;

@@ -15,8 +15,13 @@
  * own threads never enter the container's cgroups. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 #include "engine/cgroup_internal.h"
@@ -33,6 +38,37 @@ static int mark_one(const char *dir, void *arg, an_error_t *err) {
   (void) arg, (void) err;
   setxattr(dir, KILLED_XATTR, "1", 1, 0);   /* best effort: a cgroup2 without xattrs is older */
   return 0;
+}
+
+/* The kernel compares the target's kill_seq with that of the forking task's
+ * own cgroup2 cgroup, so a runtime that lives in a cgroup cgroup.kill
+ * reached before (a CI job's or a service's cgroup killed, then entered
+ * again) has every child it clones into any other cgroup killed at birth,
+ * fresh ones too: every run and exec failed (sync point 2: ECONNRESET) where
+ * the cgroup.procs writes had worked.  No mark can say that, and kill_seq
+ * cannot be read: the first begin of a process clones a child that only
+ * exits into the target and looks at how it ended.  A forker that passed
+ * once is not asked again (its cgroup's kill_seq only changes with a kill
+ * that takes it too); one that failed is asked each time (the cause may
+ * have been an unmarked target).  One fork per process: 0.1-0.2 ms. */
+static int g_forker_ok;   /* 1: a child cloned from here lived */
+
+static bool child_dies_at_birth(int cgfd) {
+  if (__atomic_load_n(&g_forker_ok, __ATOMIC_RELAXED)) return false;
+  int pidfd = -1;
+  /* exit_signal 0 and a pidfd: no SIGCHLD, not reaped by a waitpid(-1) of the caller's */
+  struct clone_args a = {.flags = CLONE_INTO_CGROUP | CLONE_PIDFD | CLONE_VFORK,
+                         .pidfd = (uint64_t) (uintptr_t) &pidfd, .cgroup = (uint64_t) cgfd};
+  long pid = syscall(SYS_clone3, &a, sizeof a);
+  if (pid == 0) _exit(0);
+  if (pid < 0) return false;   /* cannot tell: the real clone will say */
+  siginfo_t si = {0};
+  int w;
+  while ((w = waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED | __WALL)) < 0 && errno == EINTR) {}
+  close(pidfd);
+  bool killed = w == 0 && si.si_code == CLD_KILLED && si.si_status == SIGKILL;
+  if (w == 0 && !killed) __atomic_store_n(&g_forker_ok, 1, __ATOMIC_RELAXED);
+  return killed;
 }
 
 void an_cg_mark_killed(const char *dir) {
@@ -52,6 +88,9 @@ int an_cgroup_birth_begin(struct an_cgroup *cg, struct an_cgroup_birth *b, an_er
     if (fgetxattr(cg->unified_fd, KILLED_XATTR, &v, 1) >= 0)
       return an_error_set(err, ESTALE, "cgroup %s was killed before: a child cloned into it would be killed "
                           "too (Linux kill_seq)", cg->path);
+    if (child_dies_at_birth(cg->unified_fd))
+      return an_error_set(err, ESTALE, "cgroup %s: a child cloned into it from here is killed at birth "
+                          "(this process's cgroup was killed before: Linux kill_seq)", cg->path);
     b->clone_fd = cg->unified_fd;
   }
   if (cg->l.layout == AN_CGROUP_UNIFIED) return 0;

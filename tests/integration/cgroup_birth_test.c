@@ -126,3 +126,69 @@ Test(cgroup_birth, a_cgroup_killed_before_is_refused) {
   an_error_free(&err);
   cr_assert_eq(b.n, 0);
 }
+
+/* The same kernel check compares the target's kill_seq with that of the
+ * forking task's own cgroup: a runtime living in a cgroup2 cgroup that
+ * cgroup.kill reached before (a CI job's or service's cgroup reused after a
+ * kill, then entered again) had every child it cloned into a fresh, never
+ * killed cgroup killed at birth ("sync point 2 (mounted): receive:
+ * ECONNRESET" for every run and exec on a hybrid host, where the
+ * cgroup.procs writes had worked).  begin refuses (the old way works), or
+ * the child it lets be cloned lives. */
+Test(cgroup_birth, a_runtime_in_a_cgroup_killed_before_is_refused_or_its_child_lives) {
+  char u[256];
+  if (host_is_unified()) snprintf(u, sizeof u, "/sys/fs/cgroup");
+  else if (access("/sys/fs/cgroup/unified/cgroup.procs", F_OK) == 0) snprintf(u, sizeof u, "/sys/fs/cgroup/unified");
+  else cr_skip_test("no cgroup2 hierarchy: no CLONE_INTO_CGROUP");
+  /* where this process is now (to come back), then a killed cgroup to live in */
+  char self[4096], home[4400], killed[512];
+  read_text("/proc/self/cgroup", self, sizeof self);
+  char *l = strstr(self, "0::");
+  cr_assert_not_null(l, "no cgroup2 line in /proc/self/cgroup");
+  l += 3;
+  l[strcspn(l, "\n")] = '\0';
+  snprintf(home, sizeof home, "%s%s/cgroup.procs", u, l);
+  snprintf(killed, sizeof killed, "%s/agentnest/test-cg-%d-forker", u, (int) getpid());
+  cr_assert(mkdir(killed, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", killed, strerror(errno));
+  an_error_t err = NULL;
+  int w = an_cg_write(killed, "cgroup.kill", "1", &err);
+  an_error_free(&err);
+  if (w < 0) { rmdir(killed); cr_skip_test("no cgroup.kill (Linux < 5.14)"); }
+  char me[32];
+  snprintf(me, sizeof me, "%d", (int) getpid());
+  cr_assert_eq(an_cg_write(killed, "cgroup.procs", me, &err), 0, "%s", err ? err->msg : "?");
+  create_ok(NULL);
+  struct an_cgroup_birth b;
+  int r = an_cgroup_birth_begin(g_cg, &b, &err);
+  int res = -1;
+  bool lived = true;
+  if (r == 0 && b.clone_fd >= 0) {
+    /* as clone_stepping_child, but a child killed at birth must not abort the test here */
+    int pp[2];
+    cr_assert_eq(pipe2(pp, O_CLOEXEC), 0);
+    struct clone_args a = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD, .cgroup = (uint64_t) b.clone_fd};
+    long pid = syscall(SYS_clone3, &a, sizeof a);
+    if (pid == 0) {
+      an_error_t e = NULL;
+      int rr = an_cgroup_birth_enter(&b, &e);
+      if (write(pp[1], &rr, sizeof rr) != sizeof rr) _exit(1);
+      _exit(0);
+    }
+    an_cgroup_birth_end(&b);
+    close(pp[1]);
+    lived = pid > 0 && read(pp[0], &res, sizeof res) == (ssize_t) sizeof res;
+    close(pp[0]);
+    if (pid > 0) waitpid((pid_t) pid, NULL, 0);
+  } else {
+    an_cgroup_birth_end(&b);
+  }
+  an_error_free(&err);
+  /* back home, before any assertion, so that the killed cgroup can go */
+  FILE *f = fopen(home, "we");
+  if (f) { fputs(me, f); fclose(f); }
+  rmdir(killed);
+  cr_assert(r == 0 || r == -ESTALE, "begin: %d", r);
+  cr_assert(lived, "the child cloned into a fresh cgroup was killed at birth (its forker's cgroup was "
+            "killed before): begin should have refused");
+  if (r == 0 && b.clone_fd >= 0) cr_assert_eq(res, 0, "step in: %s", strerror(-res));
+}
