@@ -46,15 +46,10 @@ static int mark_one(const char *dir, void *arg, an_error_t *err) {
  * again) has every child it clones into any other cgroup killed at birth,
  * fresh ones too: every run and exec failed (sync point 2: ECONNRESET) where
  * the cgroup.procs writes had worked.  No mark can say that, and kill_seq
- * cannot be read: the first begin of a process clones a child that only
- * exits into the target and looks at how it ended.  A forker that passed
- * once is not asked again (its cgroup's kill_seq only changes with a kill
- * that takes it too); one that failed is asked each time (the cause may
- * have been an unmarked target).  One fork per process: 0.1-0.2 ms. */
-static int g_forker_ok;   /* 1: a child cloned from here lived */
-
+ * cannot be read: each begin clones into the target a child that only
+ * exits (vfork: 0.05-0.1 ms) and looks at how it ended.  Not cached: the
+ * library keeps no process-wide state, and a caller may change cgroups. */
 static bool child_dies_at_birth(int cgfd) {
-  if (__atomic_load_n(&g_forker_ok, __ATOMIC_RELAXED)) return false;
   int pidfd = -1;
   /* exit_signal 0 and a pidfd: no SIGCHLD, not reaped by a waitpid(-1) of the caller's */
   struct clone_args a = {.flags = CLONE_INTO_CGROUP | CLONE_PIDFD | CLONE_VFORK,
@@ -67,7 +62,6 @@ static bool child_dies_at_birth(int cgfd) {
   while ((w = waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED | __WALL)) < 0 && errno == EINTR) {}
   close(pidfd);
   bool killed = w == 0 && si.si_code == CLD_KILLED && si.si_status == SIGKILL;
-  if (w == 0 && !killed) __atomic_store_n(&g_forker_ok, 1, __ATOMIC_RELAXED);
   return killed;
 }
 

@@ -148,7 +148,7 @@ Test(cgroup_birth, a_runtime_in_a_cgroup_killed_before_is_refused_or_its_child_l
   l += 3;
   l[strcspn(l, "\n")] = '\0';
   snprintf(home, sizeof home, "%s%s/cgroup.procs", u, l);
-  snprintf(killed, sizeof killed, "%s/agentnest/test-cg-%d-forker", u, (int) getpid());
+  snprintf(killed, sizeof killed, "%s/an-test-cg-%d-forker", u, (int) getpid());
   cr_assert(mkdir(killed, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", killed, strerror(errno));
   an_error_t err = NULL;
   int w = an_cg_write(killed, "cgroup.kill", "1", &err);
