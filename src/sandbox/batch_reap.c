@@ -29,6 +29,8 @@ void an_batch_reap_owned(const char *root, pid_t pid) {
       an_error_free(&e);
     }
   an_sandbox_info_list_free(l, n);
+  /* a create the kill cut short before its directory got its name */
+  an_sb_remove_unborn(root, pid, false, NULL, NULL);
 }
 
 /* Mark the sandboxes of `l` whose owner pid the journal names. */
@@ -59,7 +61,7 @@ static void journal_owned(const char *journal, const struct an_sandbox_info *l, 
  * (PR_SET_PDEATHSIG) but may still be dying: wait for it, up to 2 s.  A pid
  * reused since belongs to a process whose start time differs, which the
  * status ("running" needs pid and start time) does not count as alive. */
-void an_batch_reap_previous(const char *root, const char *journal) {
+static void reap_previous_named(const char *root, const char *journal) {
   for (int tries = 0; tries < 40; tries++) {
     struct an_sandbox_info *l = NULL;
     size_t n = 0;
@@ -86,4 +88,11 @@ void an_batch_reap_previous(const char *root, const char *journal) {
     if (!alive) return;
     usleep(50000);
   }
+}
+
+void an_batch_reap_previous(const char *root, const char *journal) {
+  reap_previous_named(root, journal);
+  /* creates killed before their directory got its name, by any dead owner
+   * (prune would remove them too; nothing of theirs exists but the record) */
+  an_sb_remove_unborn(root, 0, false, NULL, NULL);
 }

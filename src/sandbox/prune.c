@@ -114,6 +114,16 @@ static void gen_teardown(struct an_jgen *g, const char *id, const char *reason,
   an_jgen_map_close(g);
 }
 
+struct unborn_ctx {
+  struct an_jgen *g;
+};
+
+/* A create killed before its directory got its name: only its record went. */
+static void unborn_removed(const char *id, void *cb_arg) {
+  struct an_sb_teardown_report t = {.state = true};
+  gen_teardown(((struct unborn_ctx *) cb_arg)->g, id, "create killed", &t);
+}
+
 static void note_error(char ***errs, size_t *n, an_error_t *e) {
   if (*e) {
     char **v = realloc(*errs, (*n + 1) * sizeof *v);
@@ -307,6 +317,8 @@ int an_sandbox_prune_ctx(const struct an_ctx *ctx, const char *store_root, bool 
     gen_teardown(g, de->d_name, reason, &t);
   }
   if (d) closedir(d);
+  struct unborn_ctx uc = {g};
+  an_sb_remove_unborn(root, 0, all, unborn_removed, &uc);
   prune_reaping(g, root, &errs, &nerr);
   prune_gone(root, &errs, &nerr);
   an_jgen_array_close(g);

@@ -4,6 +4,7 @@
  * exec_spawn.c), the monitor itself (monitor.c), teardown (teardown.c). */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,7 +187,19 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
     an_image_info_free(img);
     return r;
   }
-  snprintf(path, sizeof path, "%s/%s/%s", root, AN_SB_DIR, rec.id);
+  /* The creating process keeps the sandbox until the monitor takes over
+   * (for a one-shot: to the end).  The directory is made as
+   * .new-<id>.<pid>.<start time> and renamed to <id> once it holds the
+   * record, so prune can tell a create in progress from one whose creator
+   * was killed at every point (unborn.c; no record-less <id> ever). */
+  rec.owner_pid = getpid();
+  {
+    an_error_t e = NULL;
+    an_process_start_time(rec.owner_pid, &rec.owner_start, &e);
+    an_error_free(&e);
+  }
+  snprintf(path, sizeof path, "%s/%s/" AN_SB_UNBORN_PREFIX "%s.%d.%" PRIu64, root, AN_SB_DIR, rec.id,
+           (int) rec.owner_pid, rec.owner_start);
   if ((r = mkdir_mode(path, 0711, true, err)) < 0) { an_image_info_free(img); return r; }
 
   /* From here on, failure tears down whatever exists under the id. */
@@ -206,17 +219,16 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
     r = an_error_set(err, ENOMEM, "sandbox record");
     goto fail_rec;
   }
-  /* The creating process keeps the sandbox until the monitor takes over
-   * (for a one-shot: to the end).  The record is written before anything
-   * else is made, so prune can tell a create in progress from one whose
-   * creator was killed. */
-  rec.owner_pid = getpid();
-  {
-    an_error_t e = NULL;
-    an_process_start_time(rec.owner_pid, &rec.owner_start, &e);
-    an_error_free(&e);
-  }
   if ((r = an_sb_record_write(path, &rec, err)) < 0) goto fail_rec;
+  {
+    char named[PATH_MAX];
+    snprintf(named, sizeof named, "%s/%s/%s", root, AN_SB_DIR, rec.id);
+    if (renameat2(AT_FDCWD, path, AT_FDCWD, named, RENAME_NOREPLACE) < 0) {
+      r = an_error_set(err, errno, "rename %s to %s", path, named);
+      goto fail_rec;
+    }
+    memcpy(path, named, sizeof path);
+  }
   if ((r = an_sb_egress_prepare(path, opts, &eprep, err)) < 0) goto fail_rec;
   {
     /* the state directory owns the range: prune of any store leaves it

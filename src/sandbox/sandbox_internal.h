@@ -19,6 +19,14 @@
  * (teardown_detach.c): <root>/sandbox-reaping/<id>, the state directory
  * renamed out of AN_SB_DIR so that no lookup finds it. */
 #define AN_SB_REAPING_DIR "sandbox-reaping"
+/* A create's first directory: <root>/sandboxes/.new-<id>.<pid>.<start
+ * time> (the creating process: its pid and /proc start time), renamed to
+ * <id> once it holds the record, so that no <root>/sandboxes/<id> is ever
+ * seen without a record and a killed create is known by its name (unborn.c). */
+#define AN_SB_UNBORN_PREFIX ".new-"
+/* A sandbox directory without a complete record younger than this (ms) is
+ * a create in progress (prune, unborn.c). */
+#define AN_SB_CREATE_GRACE_MS 60000
 #define AN_SB_CONTAINERS_DIR "containers"
 #define AN_SB_STATE_FILE "sandbox.json"
 #define AN_SB_OPTIONS_FILE "options.json"
@@ -92,6 +100,16 @@ int an_sb_handle_new(const char *root, struct an_sb_record *rec, struct an_sandb
                      an_error_t *err);
 int an_sb_ensure_cgroup(struct an_sandbox *sb, an_error_t *err);
 int an_sb_ensure_init_pidfd(struct an_sandbox *sb, an_error_t *err);
+
+/* Remove the directories of creates killed before their sandbox directory
+ * got its name (AN_SB_UNBORN_PREFIX; unborn.c): those whose creating
+ * process (named by the directory) is dead, and is `owner` when owner > 0;
+ * every one when `all`.  Best effort: nothing else exists for them yet (no
+ * id range, cgroup, mount or process).  Calls `removed(id, cb_arg)` for
+ * each one removed (may be NULL).  Thread-safe (no shared state); a create
+ * in progress is removed only by `all`. */
+void an_sb_remove_unborn(const char *root, pid_t owner, bool all, void (*removed)(const char *id, void *cb_arg),
+                         void *cb_arg);
 
 /* Store access (store_access.c): -EACCES naming the directory and the mode
  * it needs when a directory above the store root does not let others
