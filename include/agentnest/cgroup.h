@@ -204,6 +204,18 @@ int an_cgroup_kill(struct an_cgroup *cg, int sig, an_error_t *err);
  * errors. */
 int an_cgroup_freeze(struct an_cgroup *cg, bool frozen, an_error_t *err);
 
+/* Let process `pid` of cg, already sent SIGKILL, die although cg is frozen
+ * by a v1 freezer (a hybrid host): such a task acts on the signal only once
+ * thawed, so it is moved to the root of the freezer hierarchy, which the
+ * kernel thaws it for (it stays in cg's other hierarchies until it is
+ * gone).  Nothing to do on cgroup2's freezer, whose frozen tasks die of
+ * SIGKILL, or without a freezer.  Call only for a process of the caller's
+ * own making (a child it is about to reap), as host root.  Errors: the
+ * errno of the cgroup.procs write (ESRCH, the process is gone, is not one:
+ * returns 0), prefixed "thaw process PID out of cgroup PATH".  Thread-safe
+ * for distinct processes. */
+int an_cgroup_thaw_out(const struct an_cgroup *cg, pid_t pid, an_error_t *err);
+
 /* Pids (in the runtime's pid namespace) of the processes in the cgroup and
  * its descendants, from cgroup.procs of the tracking hierarchy.  *pids is
  * heap-allocated (free()), owned by the caller; *n may be 0.  Errors: errno

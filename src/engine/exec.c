@@ -71,21 +71,49 @@ static int wait_sync(const struct an_exec_child *c, an_error_t *err) {
   }
 }
 
-/* Kill and reap the joiner (a failed exec). */
-static void joiner_abort(int *jpidfd) {
-  if (*jpidfd < 0) return;
+/* Whether the process of pidfd exited within ms (its pidfd turns readable). */
+static bool exited_within(int pidfd, int ms) {
+  uint64_t end = an_mono_ms() + (uint64_t) ms;
+  for (;;) {
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    uint64_t now = an_mono_ms();
+    int n = poll(&p, 1, now >= end ? 0 : (int) (end - now));
+    if (n > 0) return true;
+    if (n == 0 || errno != EINTR) return false;
+  }
+}
+
+/* Kill and reap a child of a failed exec (the joiner, or the process before
+ * it ran).  In a cgroup a v1 freezer froze (the sandbox paused, or frozen
+ * by a snapshot), SIGKILL waits for the thaw: the child is let out of the
+ * freezer, and a child that still does not die within 5 s is left unreaped
+ * rather than holding the caller (its exec's deadline is past already). */
+static void child_abort(int *pidfd, pid_t pid, const struct an_cgroup *cg) {
+  if (*pidfd < 0) return;
   an_error_t e = NULL;
-  an_process_signal(*jpidfd, SIGKILL, &e);
+  an_process_signal(*pidfd, SIGKILL, &e);
   an_error_free(&e);
-  siginfo_t si = {0};
-  while (waitid(P_PIDFD, (id_t) *jpidfd, &si, WEXITED) < 0 && errno == EINTR) {}
-  close(*jpidfd);
-  *jpidfd = -1;
+  bool gone = exited_within(*pidfd, 100);
+  if (!gone && cg && pid <= 0) {
+    an_process_pidfd_pid(*pidfd, &pid, &e);
+    an_error_free(&e);
+  }
+  if (!gone && cg && pid > 0) {
+    an_cgroup_thaw_out(cg, pid, &e);
+    an_error_free(&e);
+  }
+  if (gone || exited_within(*pidfd, 5000)) {
+    siginfo_t si = {0};
+    while (waitid(P_PIDFD, (id_t) *pidfd, &si, WEXITED) < 0 && errno == EINTR) {}
+  }
+  close(*pidfd);
+  *pidfd = -1;
 }
 
 int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_error_t *err) {
   *c = (struct an_exec_child){.pid = -1, .pidfd = -1, .sync_fd = -1, .master = -1,
-                              .deadline_ms = t->timeout_ms ? an_mono_ms() + t->timeout_ms : 0};
+                              .deadline_ms = t->timeout_ms ? an_mono_ms() + t->timeout_ms : 0,
+                              .cg = t->cg};
   snprintf(c->what, sizeof c->what, "%s", t->what);
   /* The joiner (exec_join.h) enters every namespace of the container's init
    * before the process exists: the process has nothing left to join. */
@@ -169,7 +197,7 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
     goto fail;
   return 0;
 fail:
-  joiner_abort(&jpidfd);
+  child_abort(&jpidfd, jpid, t->cg);
   an_exec_abort(c);
   return r;
 }
@@ -193,13 +221,7 @@ void an_exec_child_close(struct an_exec_child *c) {
 }
 
 void an_exec_abort(struct an_exec_child *c) {
-  if (c->pidfd >= 0) {
-    an_error_t e = NULL;
-    an_process_signal(c->pidfd, SIGKILL, &e);
-    an_error_free(&e);
-    siginfo_t si = {0};
-    while (waitid(P_PIDFD, (id_t) c->pidfd, &si, WEXITED) < 0 && errno == EINTR) {}
-  }
+  child_abort(&c->pidfd, c->pid, c->cg);
   an_exec_child_close(c);
 }
 

@@ -47,6 +47,7 @@ struct an_exec_child {
   int sync_fd;  /* owned: the parent's end of the sync socket */
   int master;   /* owned: the terminal's master when process.terminal, else -1 */
   bool prepared; /* no [4]/[5]: an_exec_go only waits for [6] */
+  const struct an_cgroup *cg;   /* borrowed: the target's cgroup (or NULL), for an_exec_abort */
 };
 
 /* Clone t->process into the container and run it to sync point [4] (a
@@ -72,7 +73,10 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
 int an_exec_go(struct an_exec_child *c, an_error_t *err);
 
 /* Kill (SIGKILL) and reap a child of an_exec_clone that will not be run, and
- * close its fds.  Safe on a child whose fds are -1. */
+ * close its fds.  Safe on a child whose fds are -1.  A child frozen by a v1
+ * freezer is let out of it (an_cgroup_thaw_out; the target's cgroup must
+ * still be open); one that still does not die within 5 s is left unreaped
+ * (it goes when its cgroup is thawed): the wait is bounded. */
 void an_exec_abort(struct an_exec_child *c);
 
 /* Close the child's fds (sync socket, terminal master, pidfd) and leave the

@@ -1,0 +1,77 @@
+/* tests/integration/cli_frozen_test.c — `agentnest exec --timeout` into a
+ * sandbox whose cgroup is frozen (paused by an operator, or frozen by a
+ * snapshot that reads its workspace), through the built `agentnest`
+ * ($AN_TEST_BUILD/agentnest): the exec ends with 124 at its deadline while
+ * the sandbox stays frozen (it used to wait for the thaw: with a v1
+ * freezer, on hybrid hosts, the killed joiner acts on SIGKILL only once
+ * thawed), and once thawed the sandbox runs the next exec and is destroyed
+ * with nothing left.  The freeze is the library's an_cgroup_freeze (the v1
+ * freezer where one is mounted, else cgroup.freeze). */
+#include <criterion/criterion.h>
+#include <criterion/hooks.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "agentnest/cgroup.h"
+#include "cli_fixture.h"
+#include "util.h"
+
+static void setup(void) {
+  an_cli_setup("clifrz", 0755);
+  an_cli_import("busybox");
+}
+
+TestSuite(cli_frozen, .init = setup, .fini = an_cli_teardown, .timeout = 180);
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
+  (void) stats;
+  an_cli_remove_root("clifrz");
+}
+
+static struct an_cgroup *freeze(const char *id, bool frozen) {
+  char path[128];
+  snprintf(path, sizeof path, "agentnest/sb-%s", id);
+  struct an_cgroup *cg = NULL;
+  an_error_t err = NULL;
+  cr_assert_eq(an_cgroup_open(path, &cg, &err), 0, "%s", err ? err->msg : "");
+  cr_assert_eq(an_cgroup_freeze(cg, frozen, &err), 0, "%s", err ? err->msg : "");
+  return cg;
+}
+
+Test(cli_frozen, exec_timeout_into_a_frozen_sandbox_ends_while_it_stays_frozen) {
+  cr_assert_eq(an_cli_run("create --image busybox"), 0, "%s", an_cli.err);
+  char id[64];
+  snprintf(id, sizeof id, "%s", an_cli.out);
+  an_cli_chomp(id);
+  struct an_cgroup *cg = freeze(id, true);
+  /* SIGKILL after 120 s (exit 137) only so that a hang fails instead of
+   * holding the suite; the exec's own deadline is 1 s */
+  int st = an_test_sh("cd '%s' && timeout -s KILL 120 '%s' --root '%s' exec --timeout 1 %s -- true "
+                      ">.out 2>.err", an_cli.work, an_cli.bin, an_cli.root, id);
+  char errp[400];
+  snprintf(errp, sizeof errp, "%s/.err", an_cli.work);
+  char *errtext = an_test_read_file(errp, NULL);
+  cr_expect_eq(st, 124, "exec into a frozen sandbox: exit %d (137: it waited for the thaw): %s", st,
+               errtext ? errtext : "");
+  cr_expect(errtext && strstr(errtext, "did not reach execve in time"), "%s", errtext ? errtext : "");
+  free(errtext);
+  /* the exec returned before the thaw below; the sandbox kept its processes */
+  an_error_t err = NULL;
+  pid_t *pids = NULL;
+  size_t n = 0;
+  cr_assert_eq(an_cgroup_pids(cg, &pids, &n, &err), 0, "%s", err ? err->msg : "");
+  free(pids);
+  cr_expect_gt(n, 0, "the frozen sandbox lost its processes");
+  cr_assert_eq(an_cgroup_freeze(cg, false, &err), 0, "%s", err ? err->msg : "");
+  an_cgroup_free(cg);
+  cr_expect_eq(an_cli_run("exec %s -- echo thawed", id), 0, "%s", an_cli.err);
+  cr_expect_str_eq(an_cli.out, "thawed\n");
+  cr_expect_eq(an_cli_run("destroy %s", id), 0, "%s", an_cli.err);
+  /* no process of the sandbox (the killed joiner included) is left */
+  cr_expect(an_test_wait_reaped(an_cli.root), "the destroy's reaper did not finish");
+  cr_expect_eq(an_test_sh("for p in /proc/[0-9]*; do grep -qs 'sb-%s' $p/cgroup && "
+                          "! grep -qs '^State:.*Z' $p/status && exit 0; done; exit 1", id), 1,
+               "a process of sandbox %s is left (zombies aside: pid 1 of the host reaps them)", id);
+}
