@@ -243,7 +243,9 @@ struct an_exec_opts {
   int cancel_fd;              /* host fd (e.g. a signalfd or pipe of the caller's SIGINT/
                                  SIGTERM/SIGHUP); when readable, every process of the exec's
                                  cgroup is killed as on a timeout (kill_grace_ms applies) and
-                                 res->cancelled is set; never read or closed */
+                                 res->cancelled is set (also while the command is being
+                                 started: it is then never run, status 137); never read or
+                                 closed */
   bool tty;                   /* exec only (run_once: -EINVAL): a pty from the sandbox's own
                                  devpts is the command's controlling terminal and stdin,
                                  stdout and stderr; its output (one stream) is captured and

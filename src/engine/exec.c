@@ -54,19 +54,22 @@ static void exec_release(struct exec_ctx *x) {
 }
 
 /* Wait until the sync socket has something to read (a message or EOF), or
- * the child's deadline passes: -ETIMEDOUT. */
+ * the child's deadline passes: -ETIMEDOUT, or its cancel fd turns
+ * readable: -ECANCELED. */
 static int wait_sync(const struct an_exec_child *c, an_error_t *err) {
   const char *what = c->what;
-  if (!c->deadline_ms) return 0;
+  if (!c->deadline_ms && c->cancel_fd < 0) return 0;
   for (;;) {
     uint64_t now = an_mono_ms();
-    if (now >= c->deadline_ms)
+    if (c->deadline_ms && now >= c->deadline_ms)
       return an_error_set(err, ETIMEDOUT, "exec in %s: the process did not reach execve in time "
                           "(stalled or stopped before it started)", what);
-    struct pollfd p = {.fd = c->sync_fd, .events = POLLIN};
-    uint64_t left = c->deadline_ms - now;
-    int n = poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int) left);
-    if (n > 0) return 0;
+    struct pollfd p[2] = {{.fd = c->sync_fd, .events = POLLIN}, {.fd = c->cancel_fd, .events = POLLIN}};
+    uint64_t left = c->deadline_ms ? c->deadline_ms - now : UINT64_MAX;
+    int n = poll(p, c->cancel_fd >= 0 ? 2 : 1, left > INT32_MAX ? -1 : (int) left);
+    if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR))) return 0;
+    if (n > 0 && p[1].revents)
+      return an_error_set(err, ECANCELED, "exec in %s: cancelled before the process started", what);
     if (n < 0 && errno != EINTR) return an_error_set(err, errno, "exec in %s: poll", what);
   }
 }
@@ -113,7 +116,7 @@ static void child_abort(int *pidfd, pid_t pid, const struct an_cgroup *cg) {
 int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_error_t *err) {
   *c = (struct an_exec_child){.pid = -1, .pidfd = -1, .sync_fd = -1, .master = -1,
                               .deadline_ms = t->timeout_ms ? an_mono_ms() + t->timeout_ms : 0,
-                              .cg = t->cg};
+                              .cg = t->cg, .cancel_fd = t->has_cancel_fd ? t->cancel_fd : -1};
   snprintf(c->what, sizeof c->what, "%s", t->what);
   /* The joiner (exec_join.h) enters every namespace of the container's init
    * before the process exists: the process has nothing left to join. */

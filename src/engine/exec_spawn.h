@@ -32,6 +32,9 @@ struct an_exec_target {
   const struct an_seccomp_program *seccomp; /* filter to load, or NULL (borrowed) */
   int stdio[3];                             /* fds for 0, 1, 2; -1 keeps the caller's */
   uint64_t timeout_ms;                      /* bound on reaching execve (ms), 0: none */
+  bool has_cancel_fd;                       /* cancel_fd is watched until execve: */
+  int cancel_fd;                            /* readable: the caller gave up; the start ends
+                                               with -ECANCELED (borrowed; never read) */
 };
 
 /* A process cloned into the container: stopped at sync point [4] (its
@@ -48,6 +51,7 @@ struct an_exec_child {
   int master;   /* owned: the terminal's master when process.terminal, else -1 */
   bool prepared; /* no [4]/[5]: an_exec_go only waits for [6] */
   const struct an_cgroup *cg;   /* borrowed: the target's cgroup (or NULL), for an_exec_abort */
+  int cancel_fd;                /* borrowed: the target's cancel fd, or -1 */
 };
 
 /* Clone t->process into the container and run it to sync point [4] (a

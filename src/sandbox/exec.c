@@ -257,9 +257,11 @@ static int spawn_failure(int r, an_error_t *err, const struct an_exec_opts *eo,
   int st = r == -ENOENT || r == -ENOTDIR ? AN_EXEC_STATUS_NOT_FOUND
          : r == -EACCES || r == -EPERM || r == -ENOEXEC || r == -EISDIR ? AN_EXEC_STATUS_NOT_EXECUTABLE
          : r == -ETIMEDOUT ? AN_EXEC_STATUS_TIMED_OUT
+         : r == -ECANCELED ? 128 + SIGKILL   /* as a command the cancel fd ended */
          : 0;
   if (!st) return r;
   res->timed_out = r == -ETIMEDOUT;
+  res->cancelled = r == -ECANCELED;
   const char *msg = *err && (*err)->msg ? (*err)->msg : "the command could not be started";
   res->exit_code = st;
   res->status = st;
@@ -352,7 +354,7 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
                            .stdio = {in, eo->tty ? devnull : po[1], eo->tty ? devnull : pe[1]},
                            .cg = ecg, .timeout_ms = timeout == UINT64_MAX ? 0 : timeout,
                            .terminal = eo->tty, .rows = ws.ws_row, .cols = ws.ws_col,
-                           .master = &master};
+                           .master = &master, .has_cancel_fd = eo->has_cancel_fd, .cancel_fd = eo->cancel_fd};
   r = an_sb_spawn(sb, &sp, &pid, &pidfd, err);
   close(po[1]);
   close(pe[1]);

@@ -126,6 +126,7 @@ int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid_
     .what = what, .spec = sb->spec, .process = &proc, .rootfs = sb->spec->root.path,
     .init_pidfd = sb->init_pidfd, .state_dirfd = -1, .cg = sp->cg, .seccomp = sb->seccomp,
     .stdio = {sp->stdio[0], sp->stdio[1], sp->stdio[2]}, .timeout_ms = sp->timeout_ms,
+    .has_cancel_fd = sp->has_cancel_fd, .cancel_fd = sp->cancel_fd,
   };
   struct an_exec_child c;
   if ((r = an_exec_clone(&t, &c, err)) < 0) return r;

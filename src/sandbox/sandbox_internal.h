@@ -232,6 +232,8 @@ struct an_sb_spawn {
   int stdio[3];
   struct an_cgroup *cg;
   uint64_t timeout_ms;   /* bound on the start (until execve), 0: none */
+  bool has_cancel_fd;    /* cancel_fd readable before execve: -ECANCELED */
+  int cancel_fd;
   /* process.terminal: a pty from the sandbox's own devpts (engine/terminal.h)
    * replaces stdio; its master is returned in *master (owned by the caller);
    * rows/cols (0: the kernel's default) its size at start */

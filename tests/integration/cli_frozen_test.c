@@ -5,7 +5,8 @@
  * the sandbox stays frozen (it used to wait for the thaw: with a v1
  * freezer, on hybrid hosts, the killed joiner acts on SIGKILL only once
  * thawed), and once thawed the sandbox runs the next exec and is destroyed
- * with nothing left.  The freeze is the library's an_cgroup_freeze (the v1
+ * with nothing left; SIGTERM to an exec without --timeout that waits for
+ * such a sandbox ends it with 143 (it was ignored until the thaw).  The freeze is the library's an_cgroup_freeze (the v1
  * freezer where one is mounted, else cgroup.freeze). */
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
@@ -74,4 +75,29 @@ Test(cli_frozen, exec_timeout_into_a_frozen_sandbox_ends_while_it_stays_frozen) 
   cr_expect_eq(an_test_sh("for p in /proc/[0-9]*; do grep -qs 'sb-%s' $p/cgroup && "
                           "! grep -qs '^State:.*Z' $p/status && exit 0; done; exit 1", id), 1,
                "a process of sandbox %s is left (zombies aside: pid 1 of the host reaps them)", id);
+}
+
+Test(cli_frozen, sigterm_ends_an_exec_waiting_for_a_frozen_sandbox) {
+  cr_assert_eq(an_cli_run("create --image busybox"), 0, "%s", an_cli.err);
+  char id[64];
+  snprintf(id, sizeof id, "%s", an_cli.out);
+  an_cli_chomp(id);
+  struct an_cgroup *cg = freeze(id, true);
+  /* SIGTERM after 1 s, SIGKILL (137) 120 s later only if it was ignored */
+  int st = an_test_sh("cd '%s' && '%s' --root '%s' exec %s -- true >.out 2>.err & p=$!; sleep 1; "
+                      "kill -TERM $p; ( sleep 120; kill -KILL $p 2>/dev/null ) & k=$!; wait $p; s=$?; "
+                      "kill $k 2>/dev/null; exit $s", an_cli.work, an_cli.bin, an_cli.root, id);
+  char errp[400];
+  snprintf(errp, sizeof errp, "%s/.err", an_cli.work);
+  char *errtext = an_test_read_file(errp, NULL);
+  cr_expect_eq(st, 143, "SIGTERM to an exec waiting for a frozen sandbox: exit %d (137: ignored): %s", st,
+               errtext ? errtext : "");
+  cr_expect(errtext && strstr(errtext, "cancelled before the process started"), "%s", errtext ? errtext : "");
+  free(errtext);
+  an_error_t err = NULL;
+  cr_assert_eq(an_cgroup_freeze(cg, false, &err), 0, "%s", err ? err->msg : "");
+  an_cgroup_free(cg);
+  cr_expect_eq(an_cli_run("exec %s -- echo thawed", id), 0, "%s", an_cli.err);
+  cr_expect_str_eq(an_cli.out, "thawed\n");
+  cr_expect_eq(an_cli_run("destroy %s", id), 0, "%s", an_cli.err);
 }
