@@ -41,23 +41,42 @@ static struct an_cgroup *freeze(const char *id, bool frozen) {
   return cg;
 }
 
-Test(cli_frozen, exec_timeout_into_a_frozen_sandbox_ends_while_it_stays_frozen) {
+/* A new sandbox whose cgroup is frozen; its id into id. */
+static struct an_cgroup *create_frozen(char id[64]) {
   cr_assert_eq(an_cli_run("create --image busybox"), 0, "%s", an_cli.err);
-  char id[64];
-  snprintf(id, sizeof id, "%s", an_cli.out);
+  snprintf(id, 64, "%s", an_cli.out);
   an_cli_chomp(id);
-  struct an_cgroup *cg = freeze(id, true);
+  return freeze(id, true);
+}
+
+/* The exec's exit status st is `want`, and its stderr (.err) says `says`. */
+static void expect_exit(int st, int want, const char *what, const char *says) {
+  char errp[400];
+  snprintf(errp, sizeof errp, "%s/.err", an_cli.work);
+  char *errtext = an_test_read_file(errp, NULL);
+  cr_expect_eq(st, want, "%s: exit %d (137: it waited for the thaw): %s", what, st, errtext ? errtext : "");
+  cr_expect(errtext && strstr(errtext, says), "%s", errtext ? errtext : "");
+  free(errtext);
+}
+
+/* Thaw, then the sandbox runs a command and is destroyed. */
+static void thaw_exec_destroy(struct an_cgroup *cg, const char *id) {
+  an_error_t err = NULL;
+  cr_assert_eq(an_cgroup_freeze(cg, false, &err), 0, "%s", err ? err->msg : "");
+  an_cgroup_free(cg);
+  cr_expect_eq(an_cli_run("exec %s -- echo thawed", id), 0, "%s", an_cli.err);
+  cr_expect_str_eq(an_cli.out, "thawed\n");
+  cr_expect_eq(an_cli_run("destroy %s", id), 0, "%s", an_cli.err);
+}
+
+Test(cli_frozen, exec_timeout_into_a_frozen_sandbox_ends_while_it_stays_frozen) {
+  char id[64];
+  struct an_cgroup *cg = create_frozen(id);
   /* SIGKILL after 120 s (exit 137) only so that a hang fails instead of
    * holding the suite; the exec's own deadline is 1 s */
   int st = an_test_sh("cd '%s' && timeout -s KILL 120 '%s' --root '%s' exec --timeout 1 %s -- true "
                       ">.out 2>.err", an_cli.work, an_cli.bin, an_cli.root, id);
-  char errp[400];
-  snprintf(errp, sizeof errp, "%s/.err", an_cli.work);
-  char *errtext = an_test_read_file(errp, NULL);
-  cr_expect_eq(st, 124, "exec into a frozen sandbox: exit %d (137: it waited for the thaw): %s", st,
-               errtext ? errtext : "");
-  cr_expect(errtext && strstr(errtext, "did not reach execve in time"), "%s", errtext ? errtext : "");
-  free(errtext);
+  expect_exit(st, 124, "exec --timeout 1 into a frozen sandbox", "did not reach execve in time");
   /* the exec returned before the thaw below; the sandbox kept its processes */
   an_error_t err = NULL;
   pid_t *pids = NULL;
@@ -65,11 +84,7 @@ Test(cli_frozen, exec_timeout_into_a_frozen_sandbox_ends_while_it_stays_frozen) 
   cr_assert_eq(an_cgroup_pids(cg, &pids, &n, &err), 0, "%s", err ? err->msg : "");
   free(pids);
   cr_expect_gt(n, 0, "the frozen sandbox lost its processes");
-  cr_assert_eq(an_cgroup_freeze(cg, false, &err), 0, "%s", err ? err->msg : "");
-  an_cgroup_free(cg);
-  cr_expect_eq(an_cli_run("exec %s -- echo thawed", id), 0, "%s", an_cli.err);
-  cr_expect_str_eq(an_cli.out, "thawed\n");
-  cr_expect_eq(an_cli_run("destroy %s", id), 0, "%s", an_cli.err);
+  thaw_exec_destroy(cg, id);
   /* no process of the sandbox (the killed joiner included) is left */
   cr_expect(an_test_wait_reaped(an_cli.root), "the destroy's reaper did not finish");
   cr_expect_eq(an_test_sh("for p in /proc/[0-9]*; do grep -qs 'sb-%s' $p/cgroup && "
@@ -78,26 +93,12 @@ Test(cli_frozen, exec_timeout_into_a_frozen_sandbox_ends_while_it_stays_frozen) 
 }
 
 Test(cli_frozen, sigterm_ends_an_exec_waiting_for_a_frozen_sandbox) {
-  cr_assert_eq(an_cli_run("create --image busybox"), 0, "%s", an_cli.err);
   char id[64];
-  snprintf(id, sizeof id, "%s", an_cli.out);
-  an_cli_chomp(id);
-  struct an_cgroup *cg = freeze(id, true);
+  struct an_cgroup *cg = create_frozen(id);
   /* SIGTERM after 1 s, SIGKILL (137) 120 s later only if it was ignored */
   int st = an_test_sh("cd '%s' && '%s' --root '%s' exec %s -- true >.out 2>.err & p=$!; sleep 1; "
                       "kill -TERM $p; ( sleep 120; kill -KILL $p 2>/dev/null ) & k=$!; wait $p; s=$?; "
                       "kill $k 2>/dev/null; exit $s", an_cli.work, an_cli.bin, an_cli.root, id);
-  char errp[400];
-  snprintf(errp, sizeof errp, "%s/.err", an_cli.work);
-  char *errtext = an_test_read_file(errp, NULL);
-  cr_expect_eq(st, 143, "SIGTERM to an exec waiting for a frozen sandbox: exit %d (137: ignored): %s", st,
-               errtext ? errtext : "");
-  cr_expect(errtext && strstr(errtext, "cancelled before the process started"), "%s", errtext ? errtext : "");
-  free(errtext);
-  an_error_t err = NULL;
-  cr_assert_eq(an_cgroup_freeze(cg, false, &err), 0, "%s", err ? err->msg : "");
-  an_cgroup_free(cg);
-  cr_expect_eq(an_cli_run("exec %s -- echo thawed", id), 0, "%s", an_cli.err);
-  cr_expect_str_eq(an_cli.out, "thawed\n");
-  cr_expect_eq(an_cli_run("destroy %s", id), 0, "%s", an_cli.err);
+  expect_exit(st, 143, "SIGTERM to an exec waiting for a frozen sandbox", "cancelled before the process started");
+  thaw_exec_destroy(cg, id);
 }
