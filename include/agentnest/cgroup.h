@@ -171,8 +171,10 @@ struct an_cgroup_birth {
  * cloned into such a cgroup at birth; an_cgroup_kill marks them with the xattr
  * trusted.agentnest.killed), or a child cloned into cg from this process
  * is (this process's own cgroup was killed before; probed at each begin
- * by a child that only exits, 0.05-0.1 ms); errno of an open, "open <dir>/tasks" (-ENOENT
- * the cgroup is gone).
+ * by a child that only exits, not a vfork: ~0.1 ms); -EBUSY cg's cgroup2
+ * cgroup is frozen (that child did not exit and was killed: the caller
+ * enters its child the old way, which a frozen cgroup does not hold up);
+ * errno of an open, "open <dir>/tasks" (-ENOENT the cgroup is gone).
  * enter (writes and closes; allocates only for an error): the calling
  * thread steps into cg everywhere;
  * errno of a write, "step into cgroup P in MOUNT" (the child must then

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,22 +48,49 @@ static int mark_one(const char *dir, void *arg, an_error_t *err) {
  * fresh ones too: every run and exec failed (sync point 2: ECONNRESET) where
  * the cgroup.procs writes had worked.  No mark can say that, and kill_seq
  * cannot be read: each begin clones into the target a child that only
- * exits (vfork: 0.05-0.1 ms) and looks at how it ended.  Not cached: the
- * library keeps no process-wide state, and a caller may change cgroups. */
-static bool child_dies_at_birth(int cgfd) {
+ * exits and looks at how it ended.  Not cached: the library keeps no
+ * process-wide state, and a caller may change cgroups.  Not a vfork: a
+ * child born into a frozen cgroup2 cgroup (cgroup.freeze, the sandbox
+ * paused) stops before its _exit and would hold a vfork parent until the
+ * thaw.  Returns 1 killed at birth, 0 lived, -EBUSY the target is frozen
+ * (the child is killed: a frozen task dies of SIGKILL on cgroup2). */
+static bool frozen_now(int cgfd) {
+  char buf[512];
+  int fd = openat(cgfd, "cgroup.events", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return strstr(buf, "frozen 1") != NULL;
+}
+
+static int child_dies_at_birth(int cgfd) {
   int pidfd = -1;
   /* exit_signal 0 and a pidfd: no SIGCHLD, not reaped by a waitpid(-1) of the caller's */
-  struct clone_args a = {.flags = CLONE_INTO_CGROUP | CLONE_PIDFD | CLONE_VFORK,
+  struct clone_args a = {.flags = CLONE_INTO_CGROUP | CLONE_PIDFD,
                          .pidfd = (uint64_t) (uintptr_t) &pidfd, .cgroup = (uint64_t) cgfd};
   long pid = syscall(SYS_clone3, &a, sizeof a);
   if (pid == 0) _exit(0);
-  if (pid < 0) return false;   /* cannot tell: the real clone will say */
+  if (pid < 0) return 0;   /* cannot tell: the real clone will say */
+  int r = 0;
+  for (;;) {
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    int n = poll(&p, 1, 20);
+    if (n > 0) break;
+    if (n < 0 && errno == EINTR) continue;
+    if (frozen_now(cgfd)) {
+      syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+      r = -EBUSY;
+      break;
+    }
+  }
   siginfo_t si = {0};
   int w;
   while ((w = waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED | __WALL)) < 0 && errno == EINTR) {}
   close(pidfd);
-  bool killed = w == 0 && si.si_code == CLD_KILLED && si.si_status == SIGKILL;
-  return killed;
+  if (r < 0) return r;
+  return w == 0 && si.si_code == CLD_KILLED && si.si_status == SIGKILL;
 }
 
 void an_cg_mark_killed(const char *dir) {
@@ -82,7 +110,10 @@ int an_cgroup_birth_begin(struct an_cgroup *cg, struct an_cgroup_birth *b, an_er
     if (fgetxattr(cg->unified_fd, KILLED_XATTR, &v, 1) >= 0)
       return an_error_set(err, ESTALE, "cgroup %s was killed before: a child cloned into it would be killed "
                           "too (Linux kill_seq)", cg->path);
-    if (child_dies_at_birth(cg->unified_fd))
+    int d = child_dies_at_birth(cg->unified_fd);
+    if (d < 0)
+      return an_error_set(err, EBUSY, "cgroup %s is frozen: a child is entered the old way", cg->path);
+    if (d)
       return an_error_set(err, ESTALE, "cgroup %s: a child cloned into it from here is killed at birth "
                           "(this process's cgroup was killed before: Linux kill_seq)", cg->path);
     b->clone_fd = cg->unified_fd;

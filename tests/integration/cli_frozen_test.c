@@ -7,7 +7,8 @@
  * thawed), and once thawed the sandbox runs the next exec and is destroyed
  * with nothing left; SIGTERM to an exec without --timeout that waits for
  * such a sandbox ends it with 143 (it was ignored until the thaw).  The freeze is the library's an_cgroup_freeze (the v1
- * freezer where one is mounted, else cgroup.freeze). */
+ * freezer where one is mounted, else cgroup.freeze); also run in the
+ * cgroup v2 VM (tests/run-cgroupv2.sh). */
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 #include <stdio.h>
@@ -43,7 +44,8 @@ static struct an_cgroup *freeze(const char *id, bool frozen) {
 
 /* A new sandbox whose cgroup is frozen; its id into id. */
 static struct an_cgroup *create_frozen(char id[64]) {
-  cr_assert_eq(an_cli_run("create --image busybox"), 0, "%s", an_cli.err);
+  /* a small workspace: the cgroup v2 VM's /tmp is a tmpfs of its memory */
+  cr_assert_eq(an_cli_run("create --image busybox --disk 16m"), 0, "%s", an_cli.err);
   snprintf(id, 64, "%s", an_cli.out);
   an_cli_chomp(id);
   return freeze(id, true);
