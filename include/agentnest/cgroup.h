@@ -155,7 +155,7 @@ struct an_cgroup_birth {
  * (Linux >= 5.16), so a child in a new user namespace may do it.  Use:
  *
  *   struct an_cgroup_birth b;
- *   bool born = an_cgroup_birth_begin(cg, &b, &e) == 0;   // in the parent, as host root
+ *   bool born = an_cgroup_birth_try(cg, &b);   // in the parent, as host root
  *   pid = clone3(..., CLONE_INTO_CGROUP b.clone_fd when >= 0);
  *   child:  an_cgroup_birth_enter(&b, &e) first (it closes its copies)
  *   parent: an_cgroup_birth_end(&b);   // closes the parent's copies
@@ -185,6 +185,12 @@ struct an_cgroup_birth {
 int an_cgroup_birth_begin(struct an_cgroup *cg, struct an_cgroup_birth *b, an_error_t *err);
 int an_cgroup_birth_enter(struct an_cgroup_birth *b, an_error_t *err);
 void an_cgroup_birth_end(struct an_cgroup_birth *b);
+
+/* an_cgroup_birth_begin for a caller that falls back on any refusal (the
+ * old way is always correct, only slower): true when b is ready (end it),
+ * false when cg is NULL or begin refused (b holds nothing; the reason is
+ * dropped).  Same thread-safety as begin. */
+bool an_cgroup_birth_try(struct an_cgroup *cg, struct an_cgroup_birth *b);
 
 /* The relative path given at create/open.  Owned by cg. */
 const char *an_cgroup_path(const struct an_cgroup *cg);

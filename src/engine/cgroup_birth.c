@@ -137,6 +137,14 @@ int an_cgroup_birth_begin(struct an_cgroup *cg, struct an_cgroup_birth *b, an_er
   return 0;
 }
 
+bool an_cgroup_birth_try(struct an_cgroup *cg, struct an_cgroup_birth *b) {
+  if (!cg) return false;
+  an_error_t e = NULL;
+  int r = an_cgroup_birth_begin(cg, b, &e);
+  an_error_free(&e);
+  return r == 0;
+}
+
 int an_cgroup_birth_enter(struct an_cgroup_birth *b, an_error_t *err) {
   int r = 0;
   for (size_t k = 0; k < b->n; k++) {

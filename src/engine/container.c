@@ -436,9 +436,7 @@ static int launch(struct launch *l, enum launch_mode mode, an_error_t *err) {
   /* pid 1 steps into its v1 cgroups itself (cgroup.h: no grace period);
    * opened here, as host root.  Else it is moved at [1]. */
   struct an_cgroup_birth birth;
-  an_error_t be = NULL;
-  bool born = an_cgroup_birth_begin(l->cg, &birth, &be) == 0;
-  an_error_free(&be);
+  bool born = an_cgroup_birth_try(l->cg, &birth);
   struct an_init_config cfg = {
     .birth = born ? &birth : NULL,
     .spec = s, .process = s->process, .rootfs = l->rootfs, .bundle = l->bundle,

@@ -139,12 +139,7 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
   /* the joiner steps into the exec's v1 cgroups itself (cgroup.h: no
    * grace period); opened here, as host root.  Else it is moved below. */
   struct an_cgroup_birth birth;
-  bool born = false;
-  if (t->cg) {
-    an_error_t be = NULL;
-    born = an_cgroup_birth_begin(t->cg, &birth, &be) == 0;
-    an_error_free(&be);
-  }
+  bool born = an_cgroup_birth_try(t->cg, &birth);
   struct an_init_config cfg = {
     .birth = born ? &birth : NULL,
     .spec = t->spec, .process = &proc.proc, .rootfs = t->rootfs, .parent_pid = getpid(),
