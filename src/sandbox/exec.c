@@ -159,9 +159,30 @@ static int reap(int pidfd, struct an_exec_result *res, an_error_t *err) {
   return 0;
 }
 
-static bool exited(int pidfd) {
+static bool exited_within(int pidfd, int ms) {
   struct pollfd p = {.fd = pidfd, .events = POLLIN};
-  return poll(&p, 1, 0) > 0;
+  for (;;) {
+    int n = poll(&p, 1, ms);
+    if (n >= 0) return n > 0;
+    if (errno != EINTR) return false;
+  }
+}
+
+static bool exited(int pidfd) { return exited_within(pidfd, 0); }
+
+/* After SIGKILL of the command (timeout, cancel): a command in a cgroup a
+ * v1 freezer froze (the sandbox paused, or a snapshot's freeze) acts on it
+ * only once thawed, so when it is not gone within 100 ms it is let out of
+ * the freezer (an_cgroup_thaw_out; it is the caller's child).  False when
+ * it still lives after 5 s more: the caller then reports it killed without
+ * reaping it rather than wait for the thaw. */
+static bool killed_child_gone(const struct an_cgroup *cg, int pidfd) {
+  if (exited_within(pidfd, 100)) return true;
+  pid_t pid = 0;
+  an_error_t e = NULL;
+  if (cg && an_process_pidfd_pid(pidfd, &pid, &e) == 0 && pid > 0) an_cgroup_thaw_out(cg, pid, &e);
+  an_error_free(&e);
+  return exited_within(pidfd, 5000);
 }
 
 int an_sb_exec_secrets(const struct an_sandbox *sb, const struct an_exec_opts *eo,
@@ -237,6 +258,11 @@ int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
       an_error_free(&e);
       an_process_signal(pidfd, SIGKILL, &e);
       an_error_free(&e);
+      if (!killed_child_gone(cg, pidfd)) {
+        res->exit_code = -1;
+        res->signal = SIGKILL;
+        return 0;
+      }
       break;
     }
   }

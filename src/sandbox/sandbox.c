@@ -25,6 +25,7 @@
 #include "sandbox/sandbox_internal.h"
 #include "sandbox/seccomp_check.h"
 #include "util/cleanup.h"
+#include "util/fdcopy.h"
 
 int an_sandbox_init_path(char **path, an_error_t *err) {
   return an_ctx_init_path(NULL, path, err);
@@ -151,6 +152,23 @@ static int claim_name(const char *root, const char *name, const char *id, an_err
     unlink(link);   /* stale: its sandbox is gone */
   }
   return an_error_set(err, EEXIST, "sandbox name %s: in use", name);
+}
+
+/* <dir>/options.json: the options of the sandbox, read back by
+ * an_sandbox_open_ctx.  A new file (O_EXCL); 0 or -errno. */
+static int write_options(const char *dir, const struct an_sandbox_opts *opts, an_error_t *err) {
+  cleanup_free char *oj = NULL;
+  char op[PATH_MAX];
+  snprintf(op, sizeof op, "%s/%s", dir, AN_SB_OPTIONS_FILE);
+  int r = an_sandbox_opts_to_json(opts, &oj, err);
+  if (r < 0) return r;
+  cleanup_close int fd = open(op, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return an_error_set(err, errno, "create %s", op);
+  if ((r = an_write_all(fd, oj, strlen(oj), op, err)) < 0) return r;
+  int c = fd;
+  fd = -1;
+  if (close(c) != 0) return an_error_set(err, errno, "close %s", op);
+  return 0;
 }
 
 int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
@@ -335,18 +353,10 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
     }
     if ((r = an_sb_monitor_start(sb, err)) < 0) goto fail;
   }
+  /* options.json before the record that names init: from that record on,
+   * exec, destroy and fork open the sandbox, and they read it back */
+  if ((r = write_options(sb->dir, opts, err)) < 0) goto fail;
   if ((r = an_sb_record_write(sb->dir, &sb->rec, err)) < 0) goto fail;
-  {
-    cleanup_free char *oj = NULL;
-    char op[PATH_MAX];
-    snprintf(op, sizeof op, "%s/%s", sb->dir, AN_SB_OPTIONS_FILE);
-    if ((r = an_sandbox_opts_to_json(opts, &oj, err)) < 0) goto fail;
-    FILE *f = fopen(op, "wex");
-    if (!f || fputs(oj, f) < 0 || fclose(f) != 0) {
-      r = an_error_set(err, errno ? errno : EIO, "write %s", op);
-      goto fail;
-    }
-  }
   an_sb_event(sb->dir, "created", ",\"image\":\"%s\",\"init_pid\":%d", image, (int) sb->rec.init_pid);
   an_sb_seccomp_unsafe_event(sb->dir, opts, sb->spec ? sb->spec->linux.seccomp : NULL);
   an_image_info_free(img);

@@ -5,8 +5,11 @@
  * the sandbox stays frozen (it used to wait for the thaw: with a v1
  * freezer, on hybrid hosts, the killed joiner acts on SIGKILL only once
  * thawed), and once thawed the sandbox runs the next exec and is destroyed
- * with nothing left; SIGTERM to an exec without --timeout that waits for
- * such a sandbox ends it with 143 (it was ignored until the thaw).  The freeze is the library's an_cgroup_freeze (the v1
+ * with nothing left; the same when the sandbox is frozen while the
+ * command runs (the SIGKILLed command, frozen, held the exec in waitid);
+ * SIGTERM to an exec without --timeout that waits for such a sandbox ends
+ * it with 143 (it was ignored until the thaw).  The freeze is the
+ * library's an_cgroup_freeze (the v1
  * freezer where one is mounted, else cgroup.freeze); also run in the
  * cgroup v2 VM (tests/run-cgroupv2.sh). */
 #include <criterion/criterion.h>
@@ -14,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "agentnest/cgroup.h"
 #include "cli_fixture.h"
@@ -32,12 +37,39 @@ ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
   an_cli_remove_root("clifrz");
 }
 
-static struct an_cgroup *freeze(const char *id, bool frozen) {
+static struct an_cgroup *sandbox_cgroup(const char *id) {
   char path[128];
   snprintf(path, sizeof path, "agentnest/sb-%s", id);
   struct an_cgroup *cg = NULL;
   an_error_t err = NULL;
   cr_assert_eq(an_cgroup_open(path, &cg, &err), 0, "%s", err ? err->msg : "");
+  return cg;
+}
+
+/* Whether a process of cg has the command name (/proc/PID/comm) `comm`;
+ * the names seen into seen. */
+static bool runs(struct an_cgroup *cg, const char *comm, char *seen, size_t len) {
+  pid_t *pids = NULL;
+  size_t n = 0;
+  an_error_t err = NULL;
+  bool found = false;
+  seen[0] = '\0';
+  if (an_cgroup_pids(cg, &pids, &n, &err) < 0) an_error_free(&err);
+  for (size_t i = 0; i < n && !found; i++) {
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%d/comm", (int) pids[i]);
+    char *c = an_test_read_file(p, NULL);
+    if (c && strlen(seen) + strlen(c) + 1 < len) strcat(seen, c);
+    found = c && !strcmp(c, comm);
+    free(c);
+  }
+  free(pids);
+  return found;
+}
+
+static struct an_cgroup *freeze(const char *id, bool frozen) {
+  struct an_cgroup *cg = sandbox_cgroup(id);
+  an_error_t err = NULL;
   cr_assert_eq(an_cgroup_freeze(cg, frozen, &err), 0, "%s", err ? err->msg : "");
   return cg;
 }
@@ -71,6 +103,23 @@ static void thaw_exec_destroy(struct an_cgroup *cg, const char *id) {
   cr_expect_eq(an_cli_run("destroy %s", id), 0, "%s", an_cli.err);
 }
 
+/* The exec returned while the sandbox was frozen and it kept its
+ * processes; thawed, it runs a command and is destroyed, and no process of
+ * it (a killed joiner or command included) is left. */
+static void kept_then_gone(struct an_cgroup *cg, const char *id) {
+  an_error_t err = NULL;
+  pid_t *pids = NULL;
+  size_t n = 0;
+  cr_assert_eq(an_cgroup_pids(cg, &pids, &n, &err), 0, "%s", err ? err->msg : "");
+  free(pids);
+  cr_expect_gt(n, 0, "the frozen sandbox lost its processes");
+  thaw_exec_destroy(cg, id);
+  cr_expect(an_test_wait_reaped(an_cli.root), "the destroy's reaper did not finish");
+  cr_expect_eq(an_test_sh("for p in /proc/[0-9]*; do grep -qs 'sb-%s' $p/cgroup && "
+                          "! grep -qs '^State:.*Z' $p/status && exit 0; done; exit 1", id), 1,
+               "a process of sandbox %s is left (zombies aside: pid 1 of the host reaps them)", id);
+}
+
 Test(cli_frozen, exec_timeout_into_a_frozen_sandbox_ends_while_it_stays_frozen) {
   char id[64];
   struct an_cgroup *cg = create_frozen(id);
@@ -79,19 +128,7 @@ Test(cli_frozen, exec_timeout_into_a_frozen_sandbox_ends_while_it_stays_frozen) 
   int st = an_test_sh("cd '%s' && timeout -s KILL 120 '%s' --root '%s' exec --timeout 1 %s -- true "
                       ">.out 2>.err", an_cli.work, an_cli.bin, an_cli.root, id);
   expect_exit(st, 124, "exec --timeout 1 into a frozen sandbox", "did not reach execve in time");
-  /* the exec returned before the thaw below; the sandbox kept its processes */
-  an_error_t err = NULL;
-  pid_t *pids = NULL;
-  size_t n = 0;
-  cr_assert_eq(an_cgroup_pids(cg, &pids, &n, &err), 0, "%s", err ? err->msg : "");
-  free(pids);
-  cr_expect_gt(n, 0, "the frozen sandbox lost its processes");
-  thaw_exec_destroy(cg, id);
-  /* no process of the sandbox (the killed joiner included) is left */
-  cr_expect(an_test_wait_reaped(an_cli.root), "the destroy's reaper did not finish");
-  cr_expect_eq(an_test_sh("for p in /proc/[0-9]*; do grep -qs 'sb-%s' $p/cgroup && "
-                          "! grep -qs '^State:.*Z' $p/status && exit 0; done; exit 1", id), 1,
-               "a process of sandbox %s is left (zombies aside: pid 1 of the host reaps them)", id);
+  kept_then_gone(cg, id);
 }
 
 Test(cli_frozen, sigterm_ends_an_exec_waiting_for_a_frozen_sandbox) {
@@ -103,4 +140,34 @@ Test(cli_frozen, sigterm_ends_an_exec_waiting_for_a_frozen_sandbox) {
                       "kill $k 2>/dev/null; exit $s", an_cli.work, an_cli.bin, an_cli.root, id);
   expect_exit(st, 143, "SIGTERM to an exec waiting for a frozen sandbox", "cancelled before the process started");
   thaw_exec_destroy(cg, id);
+}
+
+/* A sandbox frozen while the command runs (after its execve): the exec's
+ * --timeout still ends it at its deadline, 124 (it waited in waitid for the
+ * thaw: with a v1 freezer the SIGKILLed command acts on it only once
+ * thawed), and the sandbox stays frozen until the thaw. */
+Test(cli_frozen, exec_timeout_ends_a_command_frozen_while_it_runs) {
+  char id[64];
+  cr_assert_eq(an_cli_run("create --image busybox --disk 16m"), 0, "%s", an_cli.err);
+  snprintf(id, sizeof id, "%s", an_cli.out);
+  an_cli_chomp(id);
+  pid_t c = fork();
+  cr_assert_geq(c, 0);
+  if (c == 0) {
+    /* SIGKILL after 60 s (exit 137) only so that a hang fails */
+    int st = an_test_sh("cd '%s' && timeout -s KILL 60 '%s' --root '%s' exec --timeout 3 %s -- sleep 100 "
+                        ">.out 2>.err", an_cli.work, an_cli.bin, an_cli.root, id);
+    _exit(st);
+  }
+  struct an_cgroup *cg = sandbox_cgroup(id);
+  char seen[512] = "";
+  for (int i = 0; i < 3000 && !runs(cg, "sleep\n", seen, sizeof seen); i++) usleep(10000);
+  cr_assert(runs(cg, "sleep\n", seen, sizeof seen), "the command did not start in 30 s: %s", seen);
+  an_error_t err = NULL;
+  cr_assert_eq(an_cgroup_freeze(cg, true, &err), 0, "%s", err ? err->msg : "");
+  int ws = 0;
+  while (waitpid(c, &ws, 0) < 0 && errno == EINTR) {}
+  cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 124, "exec --timeout 3, frozen while it ran: exit %d "
+            "(137: it waited for the thaw)", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+  kept_then_gone(cg, id);
 }
