@@ -5,7 +5,8 @@
  * It waits on an inotify watch of ready/ (a claim renames an entry away:
  * refill at once), a signalfd (SIGTERM/SIGINT/SIGHUP: destroy the ready
  * sandboxes and exit) and a 1 s tick (ready sandboxes found dead are
- * replaced; a failed create is retried with a backoff).  The first fill is
+ * replaced; a failed create is retried with a backoff; the inits of
+ * sandboxes that ended are reaped).  The first fill is
  * reported to an_pool_start over a pipe: its first error fails the start. */
 #include <dirent.h>
 #include <errno.h>
@@ -173,6 +174,22 @@ static int create_one(struct keeper *k) {
   return 0;
 }
 
+/* The keeper is the parent of its sandboxes' init processes (and of
+ * nothing it waits for by pid between creates): reap every one that ended
+ * (a sandbox handed out and destroyed, or found dead), or each would stay
+ * a zombie until the keeper exits. */
+static void reap_children(void) {
+  siginfo_t si;
+  for (;;) {
+    memset(&si, 0, sizeof si);
+    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG) < 0) {
+      if (errno == EINTR) continue;
+      return;   /* ECHILD: none left */
+    }
+    if (!si.si_pid) return;   /* none ended */
+  }
+}
+
 static bool stop_requested(int sfd) {
   struct pollfd p = {.fd = sfd, .events = POLLIN};
   return poll(&p, 1, 0) > 0;
@@ -251,6 +268,7 @@ _Noreturn static void keeper_main(struct keeper *k, int report_fd) {
     if (timeout > TICK_MS) timeout = TICK_MS;
     struct pollfd p[2] = {{.fd = ifd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
     int pr = poll(p, 2, timeout);
+    reap_children();
     if (pr < 0) continue;
     if (p[1].revents) {
       drain(k);

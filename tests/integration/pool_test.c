@@ -10,7 +10,8 @@
  * with the pool's are refused, an empty pool falls back (or fails with
  * --pool-only), `batch --pool` runs jobs on pooled sandboxes, a ready
  * sandbox that dies is replaced, and a pool whose keeper died is listed as
- * dead, hands out nothing (saying why) and is removed by `pool stop`.  No test
+ * dead, hands out nothing (saying why) and is removed by `pool stop`; the
+ * keeper reaps the inits of the sandboxes it handed out.  No test
  * asserts a duration. */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -498,4 +499,46 @@ Test(pool, dead_keeper_is_shown_and_hands_out_nothing) {
   cr_expect(stat(p, &st) != 0, "the pool directory is left");
   cr_expect_eq(pools_listed(), 0, "pool stop left the pool listed");
   bf_assert_nothing_left();
+}
+
+/* The number of zombie children of process `parent` (/proc/PID/stat). */
+static int zombies_of(pid_t parent) {
+  int n = 0;
+  DIR *d = opendir("/proc");
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (de->d_name[0] < '1' || de->d_name[0] > '9') continue;
+    char p[300], text[1024] = "";
+    snprintf(p, sizeof p, "/proc/%s/stat", de->d_name);
+    FILE *f = fopen(p, "re");
+    if (!f) continue;
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    char *e = strrchr(text, ')');
+    char state = 0;
+    int ppid = 0;
+    if (e && sscanf(e + 1, " %c %d", &state, &ppid) == 2 && ppid == parent && state == 'Z') n++;
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+/* Sandboxes handed out and destroyed leave no zombie behind in the keeper
+ * (it is their init's parent): each was reaped only at `pool stop`, so a
+ * pool that served for long filled the pid space. */
+Test(pool, keeper_reaps_what_it_handed_out) {
+  start_pool("p", 1, "");
+  char meta[700];
+  snprintf(meta, sizeof meta, "%s/pools/p/pool.json", bf_root);
+  pid_t keeper = (pid_t) file_int(meta, "keeper_pid");
+  cr_assert_gt(keeper, 1);
+  char ready[MAXIDS][16];
+  for (int i = 0; i < 3; i++) {
+    cr_assert(WAIT_FOR(dir_ids("p/ready", ready, MAXIDS) == 1), "no refill");
+    cr_assert_eq(bf_an("run --pool p --pool-only -- true"), 0, "run --pool: %s", bf_err);
+  }
+  cr_expect(WAIT_FOR(zombies_of(keeper) == 0), "%d zombies of keeper %d after 3 pooled runs",
+            zombies_of(keeper), (int) keeper);
+  cr_assert_eq(bf_an("pool stop p"), 0, "%s", bf_err);
 }
