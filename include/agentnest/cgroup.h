@@ -36,6 +36,7 @@
 /* GCC predefines `linux` as 1 in GNU modes; spec.h has a member so named. */
 #undef linux
 #include <stdbool.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "agentnest/error.h"
@@ -199,7 +200,10 @@ const char *an_cgroup_path(const struct an_cgroup *cg);
  * cgroup.kill when the kernel has it (5.14+, also on hybrid hosts);
  * otherwise the cgroup is frozen, every listed pid signalled and thawed
  * (runc's signalAllProcesses), except that a paused cgroup stays paused for
- * signals other than SIGKILL.  What cgroup.kill reached is marked for
+ * signals other than SIGKILL (which thaws it: frozen v1 tasks die only
+ * once thawed).  A cgroup frozen only by a frozen ancestor is not thawed:
+ * its tasks die at that ancestor's thaw (an_cgroup_reap_killed lets a
+ * child of the caller out sooner).  What cgroup.kill reached is marked for
  * an_cgroup_birth_begin (-ESTALE).  Does not wait.  Errors: errno of the
  * write or of kill(2) other than ESRCH. */
 int an_cgroup_kill(struct an_cgroup *cg, int sig, an_error_t *err);
@@ -208,7 +212,8 @@ int an_cgroup_kill(struct an_cgroup *cg, int sig, an_error_t *err);
  * (the v1 freezer controller where one is mounted, hybrid hosts included,
  * as runc; else cgroup.freeze of the cgroup2 hierarchy); waits until cgroup.events says
  * "frozen 1"/"frozen 0" or freezer.state reads FROZEN/THAWED (at most
- * 5000 ms).  Errors: -ETIMEDOUT, -EOPNOTSUPP no freezer available, write
+ * 5000 ms; a v1 thaw under a frozen ancestor ends once its own freeze is
+ * lifted).  Errors: -ETIMEDOUT, -EOPNOTSUPP no freezer available, write
  * errors. */
 int an_cgroup_freeze(struct an_cgroup *cg, bool frozen, an_error_t *err);
 
@@ -223,6 +228,19 @@ int an_cgroup_freeze(struct an_cgroup *cg, bool frozen, an_error_t *err);
  * returns 0), prefixed "thaw process PID out of cgroup PATH".  Thread-safe
  * for distinct processes. */
 int an_cgroup_thaw_out(const struct an_cgroup *cg, pid_t pid, an_error_t *err);
+
+/* Reap the caller's child `pidfd` (pidfd_open(2)/CLONE_PIDFD; `pid` its pid
+ * here, or <= 0 to read it from the pidfd), already sent SIGKILL, waiting
+ * at most `timeout_ms` milliseconds: waitid(2) WNOHANG polled; after
+ * 100 ms, if cg (may be NULL) is frozen by a v1 freezer, the child is let
+ * out of it (an_cgroup_thaw_out).  The exit is stored in *si (may be NULL).
+ * Returns 0 reaped, -ETIMEDOUT not within the time (still frozen in an
+ * ancestor's freezer, or a tracer in the sandbox holds its zombie: it stays
+ * unreaped and the caller moves on), or the errno of waitid (-ECHILD not a
+ * child, reaped already).  The pidfd stays open (the caller closes it).
+ * Thread-safe for distinct children. */
+int an_cgroup_reap_killed(const struct an_cgroup *cg, int pidfd, pid_t pid, unsigned timeout_ms,
+                          siginfo_t *si);
 
 /* Pids (in the runtime's pid namespace) of the processes in the cgroup and
  * its descendants, from cgroup.procs of the tracking hierarchy.  *pids is

@@ -570,14 +570,21 @@ static int signal_all(struct an_cgroup *cg, int sig, size_t *sent, an_error_t *e
   return 0;
 }
 
-/* Whether the cgroup is frozen now (by an earlier an_cgroup_freeze). */
+/* Whether the cgroup itself is frozen now (by an earlier an_cgroup_freeze
+ * of it): a v1 cgroup whose ancestor is frozen reads FROZEN in
+ * freezer.state too, but only the ancestor's thaw ends that
+ * (freezer.self_freezing 0), as cgroup2's cgroup.freeze is its own. */
 static bool is_frozen(struct an_cgroup *cg) {
   an_error_t e = NULL;
   bool frozen = false;
   int i = find_has(cg, AN_CG_FREEZER);   /* as freeze_dir */
   if (i >= 0 && cg->l.h[i].version == 1) {
     cleanup_free char *s = NULL;
-    frozen = an_cg_read(cg->dir[i], "freezer.state", &s, &e) == 0 && strncmp(s, "THAWED", 6);
+    if (an_cg_read(cg->dir[i], "freezer.self_freezing", &s, &e) == 0) frozen = s[0] == '1';
+    else {
+      an_error_free(&e);
+      frozen = an_cg_read(cg->dir[i], "freezer.state", &s, &e) == 0 && strncmp(s, "THAWED", 6);
+    }
   } else if (cg->l.unified >= 0 && an_cg_file_exists(cg->dir[cg->l.unified], "cgroup.freeze")) {
     cleanup_free char *s = NULL;
     frozen = an_cg_read(cg->dir[cg->l.unified], "cgroup.freeze", &s, &e) == 0 && s[0] == '1';

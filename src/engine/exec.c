@@ -74,18 +74,6 @@ static int wait_sync(const struct an_exec_child *c, an_error_t *err) {
   }
 }
 
-/* Whether the process of pidfd exited within ms (its pidfd turns readable). */
-static bool exited_within(int pidfd, int ms) {
-  uint64_t end = an_mono_ms() + (uint64_t) ms;
-  for (;;) {
-    struct pollfd p = {.fd = pidfd, .events = POLLIN};
-    uint64_t now = an_mono_ms();
-    int n = poll(&p, 1, now >= end ? 0 : (int) (end - now));
-    if (n > 0) return true;
-    if (n == 0 || errno != EINTR) return false;
-  }
-}
-
 /* Kill and reap a child of a failed exec (the joiner, or the process before
  * it ran).  In a cgroup a v1 freezer froze (the sandbox paused, or frozen
  * by a snapshot), SIGKILL waits for the thaw: the child is let out of the
@@ -96,19 +84,7 @@ static void child_abort(int *pidfd, pid_t pid, const struct an_cgroup *cg) {
   an_error_t e = NULL;
   an_process_signal(*pidfd, SIGKILL, &e);
   an_error_free(&e);
-  bool gone = exited_within(*pidfd, 100);
-  if (!gone && cg && pid <= 0) {
-    an_process_pidfd_pid(*pidfd, &pid, &e);
-    an_error_free(&e);
-  }
-  if (!gone && cg && pid > 0) {
-    an_cgroup_thaw_out(cg, pid, &e);
-    an_error_free(&e);
-  }
-  if (gone || exited_within(*pidfd, 5000)) {
-    siginfo_t si = {0};
-    while (waitid(P_PIDFD, (id_t) *pidfd, &si, WEXITED) < 0 && errno == EINTR) {}
-  }
+  an_cgroup_reap_killed(cg, *pidfd, pid, 5100, NULL);
   close(*pidfd);
   *pidfd = -1;
 }

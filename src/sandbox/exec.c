@@ -141,14 +141,24 @@ static void stop_caller_watch(pid_t w) {
   while (waitpid(w, NULL, 0) < 0 && errno == EINTR) {}
 }
 
-/* Wait for the pidfd's process to exit; fill the result's code/signal. */
-static int reap(int pidfd, struct an_exec_result *res, an_error_t *err) {
+/* Reap the pidfd's process, which exited or was sent SIGKILL; fill the
+ * result's code/signal.  Bounded (an_cgroup_reap_killed: a process frozen
+ * by a v1 freezer is let out of it after 100 ms): one still not reaped
+ * after 5 s (frozen in a frozen sandbox, or its zombie held by a tracer in
+ * the sandbox) is SIGKILLed and reported killed, left unreaped, rather
+ * than holding the caller. */
+static int reap(const struct an_cgroup *cg, int pidfd, struct an_exec_result *res, an_error_t *err) {
   siginfo_t si;
-  for (;;) {
-    memset(&si, 0, sizeof si);
-    if (waitid(P_PIDFD, (id_t) pidfd, &si, WEXITED) == 0) break;
-    if (errno != EINTR) return an_error_set(err, errno, "wait for the command (waitid)");
+  int r = an_cgroup_reap_killed(cg, pidfd, 0, 5100, &si);
+  if (r == -ETIMEDOUT) {
+    an_error_t e = NULL;
+    an_process_signal(pidfd, SIGKILL, &e);
+    an_error_free(&e);
+    res->exit_code = -1;
+    res->signal = SIGKILL;
+    return 0;
   }
+  if (r < 0) return an_error_set(err, -r, "wait for the command (waitid)");
   if (si.si_code == CLD_EXITED) {
     res->exit_code = si.si_status;
     res->signal = 0;
@@ -159,30 +169,9 @@ static int reap(int pidfd, struct an_exec_result *res, an_error_t *err) {
   return 0;
 }
 
-static bool exited_within(int pidfd, int ms) {
+static bool exited(int pidfd) {
   struct pollfd p = {.fd = pidfd, .events = POLLIN};
-  for (;;) {
-    int n = poll(&p, 1, ms);
-    if (n >= 0) return n > 0;
-    if (errno != EINTR) return false;
-  }
-}
-
-static bool exited(int pidfd) { return exited_within(pidfd, 0); }
-
-/* After SIGKILL of the command (timeout, cancel): a command in a cgroup a
- * v1 freezer froze (the sandbox paused, or a snapshot's freeze) acts on it
- * only once thawed, so when it is not gone within 100 ms it is let out of
- * the freezer (an_cgroup_thaw_out; it is the caller's child).  False when
- * it still lives after 5 s more: the caller then reports it killed without
- * reaping it rather than wait for the thaw. */
-static bool killed_child_gone(const struct an_cgroup *cg, int pidfd) {
-  if (exited_within(pidfd, 100)) return true;
-  pid_t pid = 0;
-  an_error_t e = NULL;
-  if (cg && an_process_pidfd_pid(pidfd, &pid, &e) == 0 && pid > 0) an_cgroup_thaw_out(cg, pid, &e);
-  an_error_free(&e);
-  return exited_within(pidfd, 5000);
+  return poll(&p, 1, 0) > 0;
 }
 
 int an_sb_exec_secrets(const struct an_sandbox *sb, const struct an_exec_opts *eo,
@@ -234,7 +223,7 @@ int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
     an_process_signal(pidfd, SIGKILL, &e);
     an_error_free(&e);
     struct an_exec_result tmp = {0};
-    reap(pidfd, &tmp, &e);
+    reap(cg, pidfd, &tmp, &e);
     an_error_free(&e);
     return r;
   }
@@ -258,15 +247,10 @@ int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
       an_error_free(&e);
       an_process_signal(pidfd, SIGKILL, &e);
       an_error_free(&e);
-      if (!killed_child_gone(cg, pidfd)) {
-        res->exit_code = -1;
-        res->signal = SIGKILL;
-        return 0;
-      }
       break;
     }
   }
-  return reap(pidfd, res, err);
+  return reap(cg, pidfd, res, err);
 }
 
 void an_sb_finish_status(struct an_exec_result *res) {
@@ -405,7 +389,7 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
       an_cgroup_kill(ecg, SIGKILL, &e);
       an_error_free(&e);
       struct an_exec_result gone = {0};
-      reap(pidfd, &gone, &e);
+      reap(ecg, pidfd, &gone, &e);
       an_error_free(&e);
       close(pidfd);
       r = an_error_prefix(err, "exec in sandbox %s", sb->rec.id);

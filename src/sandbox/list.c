@@ -1,7 +1,7 @@
 /* sandbox/list.c — list and inspect sandboxes from their records: status
  * is derived, never stored ("running": pid 1 and its keeper — monitor, or
  * the creating process of a one-shot — alive and the deadline ahead;
- * "expired": deadline passed; "dead": otherwise).  What does NOT live here:
+ * "expired": deadline passed, its keeper alive; "dead": otherwise).  What does NOT live here:
  * removing anything (prune.c, teardown.c). */
 #include <dirent.h>
 #include <errno.h>
@@ -18,11 +18,13 @@
 #include "util/json_gen.h"
 
 const char *an_sb_status(const struct an_sb_record *rec) {
-  if (rec->deadline_ms && an_sb_now_ms() >= rec->deadline_ms) return "expired";
   /* an owned sandbox (create_owned) needs both its monitor and its owner */
   bool keeper = (!rec->monitor_pid || an_sb_pid_alive(rec->monitor_pid, rec->monitor_start)) &&
                 (!rec->owner_pid || an_sb_pid_alive(rec->owner_pid, rec->owner_start)) &&
                 (rec->monitor_pid || rec->owner_pid);
+  /* past the deadline, the keeper tears it down; with no keeper left
+   * nothing will: dead (destroy and prune remove it) */
+  if (rec->deadline_ms && an_sb_now_ms() >= rec->deadline_ms) return keeper ? "expired" : "dead";
   if (an_sb_pid_alive(rec->init_pid, rec->init_start) && keeper) return "running";
   return "dead";
 }

@@ -162,7 +162,13 @@ static void read_stream(struct an_mon_proc *p, int s) {
 
 static void ended(struct an_mon *m, struct an_mon_proc *p) {
   siginfo_t si = {0};
-  while (waitid(P_PIDFD, (id_t) p->pidfd, &si, WEXITED) < 0 && errno == EINTR) {}
+  /* bounded: a tracer in the sandbox can hold the zombie from waitid */
+  if (an_cgroup_reap_killed(p->cg, p->pidfd, 0, 5100, &si) < 0) {
+    an_error_t e = NULL;
+    an_process_signal(p->pidfd, SIGKILL, &e);
+    an_error_free(&e);
+    si = (siginfo_t) {.si_code = CLD_KILLED, .si_status = SIGKILL};
+  }
   p->running = false;
   p->ended_ms = an_sb_now_ms();
   if (si.si_code == CLD_EXITED) {
@@ -206,8 +212,7 @@ static void release(struct an_mon_proc *p) {
   if (p->running && p->cg) an_cgroup_kill(p->cg, SIGKILL, &e);
   an_error_free(&e);
   if (p->pidfd >= 0) {
-    siginfo_t si;
-    while (waitid(P_PIDFD, (id_t) p->pidfd, &si, WEXITED) < 0 && errno == EINTR) {}
+    an_cgroup_reap_killed(p->cg, p->pidfd, 0, 5100, NULL);   /* bounded: frozen, or traced */
     close(p->pidfd);
   }
   if (p->cg) an_mon_cgroup_gone(p->cg);

@@ -58,10 +58,9 @@ static void forget(struct an_mon *m, struct an_mon_session *s, const char *event
   an_error_t e = NULL;
   if (s->cg) an_cgroup_kill(s->cg, SIGKILL, &e);
   an_error_free(&e);
-  if (s->pidfd >= 0) {
-    siginfo_t si;
-    while (waitid(P_PIDFD, (id_t) s->pidfd, &si, WEXITED) < 0 && errno == EINTR) {}
-  }
+  /* bounded: the sandbox frozen (a v1 freezer lets the helper, the
+   * monitor's child, out after 100 ms), or a tracer holding its zombie */
+  if (s->pidfd >= 0) an_cgroup_reap_killed(s->cg, s->pidfd, 0, 5100, NULL);
   an_mon_cgroup_gone(s->cg);
   for (int *fd = &s->pidfd; fd <= &s->err; fd++)
     if (*fd >= 0) close(*fd);

@@ -6,7 +6,11 @@
  * freezer, on hybrid hosts, the killed joiner acts on SIGKILL only once
  * thawed), and once thawed the sandbox runs the next exec and is destroyed
  * with nothing left; the same when the sandbox is frozen while the
- * command runs (the SIGKILLed command, frozen, held the exec in waitid);
+ * command runs (the SIGKILLed command, frozen, held the exec in waitid;
+ * with a child of it, each kill of the exec's cgroup waited 5 s for a thaw
+ * that only the sandbox's cgroup can get); a session call's --timeout in
+ * a frozen sandbox ends as session_lost (125) and the monitor still
+ * answers (it waited for the thaw to reap the helper);
  * SIGTERM to an exec without --timeout that waits for such a sandbox ends
  * it with 143 (it was ignored until the thaw).  The freeze is the
  * library's an_cgroup_freeze (the v1
@@ -142,32 +146,72 @@ Test(cli_frozen, sigterm_ends_an_exec_waiting_for_a_frozen_sandbox) {
   thaw_exec_destroy(cg, id);
 }
 
-/* A sandbox frozen while the command runs (after its execve): the exec's
- * --timeout still ends it at its deadline, 124 (it waited in waitid for the
- * thaw: with a v1 freezer the SIGKILLed command acts on it only once
- * thawed), and the sandbox stays frozen until the thaw. */
-Test(cli_frozen, exec_timeout_ends_a_command_frozen_while_it_runs) {
+/* Once a `sleep` runs in sandbox id (30 s at most), freeze its cgroup. */
+static struct an_cgroup *freeze_once_sleeping(const char *id) {
+  struct an_cgroup *cg = sandbox_cgroup(id);
+  char seen[512] = "";
+  for (int i = 0; i < 3000 && !runs(cg, "sleep\n", seen, sizeof seen); i++) usleep(10000);
+  cr_assert(runs(cg, "sleep\n", seen, sizeof seen), "no sleep started in 30 s: %s", seen);
+  an_error_t err = NULL;
+  cr_assert_eq(an_cgroup_freeze(cg, true, &err), 0, "%s", err ? err->msg : "");
+  return cg;
+}
+
+/* `exec --timeout 3 ID -- CMD` (a shell command line) in a sandbox frozen
+ * while CMD's sleep runs: 124 within the 60 s the test allows (SIGKILL,
+ * 137, only so that a hang fails); the sandbox keeps its processes until
+ * the thaw, then nothing is left. */
+static void exec_timeout_frozen_while_running(const char *cmd) {
   char id[64];
   cr_assert_eq(an_cli_run("create --image busybox --disk 16m"), 0, "%s", an_cli.err);
   snprintf(id, sizeof id, "%s", an_cli.out);
   an_cli_chomp(id);
   pid_t c = fork();
   cr_assert_geq(c, 0);
-  if (c == 0) {
-    /* SIGKILL after 60 s (exit 137) only so that a hang fails */
-    int st = an_test_sh("cd '%s' && timeout -s KILL 60 '%s' --root '%s' exec --timeout 3 %s -- sleep 100 "
-                        ">.out 2>.err", an_cli.work, an_cli.bin, an_cli.root, id);
-    _exit(st);
-  }
-  struct an_cgroup *cg = sandbox_cgroup(id);
-  char seen[512] = "";
-  for (int i = 0; i < 3000 && !runs(cg, "sleep\n", seen, sizeof seen); i++) usleep(10000);
-  cr_assert(runs(cg, "sleep\n", seen, sizeof seen), "the command did not start in 30 s: %s", seen);
-  an_error_t err = NULL;
-  cr_assert_eq(an_cgroup_freeze(cg, true, &err), 0, "%s", err ? err->msg : "");
+  if (c == 0)
+    _exit(an_test_sh("cd '%s' && timeout -s KILL 60 '%s' --root '%s' exec --timeout 3 %s -- %s "
+                     ">.out 2>.err", an_cli.work, an_cli.bin, an_cli.root, id, cmd));
+  struct an_cgroup *cg = freeze_once_sleeping(id);
   int ws = 0;
   while (waitpid(c, &ws, 0) < 0 && errno == EINTR) {}
-  cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 124, "exec --timeout 3, frozen while it ran: exit %d "
-            "(137: it waited for the thaw)", WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+  cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 124, "exec --timeout 3 -- %s, frozen while it ran: exit %d "
+            "(137: it waited for the thaw)", cmd, WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
+  kept_then_gone(cg, id);
+}
+
+/* The SIGKILLed command, frozen, held the exec in waitid until the thaw. */
+Test(cli_frozen, exec_timeout_ends_a_command_frozen_while_it_runs) {
+  exec_timeout_frozen_while_running("sleep 100");
+}
+
+/* With a child left in the exec's cgroup: each kill of that cgroup (frozen
+ * only through the sandbox's cgroup) waited 5 s for a thaw it cannot get,
+ * about 110 s in all (red-team rt6). */
+Test(cli_frozen, exec_timeout_ends_a_command_and_its_child_frozen_while_they_run) {
+  exec_timeout_frozen_while_running("sh -c \"sleep 100 & sleep 100\"");
+}
+
+/* A session call's --timeout in a sandbox frozen while the call runs: no
+ * result can come, so after the grace the call reports session_lost (125)
+ * as documented; the killed session used to hold the caller (and the
+ * monitor, which reaps the helper) until the thaw. */
+Test(cli_frozen, session_timeout_in_a_frozen_sandbox_reports_session_lost) {
+  char id[64];
+  cr_assert_eq(an_cli_run("create --image busybox --disk 16m"), 0, "%s", an_cli.err);
+  snprintf(id, sizeof id, "%s", an_cli.out);
+  an_cli_chomp(id);
+  cr_assert_eq(an_cli_run("session start %s --kind shell --name s", id), 0, "%s", an_cli.err);
+  pid_t c = fork();
+  cr_assert_geq(c, 0);
+  if (c == 0)
+    _exit(an_test_sh("cd '%s' && timeout -s KILL 60 '%s' --root '%s' session run %s s --timeout 2 'sleep 100' "
+                     ">.out 2>.err", an_cli.work, an_cli.bin, an_cli.root, id));
+  struct an_cgroup *cg = freeze_once_sleeping(id);
+  int ws = 0;
+  while (waitpid(c, &ws, 0) < 0 && errno == EINTR) {}
+  int st = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+  expect_exit(st, 125, "session run --timeout 2, frozen while it ran", "session");
+  cr_expect_eq(an_cli_run("session ls %s", id), 0, "the monitor did not answer in the frozen sandbox: %s",
+               an_cli.err);
   kept_then_gone(cg, id);
 }

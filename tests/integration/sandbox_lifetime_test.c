@@ -1,6 +1,6 @@
 /* tests/integration/sandbox_lifetime_test.c — the end of a sandbox on the
  * real kernel: lifetime expiry with no client, prune (and destroy) after
- * SIGKILL of the monitor, prune after SIGKILL of the creating process
+ * SIGKILL of the monitor (also once past the deadline), prune after SIGKILL of the creating process
  * (mid-run and at any point), each leaving nothing on the host.
  *
  * Uses the busybox (and, where needed, python) image from the image cache
@@ -89,6 +89,32 @@ Test(sandbox, destroy_dead_removes_a_sandbox_whose_monitor_was_killed) {
   assert_gone(id);
   cr_expect_eq(an_sandbox_destroy_dead_ctx(an_test_ctx(), g_root, id, got, &err), -ENOENT);
   an_error_free(&err);
+  an_sandbox_opts_free(o);
+}
+
+/* Past its deadline with its monitor killed (nothing tore it down): dead,
+ * not "expired" (which said the monitor was at it), so destroy removes it;
+ * destroy used to refuse it with ETIME while its processes ran on. */
+Test(sandbox, destroy_dead_removes_one_past_its_deadline_whose_monitor_was_killed) {
+  struct an_sandbox_opts *o = opts_for("busybox");
+  an_error_t err = NULL;
+  cr_assert(an_sandbox_opts_set_lifetime(o, 1500, &err) == 0);
+  struct an_sandbox *sb = make_sb(o);
+  char id[AN_SANDBOX_ID_LEN + 1], got[AN_SANDBOX_ID_LEN + 1] = "";
+  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
+  pid_t mon = an_sandbox_monitor_pid(sb);
+  cr_assert_gt(mon, 0);
+  cr_assert(kill(mon, SIGKILL) == 0);
+  for (int i = 0; i < 100 && kill(mon, 0) == 0; i++) msleep(10);
+  an_sandbox_close(sb);
+  msleep(2000);   /* past the deadline */
+  struct an_sandbox *again = NULL;
+  cr_expect_eq(an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err), -ESRCH, "%s",
+               err ? err->msg : "");
+  an_error_free(&err);
+  cr_assert_eq(an_sandbox_destroy_dead_ctx(an_test_ctx(), g_root, id, got, &err), 0, "%s",
+               err ? err->msg : "");
+  assert_gone(id);
   an_sandbox_opts_free(o);
 }
 
