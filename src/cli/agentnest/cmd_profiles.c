@@ -12,8 +12,9 @@ static const char profiles_usage[] =
     "\n"
     "List every profile of the profiles directory ($AGENTNEST_PROFILES, else the installed\n"
     "profiles/) with its image, memory, CPUs, pids, lifetime, network, CDI devices and\n"
-    "the one-line purpose from its \"description\".  A profile that cannot run on this\n"
-    "build is listed as refused, with the reason.\n"
+    "the one-line purpose from its \"description\".  A profile that does not load on this\n"
+    "build is listed as refused, with the reason (whether one can run on this host, its\n"
+    "image imported and its CDI devices present: agentnest policy explain NAME).\n"
     "  --json       the list as JSON ({\"profiles\": [{name, description, runnable, error,\n"
     "               options}]})\n"
     "  -h, --help   this help\n";
