@@ -230,7 +230,9 @@ int an_cgroup_freeze(struct an_cgroup *cg, bool frozen, an_error_t *err);
 int an_cgroup_thaw_out(const struct an_cgroup *cg, pid_t pid, an_error_t *err);
 
 /* Reap the caller's child `pidfd` (pidfd_open(2)/CLONE_PIDFD; `pid` its pid
- * here, or <= 0 to read it from the pidfd), already sent SIGKILL, waiting
+ * here, or <= 0 to read it from the pidfd), which exited or was already
+ * sent SIGKILL (never pass a live one that was not: being let out of the
+ * freezer would free it from a pause), waiting
  * at most `timeout_ms` milliseconds: waitid(2) WNOHANG polled; after
  * 100 ms, if cg (may be NULL) is frozen by a v1 freezer, the child is let
  * out of it (an_cgroup_thaw_out).  The exit is stored in *si (may be NULL).
