@@ -76,7 +76,11 @@
  * threads, for concurrency.  Different handles (also of the same sandbox)
  * may be used from different processes at once; each open handle that
  * execs holds one exec slot.  create forks the monitor (a double fork; the
- * caller reaps the intermediate child itself).  Nothing here prints, exits,
+ * caller reaps the intermediate child itself).  The sandbox's pid 1 is a
+ * child of the process that created it (as with runc create): a
+ * long-lived caller reaps it (waitpid(2), or a SIGCHLD handler) once it has
+ * ended, or it stays a zombie until the caller exits.  No other process of
+ * a sandbox stays a child of the caller after a call returns.  Nothing here prints, exits,
  * or changes signal dispositions of the caller; calls are EINTR-safe.  The
  * caller must not have SIGCHLD set to SIG_IGN (exec reaps its child).
  */
@@ -148,7 +152,10 @@ int an_sandbox_create_owned(const char *store_root, const struct an_sandbox_opts
 
 /* Open a live sandbox by id or name.  Errors: -ENOENT "sandbox X: no such
  * sandbox"; -ETIME "sandbox <id> expired" (its lifetime ran out and it was
- * destroyed); -ESRCH "sandbox <id> is dead (monitor gone); run prune"; read
+ * destroyed, or its keeper is at it); -ESRCH "sandbox <id> is dead (monitor
+ * or init gone); destroy it" (an_sandbox_list's status "dead": pid 1, the
+ * monitor or an owned sandbox's owner gone, or past the deadline with no
+ * keeper left; an_sandbox_destroy_dead_ctx removes it); read
  * errors of its state, named.  an_sandbox_open_ctx: the handle uses context
  * `ctx` (agentnest/ctx.h; borrowed, must outlive the handle; store_root NULL:
  * the context's) for what it makes later (fork's sandbox); an_sandbox_open
@@ -295,8 +302,11 @@ yajl_gen_status an_artifact_json(yajl_gen g, const struct an_artifact *a, bool w
  * non-zero exit, a timeout, an OOM kill are successes with res fields set.
  * Event "exec" is recorded (pid, status, timed_out, oom_killed, duration_ms).
  * Errors: -EINVAL empty argv or bad eo field (named); -ETIME the sandbox
- * expired; -ESRCH it is not running; -ESTALE its image was removed from
- * the store (image rm --force); the errno of the failing setup step. */
+ * expired; -ESRCH it is not running, or it ended (destroyed, pid 1 exited)
+ * while the command was being started ("... ended while the command was
+ * being started"; a command the destroy killed after its start is a
+ * success, status 137); -ESTALE its image was removed from the store
+ * (image rm --force); the errno of the failing setup step. */
 int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_exec_opts *eo,
                     struct an_exec_result *res, an_error_t *err);
 

@@ -14,10 +14,12 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "agentnest/cgroup.h"
@@ -87,6 +89,46 @@ static void child_abort(int *pidfd, pid_t pid, const struct an_cgroup *cg) {
   an_cgroup_reap_killed(cg, *pidfd, pid, 5100, NULL);
   close(*pidfd);
   *pidfd = -1;
+}
+
+/* Read a small /proc file into buf (NUL-terminated); false when it cannot
+ * be read (the process is gone). */
+static bool read_proc(const char *path, char *buf, size_t len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  size_t n = 0;
+  ssize_t k;
+  while (n + 1 < len && ((k = read(fd, buf + n, len - 1 - n)) > 0 || (k < 0 && errno == EINTR)))
+    if (k > 0) n += (size_t) k;
+  close(fd);
+  buf[n] = '\0';
+  return n > 0;
+}
+
+/* A process the joiner cloned (CLONE_PARENT: a child of this thread) whose
+ * pidfd never came, because the joiner was killed between its clone and
+ * [7] (a destroy's cgroup kill), would stay this thread's zombie, unknown
+ * to anyone; and a pid namespace's init does not exit while a process of
+ * the namespace is unreaped (its parent outside), so the sandbox's
+ * teardown would wait until the caller exits (a server: forever).  It is
+ * found among this thread's children by its cgroup: the exec's own, which
+ * no other process of the caller is in (the joiner is reaped already),
+ * and a zombie's /proc/PID/cgroup still names.  SIGKILL, bounded reap. */
+static void reap_unreported(const struct an_cgroup *cg) {
+  if (!cg) return;
+  char kids[4096], want[PATH_MAX + 4];
+  const char *cp = an_cgroup_path(cg);
+  snprintf(want, sizeof want, ":/%s\n", cp[0] == '/' ? cp + 1 : cp);
+  if (!read_proc("/proc/thread-self/children", kids, sizeof kids)) return;
+  for (char *save = NULL, *w = strtok_r(kids, " \n", &save); w; w = strtok_r(NULL, " \n", &save)) {
+    pid_t pid = (pid_t) atoi(w);
+    char path[64], cgs[4096];
+    snprintf(path, sizeof path, "/proc/%d/cgroup", (int) pid);
+    if (pid <= 0 || !read_proc(path, cgs, sizeof cgs) || !strstr(cgs, want)) continue;
+    int fd = (int) syscall(SYS_pidfd_open, pid, 0);
+    if (fd < 0) continue;
+    child_abort(&fd, pid, cg);
+  }
 }
 
 int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_error_t *err) {
@@ -172,6 +214,7 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
   return 0;
 fail:
   child_abort(&jpidfd, jpid, t->cg);
+  if (c->pidfd < 0) reap_unreported(t->cg);
   an_exec_abort(c);
   return r;
 }

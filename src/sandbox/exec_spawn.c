@@ -11,10 +11,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "agentnest/cgroup.h"
 #include "engine/exec_spawn.h"
 #include "engine/seccomp.h"
 #include "engine/state.h"
@@ -99,6 +101,35 @@ static char **merge_env(char **base, char *const *extra) {
   return env;
 }
 
+/* A start that failed because the sandbox was destroyed (or its pid 1
+ * exited) meanwhile says so, -ESRCH, instead of the step it broke off at
+ * (a sync socket's EPIPE or ECONNRESET, setns ESRCH, the exec cgroup's
+ * cgroup.procs ENOENT, which the caller would report as status 127).  The
+ * teardown kills pid 1 before it removes the cgroups, but its exit can end
+ * a moment after the joiner's: for a failure of that kind, wait up to 1 s
+ * for it.  A command's own failure (not found: ENOENT from its execve)
+ * with pid 1 alive is returned as it is, at once. */
+static int ended_meanwhile(struct an_sandbox *sb, const struct an_sb_spawn *sp, int r, an_error_t *err) {
+  if (r == -ETIMEDOUT || r == -ECANCELED || sb->init_pidfd < 0) return r;
+  int wait_ms = 0;
+  if (r == -EPIPE || r == -ECONNRESET || r == -ESRCH) wait_ms = 1000;
+  else if ((r == -ENOENT || r == -ENOTDIR) && sp->cg) {
+    pid_t *pids = NULL;
+    size_t n = 0;
+    an_error_t e = NULL;
+    if (an_cgroup_pids(sp->cg, &pids, &n, &e) < 0 && e && e->errnum == ENOENT) wait_ms = 1000;
+    an_error_free(&e);
+    free(pids);
+  }
+  struct pollfd p = {.fd = sb->init_pidfd, .events = POLLIN};
+  int n;
+  while ((n = poll(&p, 1, wait_ms)) < 0 && errno == EINTR) {}
+  if (n <= 0) return r;
+  an_error_free(err);
+  return an_error_set(err, ESRCH, "sandbox %s ended while the command was being started "
+                      "(destroyed, or its pid 1 exited)", sb->rec.id);
+}
+
 int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid_out,
                 int *pidfd_out, an_error_t *err) {
   int r = load_exec_cache(sb, err);
@@ -129,10 +160,10 @@ int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid_
     .has_cancel_fd = sp->has_cancel_fd, .cancel_fd = sp->cancel_fd,
   };
   struct an_exec_child c;
-  if ((r = an_exec_clone(&t, &c, err)) < 0) return r;
+  if ((r = an_exec_clone(&t, &c, err)) < 0) return ended_meanwhile(sb, sp, r, err);
   if ((r = an_exec_go(&c, err)) < 0) {
     an_exec_abort(&c);
-    return r;
+    return ended_meanwhile(sb, sp, r, err);
   }
   *pid_out = c.pid;
   *pidfd_out = c.pidfd;

@@ -439,16 +439,15 @@ int an_sandbox_open_ctx(const struct an_ctx *ctx, const char *store_root, const 
     an_sandbox_close(sb);
     return r;
   }
-  /* dead before expired: past the deadline with its monitor gone, nothing
-   * tears it down but destroy (an_sb_status) */
-  bool monitor_gone = sb->rec.monitor_pid && !an_sb_pid_alive(sb->rec.monitor_pid, sb->rec.monitor_start);
-  if (monitor_gone || (!an_sb_pid_alive(sb->rec.init_pid, sb->rec.init_start) &&
-                       !(sb->rec.deadline_ms && an_sb_now_ms() >= sb->rec.deadline_ms))) {
+  /* the status ls shows (an_sb_status): dead before expired (past the
+   * deadline with no keeper left, nothing tears it down but destroy) */
+  const char *status = an_sb_status(&sb->rec);
+  if (!strcmp(status, "dead")) {
     an_sandbox_close(sb);
     return an_error_set(err, ESRCH, "sandbox %s is dead (monitor or init gone); destroy it (agentnest destroy)",
                         who);
   }
-  if (sb->rec.deadline_ms && an_sb_now_ms() >= sb->rec.deadline_ms) {
+  if (!strcmp(status, "expired")) {
     an_sandbox_close(sb);
     return an_error_set(err, ETIME, "sandbox %s expired", who);
   }

@@ -1,12 +1,14 @@
 /* tests/integration/sandbox_lifetime_test.c — the end of a sandbox on the
  * real kernel: lifetime expiry with no client, prune (and destroy) after
  * SIGKILL of the monitor (also once past the deadline), prune after SIGKILL of the creating process
- * (mid-run and at any point), each leaving nothing on the host.
+ * (mid-run and at any point), each leaving nothing on the host; open
+ * refuses what ls calls dead (an owned sandbox whose owner is gone).
  *
  * Uses the busybox (and, where needed, python) image from the image cache
  * (`make images`) in one store per run (sandbox_common.h); skips with a
  * message when the cache is absent.  Run as root from the worktree root. */
 #include "sandbox_common.h"
+#include "sandbox/sandbox_internal.h"
 
 TestSuite(sandbox, .init = setup, .timeout = 120);
 
@@ -218,4 +220,46 @@ Test(sandbox, creator_sigkill_at_any_point_then_prune_leaves_nothing) {
   while (f && fgets(line, sizeof line, f)) cr_expect(!strstr(line, g_root), "mount remains: %s", line);
   if (f) fclose(f);
   an_test_rm_tree(g_root);
+}
+
+/* open says what `ls` says (an_sb_status): an owned sandbox (create_owned)
+ * whose owner is gone is dead for both.  open used to judge by the monitor
+ * and pid 1 alone and handed out such a sandbox while ls called it dead.
+ * The owner here is a record rewritten to name an exited process (a real
+ * owner's death makes the monitor end the sandbox at once). */
+Test(sandbox, open_refuses_an_owned_sandbox_whose_owner_is_gone_as_ls_calls_it_dead) {
+  struct an_sandbox_opts *o = opts_for("busybox");
+  struct an_sandbox *sb = make_sb(o);
+  char id[AN_SANDBOX_ID_LEN + 1], dir[PATH_MAX + 64], got[AN_SANDBOX_ID_LEN + 1] = "";
+  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
+  an_sandbox_close(sb);
+  snprintf(dir, sizeof dir, "%s/sandboxes/%s", g_root, id);
+  pid_t gone = fork();
+  cr_assert_geq(gone, 0);
+  if (gone == 0) _exit(0);
+  cr_assert_eq(waitpid(gone, NULL, 0), gone);
+  struct an_sb_record rec = {0};
+  an_error_t err = NULL;
+  cr_assert_eq(an_sb_record_read(dir, &rec, &err), 0, "%s", err ? err->msg : "");
+  rec.owner_pid = gone;
+  rec.owner_start = 1;
+  cr_assert_eq(an_sb_record_write(dir, &rec, &err), 0, "%s", err ? err->msg : "");
+  an_sb_record_clear(&rec);
+  struct an_sandbox_info *list = NULL;
+  size_t n = 0;
+  cr_assert_eq(an_sandbox_list(g_root, &list, &n, &err), 0, "%s", err ? err->msg : "");
+  bool listed_dead = false;
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(list[i].id, id)) listed_dead = !strcmp(list[i].status, "dead");
+  an_sandbox_info_list_free(list, n);
+  cr_expect(listed_dead, "ls does not call sandbox %s dead", id);
+  struct an_sandbox *again = NULL;
+  int r = an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err);
+  cr_expect_eq(r, -ESRCH, "open of a sandbox ls calls dead: %d %s", r, err ? err->msg : "");
+  if (r == 0) an_sandbox_close(again);
+  an_error_free(&err);
+  cr_assert_eq(an_sandbox_destroy_dead_ctx(an_test_ctx(), g_root, id, got, &err), 0, "%s",
+               err ? err->msg : "");
+  assert_gone(id);
+  an_sandbox_opts_free(o);
 }
