@@ -392,8 +392,9 @@ struct an_sandbox_info {
   char *id;
   char *name;                 /* NULL: none */
   char *image;
-  char *status;               /* "running", "dead" (monitor or init gone), "expired" (deadline
-                                 passed, not yet cleaned) */
+  char *status;               /* "running", "creating" (its create is at work: no pid 1 yet),
+                                 "dead" (monitor, owner or init gone), "expired" (deadline
+                                 passed, its keeper at work) */
   uint64_t created_ms;        /* CLOCK_REALTIME ms */
   uint64_t deadline_ms;
   pid_t init_pid, monitor_pid;

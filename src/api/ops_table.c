@@ -79,7 +79,7 @@ static const char ls_out[] =
     Q({"type":"object","required":["sandboxes"],"properties":{"sandboxes":{"type":"array","items":)
     Q({"type":"object","required":["id","status"],"properties":{"id":{"type":"string"},)
     Q("name":{"type":["string","null"]},"image":{"type":["string","null"]},)
-    Q("status":{"type":"string","enum":["running","dead","expired"]},)
+    Q("status":{"type":"string","enum":["running","creating","dead","expired"]},)
     Q("created_ms":{"type":"integer"},"deadline_ms":{"type":"integer"}}}}}});
 
 static const char inspect_out[] =

@@ -147,17 +147,19 @@ static void stop_caller_watch(pid_t w) {
  * after 5 s (frozen in a frozen sandbox, or its zombie held by a tracer in
  * the sandbox) is SIGKILLed and reported killed, left unreaped, rather
  * than holding the caller. */
+int an_sb_reap_command(const struct an_cgroup *cg, int pidfd, siginfo_t *si) {
+  int r = an_cgroup_reap_killed(cg, pidfd, 0, 5100, si);
+  if (r != -ETIMEDOUT) return r < 0 ? r : 0;
+  an_error_t e = NULL;
+  an_process_signal(pidfd, SIGKILL, &e);
+  an_error_free(&e);
+  *si = (siginfo_t) {.si_code = CLD_KILLED, .si_status = SIGKILL};
+  return 1;
+}
+
 static int reap(const struct an_cgroup *cg, int pidfd, struct an_exec_result *res, an_error_t *err) {
-  siginfo_t si;
-  int r = an_cgroup_reap_killed(cg, pidfd, 0, 5100, &si);
-  if (r == -ETIMEDOUT) {
-    an_error_t e = NULL;
-    an_process_signal(pidfd, SIGKILL, &e);
-    an_error_free(&e);
-    res->exit_code = -1;
-    res->signal = SIGKILL;
-    return 0;
-  }
+  siginfo_t si = {0};
+  int r = an_sb_reap_command(cg, pidfd, &si);
   if (r < 0) return an_error_set(err, -r, "wait for the command (waitid)");
   if (si.si_code == CLD_EXITED) {
     res->exit_code = si.si_status;

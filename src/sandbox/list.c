@@ -1,7 +1,8 @@
 /* sandbox/list.c — list and inspect sandboxes from their records: status
  * is derived, never stored ("running": pid 1 and its keeper — monitor, or
  * the creating process of a one-shot — alive and the deadline ahead;
- * "expired": deadline passed, its keeper alive; "dead": otherwise).  What does NOT live here:
+ * "expired": deadline passed, its keeper alive; "creating": no pid 1 in the
+ * record yet and its creating process alive; "dead": otherwise).  What does NOT live here:
  * removing anything (prune.c, teardown.c). */
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +19,11 @@
 #include "util/json_gen.h"
 
 const char *an_sb_status(const struct an_sb_record *rec) {
+  /* the record is in place but names no pid 1 yet: a create at work while
+   * its creating process lives (no owner recorded: for the grace) */
+  if (!rec->init_pid && (rec->owner_pid ? an_sb_pid_alive(rec->owner_pid, rec->owner_start)
+                                        : an_sb_now_ms() - rec->created_ms < AN_SB_CREATE_GRACE_MS))
+    return "creating";
   /* an owned sandbox (create_owned) needs both its monitor and its owner */
   bool keeper = (!rec->monitor_pid || an_sb_pid_alive(rec->monitor_pid, rec->monitor_start)) &&
                 (!rec->owner_pid || an_sb_pid_alive(rec->owner_pid, rec->owner_start)) &&

@@ -163,12 +163,7 @@ static void read_stream(struct an_mon_proc *p, int s) {
 static void ended(struct an_mon *m, struct an_mon_proc *p) {
   siginfo_t si = {0};
   /* bounded: a tracer in the sandbox can hold the zombie from waitid */
-  if (an_cgroup_reap_killed(p->cg, p->pidfd, 0, 5100, &si) < 0) {
-    an_error_t e = NULL;
-    an_process_signal(p->pidfd, SIGKILL, &e);
-    an_error_free(&e);
-    si = (siginfo_t) {.si_code = CLD_KILLED, .si_status = SIGKILL};
-  }
+  if (an_sb_reap_command(p->cg, p->pidfd, &si) < 0) si = (siginfo_t) {.si_code = CLD_KILLED, .si_status = SIGKILL};
   p->running = false;
   p->ended_ms = an_sb_now_ms();
   if (si.si_code == CLD_EXITED) {

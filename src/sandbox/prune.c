@@ -27,17 +27,10 @@
 #include "util/json_gen.h"
 #include "util/safe_path.h"
 
-/* A sandbox directory without a complete record younger than this is a
- * create in progress. */
-#define PRUNE_CREATE_GRACE_MS 60000
-
 /* Why the sandbox of rec is dead and may be torn down ("creator dead",
  * "monitor dead", "init dead"), or NULL: alive, or a create in progress. */
 static const char *dead_reason(const struct an_sb_record *rec) {
-  if (strcmp(an_sb_status(rec), "dead")) return NULL;
-  bool creating = !rec->init_pid && (rec->owner_pid ? an_sb_pid_alive(rec->owner_pid, rec->owner_start)
-                                                    : an_sb_now_ms() - rec->created_ms < PRUNE_CREATE_GRACE_MS);
-  if (creating) return NULL;
+  if (strcmp(an_sb_status(rec), "dead")) return NULL;   /* "creating" included */
   return rec->owner_pid && !an_sb_pid_alive(rec->owner_pid, rec->owner_start) ? "creator dead"
          : rec->monitor_pid                                                  ? "monitor dead"
                                                                              : "init dead";
@@ -58,7 +51,7 @@ int an_sandbox_destroy_dead_ctx(const struct an_ctx *ctx, const char *store_root
     return an_error_set(err, ENOENT, "sandbox %s: no such sandbox", id_or_name);
   }
   const char *why = dead_reason(&rec);
-  bool creating = !why && !strcmp(an_sb_status(&rec), "dead");
+  bool creating = !strcmp(an_sb_status(&rec), "creating");
   an_sb_record_clear(&rec);
   if (!why)
     return creating ? an_error_set(err, EBUSY, "sandbox %s is being created", id)
@@ -166,7 +159,7 @@ static void prune_cgroups(struct an_jgen *g, const struct live_set *live, char *
       char full[PATH_MAX + 300];
       struct stat cst;
       snprintf(full, sizeof full, "%s/%s", bases[b], de->d_name);
-      if (stat(full, &cst) == 0 && an_sb_now_ms() - (uint64_t) cst.st_mtime * 1000 < PRUNE_CREATE_GRACE_MS)
+      if (stat(full, &cst) == 0 && an_sb_now_ms() - (uint64_t) cst.st_mtime * 1000 < AN_SB_CREATE_GRACE_MS)
         continue;
       if (live_has(&done, id)) continue;
       live_add(&done, id);
@@ -301,7 +294,7 @@ int an_sandbox_prune_ctx(const struct an_ctx *ctx, const char *store_root, bool 
       an_error_free(&e);
       struct stat st;
       uint64_t age = stat(dir, &st) == 0 ? an_sb_now_ms() - (uint64_t) st.st_mtime * 1000 : UINT64_MAX;
-      if (all || age > PRUNE_CREATE_GRACE_MS) reason = "incomplete";
+      if (all || age > AN_SB_CREATE_GRACE_MS) reason = "incomplete";
     } else {
       if (all) reason = "all";
       else if (!strcmp(an_sb_status(&rec), "expired")) { reason = "expired"; tomb = true; }

@@ -447,6 +447,11 @@ int an_sandbox_open_ctx(const struct an_ctx *ctx, const char *store_root, const 
     return an_error_set(err, ESRCH, "sandbox %s is dead (monitor or init gone); destroy it (agentnest destroy)",
                         who);
   }
+  if (!strcmp(status, "creating")) {
+    an_sandbox_close(sb);
+    return an_error_set(err, EBUSY, "sandbox %s is being created (its create has not started pid 1 yet); "
+                        "retry once create has printed its id", who);
+  }
   if (!strcmp(status, "expired")) {
     an_sandbox_close(sb);
     return an_error_set(err, ETIME, "sandbox %s expired", who);

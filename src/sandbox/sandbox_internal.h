@@ -186,7 +186,8 @@ int an_sb_reap_moved(const char *root, const char *id, an_error_t *err);
  * hierarchy, also where it exists in only some; *found set when one
  * existed.  True when none is left (teardown.c). */
 bool an_sb_rmdir_cgroup_dirs(const char *id, bool *found);
-/* "running", "expired" or "dead" (list.c). */
+/* "running", "expired", "creating" or "dead" (list.c). */
+#define AN_SB_CREATE_GRACE_MS 60000
 const char *an_sb_status(const struct an_sb_record *rec);
 /* Freeze or thaw the sandbox cgroup (workspace_ops.c). */
 int an_sb_freeze(struct an_sandbox *sb, bool frozen, an_error_t *err);
@@ -261,6 +262,14 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
  * at timeout_ms, or when cancel_fd (-1: none) is readable, kill cg (or the
  * process): SIGTERM, kill_grace_ms, SIGKILL.
  * Fills res->output, exit_code, signal, timed_out, cancelled (exec.c). */
+/* Reap a command (the child behind pidfd) that exited or was SIGKILLed,
+ * in bounded time (an_cgroup_reap_killed, 5.1 s: a frozen cgroup, a tracer
+ * in the sandbox that holds its zombie).  *si gets its end; one that could
+ * not be reaped is SIGKILLed again, left for its parent's exit, and
+ * reported as killed by SIGKILL: returns 1.  0 reaped; -errno of waitid.
+ * (exec.c; the exec path and the monitor's processes use it.) */
+int an_sb_reap_command(const struct an_cgroup *cg, int pidfd, siginfo_t *si);
+
 struct an_output_opts;
 struct an_secret;
 int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,

@@ -139,8 +139,8 @@ Test(cli_unborn, a_create_in_progress_is_kept_by_prune) {
   cr_expect(strstr(an_cli.out, "\"id\":\"0123456789ab\",\"reason\":\"create killed\""), "%s", an_cli.out);
 }
 
-/* The id and init_pid of the one sandbox record in the store, 0 while
- * there is none (or its init_pid is still 0). */
+/* The init_pid of the one sandbox record in the store, 0 while there is
+ * none (or its init_pid is still 0); its id into id once there is one. */
 static long record_init_pid(char *id, size_t idlen) {
   char sd[450], rec[800];
   snprintf(sd, sizeof sd, "%s/sandboxes", store);
@@ -159,10 +159,8 @@ static long record_init_pid(char *id, size_t idlen) {
     yajl_val v = yajl_tree_parse(text, NULL, 0);
     const char *path[] = {"init_pid", NULL};
     yajl_val p = v ? yajl_tree_get(v, path, yajl_t_number) : NULL;
-    if (p && YAJL_IS_INTEGER(p) && YAJL_GET_INTEGER(p) > 0) {
-      pid = (long) YAJL_GET_INTEGER(p);
-      snprintf(id, idlen, "%s", de->d_name);
-    }
+    if (v) snprintf(id, idlen, "%s", de->d_name);
+    if (p && YAJL_IS_INTEGER(p) && YAJL_GET_INTEGER(p) > 0) pid = (long) YAJL_GET_INTEGER(p);
     yajl_tree_free(v);
   }
   if (d) closedir(d);
@@ -195,4 +193,40 @@ Test(cli_unborn, destroy_as_soon_as_the_record_names_its_init) {
   cr_expect(!strstr(an_cli.err, "options.json"), "%s", an_cli.err);
   char buf[2048];
   cr_expect(r != 0 || !entries(buf, sizeof buf)[0], "destroy left: %s", buf);
+}
+
+/* Between the record's rename into place and the one that names pid 1,
+ * the sandbox is "creating" for ls, and exec refuses it as being created
+ * (125); `ls` called it "dead" and exec said "is dead ... destroy it"
+ * while its create was at work.  Once create has printed the id, exec
+ * runs.  strace(1) holds create 0.7 s after each rename(2). */
+Test(cli_unborn, a_sandbox_whose_create_is_at_work_is_creating) {
+  char log[600];
+  snprintf(log, sizeof log, "%s/create.out", an_cli.work);
+  pid_t c = fork();
+  cr_assert_geq(c, 0);
+  if (c == 0)
+    _exit(an_test_sh("strace -qq -o /dev/null -e trace=rename -e inject=rename:delay_exit=700000 "
+                     "'%s' --root '%s' create --image busybox --disk 16m >'%s' 2>&1",
+                     an_cli.bin, store, log));
+  char id[300] = "";
+  long pid = 0;
+  for (int i = 0; i < 30000 && !id[0]; i++) {
+    pid = record_init_pid(id, sizeof id);
+    if (!id[0]) usleep(1000);
+  }
+  cr_assert(id[0], "no record in 30 s");
+  cr_assert_eq(pid, 0, "the first record already names init %ld", pid);
+  int ls = an_cli_run_with(NULL, store, "ls --json");
+  char want[400];
+  snprintf(want, sizeof want, "\"id\":\"%s\"", id);
+  cr_expect(ls == 0 && strstr(an_cli.out, want) && strstr(an_cli.out, "\"status\":\"creating\""),
+            "ls during create: %d %s %s", ls, an_cli.out, an_cli.err);
+  int ex = an_cli_run_with(NULL, store, "exec %s -- true", id);
+  cr_expect(ex == 125 && strstr(an_cli.err, "is being created"), "exec during create: %d %s", ex, an_cli.err);
+  int ws = 0;
+  while (waitpid(c, &ws, 0) < 0 && errno == EINTR) {}
+  cr_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "create: %#x", ws);
+  cr_expect_eq(an_cli_run_with(NULL, store, "exec %s -- true", id), 0, "exec after create: %s", an_cli.err);
+  cr_expect_eq(an_cli_run_with(NULL, store, "destroy %s", id), 0, "%s", an_cli.err);
 }

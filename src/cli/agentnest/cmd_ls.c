@@ -10,11 +10,12 @@
 static const char ls_usage[] =
     "Usage: agentnest ls [--json]\n"
     "\n"
-    "List sandboxes: ID, NAME, IMAGE, STATUS (running, dead, expired), CREATED, EXPIRES IN.\n"
+    "List sandboxes: ID, NAME, IMAGE, STATUS (running, creating, dead, expired), CREATED, EXPIRES IN.\n"
     "A sandbox whose lifetime ends is removed by its monitor and then no longer listed (its id\n"
-    "says \"expired\" until the next prune); \"expired\" shows one not removed yet (its monitor\n"
-    "gone or still at work).  EXPIRES IN \"-\": a warm pool's ready sandbox (its lifetime starts\n"
-    "when it is handed out; agentnest-pool(1)).\n"
+    "says \"expired\" until the next prune); \"expired\" shows one its monitor is still removing.\n"
+    "\"creating\": its create is at work (no pid 1 yet).  \"dead\": pid 1, the monitor or an owned\n"
+    "sandbox's owner gone (destroy or prune removes it).  EXPIRES IN \"-\": a warm pool's ready\n"
+    "sandbox (its lifetime starts when it is handed out; agentnest-pool(1)).\n"
     "  --json       one JSON array of {id,name,image,status,created,deadline,init_pid,monitor_pid}\n"
     "  -h, --help   this help\n";
 
