@@ -3,7 +3,7 @@ offering the AgentNest 0.3 API (Sandbox, AsyncSandbox, ...).  Standard library o
 
 from .aio import AsyncSandbox
 from .errors import (AgentNestError, ExecutionError, ExecutionTimeoutError, FileAccessError,
-                     PolicyDeniedError, PoolExhaustedError, RuntimeNotAvailableError,
+                     ImageNotFoundError, PolicyDeniedError, PoolExhaustedError, RuntimeNotAvailableError,
                      SandboxDestroyedError, UnsupportedCapabilityError)
 from .policy import NetworkMode, NetworkPolicy, SecurityPolicy
 from .pool import SandboxPool
@@ -19,4 +19,4 @@ __all__ = ["Sandbox", "AsyncSandbox", "Secret", "SecurityPolicy", "NetworkPolicy
            "SnapshotMetadata", "Artifact", "SandboxPool", "SandboxEvent", "EventType", "MemoryObserver",
            "JsonLogObserver", "Client", "AgentNestError", "RuntimeNotAvailableError", "SandboxDestroyedError",
            "ExecutionError", "ExecutionTimeoutError", "FileAccessError", "PolicyDeniedError",
-           "UnsupportedCapabilityError", "PoolExhaustedError"]
+           "UnsupportedCapabilityError", "PoolExhaustedError", "ImageNotFoundError"]

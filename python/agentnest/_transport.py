@@ -30,7 +30,7 @@ import time
 import urllib.parse
 
 from .errors import (AgentNestError, FileAccessError, PolicyDeniedError, RuntimeNotAvailableError,
-                     SandboxDestroyedError, UnsupportedCapabilityError)
+                     SandboxDestroyedError, UnsupportedCapabilityError, ImageNotFoundError)
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -54,6 +54,8 @@ def _error_for(status, body):
     low = msg.lower()
     if status in (401, 403) or "denied" in low:
         return PolicyDeniedError(msg, **kw)
+    if status == 404 and (low.startswith("image ") or "image store" in low):
+        return ImageNotFoundError(msg, **kw)
     if status == 404 and ("sandbox" in low or eno == "ENOENT") and "file" not in low:
         return SandboxDestroyedError(msg, **kw)
     if status == 410 or "expired" in low or "destroyed" in low:

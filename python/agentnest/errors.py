@@ -3,6 +3,7 @@
 AgentNestError
   RuntimeNotAvailableError   the server cannot be reached or started
   SandboxDestroyedError      the sandbox was destroyed or expired
+  ImageNotFoundError         the image named is not in the server's image store
   ExecutionError             a command failed (result.check()); ExecutionTimeoutError: over its timeout
   FileAccessError            a file operation was refused (path, size, type)
   PolicyDeniedError          an approval hook or the server's policy refused the operation
@@ -26,6 +27,10 @@ class RuntimeNotAvailableError(AgentNestError):
 
 class SandboxDestroyedError(AgentNestError):
     pass
+
+
+class ImageNotFoundError(AgentNestError):
+    """The image is not in the server's store (import it: `agentnest image import`)."""
 
 
 class ExecutionError(AgentNestError):

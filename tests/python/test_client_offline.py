@@ -13,7 +13,7 @@ from agentnest import (ExecutionError, ExecutionResult, FileAccessError, Network
                        SandboxDestroyedError, SandboxPool, Secret, SecurityPolicy, SessionResult,
                        UnsupportedCapabilityError)
 from agentnest._transport import Client, _error_for
-from agentnest.errors import PoolExhaustedError
+from agentnest.errors import ImageNotFoundError, PoolExhaustedError
 
 
 class DataTypes(unittest.TestCase):
@@ -151,6 +151,12 @@ class DataTypes(unittest.TestCase):
     def test_error_mapping(self):
         self.assertIsInstance(_error_for(404, {"error": {"message": "sandbox abc: not found", "errno": "ENOENT"}}),
                               SandboxDestroyedError)
+        # a missing image is not a destroyed sandbox (it was: ENOENT with a 404)
+        missing = _error_for(404, {"error": {"errno": "ENOENT", "message":
+                                             "image python:3.12-slim: not found in the image store /var/lib/agentnest; "
+                                             "import it first"}})
+        self.assertIsInstance(missing, ImageNotFoundError)
+        self.assertNotIsInstance(missing, SandboxDestroyedError)
         self.assertIsInstance(_error_for(403, {"error": {"message": "denied by approval hook: no"}}), PolicyDeniedError)
         self.assertIsInstance(_error_for(413, {"error": {"message": "body too large"}}), FileAccessError)
         self.assertIsInstance(_error_for(501, {"error": {"message": "x", "errno": "EOPNOTSUPP"}}),
