@@ -167,13 +167,9 @@ static long record_init_pid(char *id, size_t idlen) {
   return pid;
 }
 
-/* From the moment its record names a live init, a sandbox serves destroy:
- * create wrote options.json (which exec, destroy, fork read back) only
- * after that record, so a destroy in between failed on the missing file
- * and left the sandbox running.  strace(1) (create alone, no -f) holds
- * create for 0.7 s after each rename(2): the record is put in place by
- * one. */
-Test(cli_unborn, destroy_as_soon_as_the_record_names_its_init) {
+/* A process running `create`, held by strace(1) (create alone, no -f) for
+ * 0.7 s after each rename(2): the record is put in place by one. */
+static pid_t create_held_at_each_rename(void) {
   char log[600];
   snprintf(log, sizeof log, "%s/create.out", an_cli.work);
   pid_t c = fork();
@@ -182,6 +178,17 @@ Test(cli_unborn, destroy_as_soon_as_the_record_names_its_init) {
     _exit(an_test_sh("strace -qq -o /dev/null -e trace=rename -e inject=rename:delay_exit=700000 "
                      "'%s' --root '%s' create --image busybox --disk 16m >'%s' 2>&1",
                      an_cli.bin, store, log));
+  return c;
+}
+
+/* From the moment its record names a live init, a sandbox serves destroy:
+ * create wrote options.json (which exec, destroy, fork read back) only
+ * after that record, so a destroy in between failed on the missing file
+ * and left the sandbox running.  strace(1) (create alone, no -f) holds
+ * create for 0.7 s after each rename(2): the record is put in place by
+ * one. */
+Test(cli_unborn, destroy_as_soon_as_the_record_names_its_init) {
+  pid_t c = create_held_at_each_rename();
   char id[300] = "";
   long pid = 0;
   for (int i = 0; i < 30000 && !(pid = record_init_pid(id, sizeof id)); i++) usleep(1000);
@@ -201,14 +208,7 @@ Test(cli_unborn, destroy_as_soon_as_the_record_names_its_init) {
  * while its create was at work.  Once create has printed the id, exec
  * runs.  strace(1) holds create 0.7 s after each rename(2). */
 Test(cli_unborn, a_sandbox_whose_create_is_at_work_is_creating) {
-  char log[600];
-  snprintf(log, sizeof log, "%s/create.out", an_cli.work);
-  pid_t c = fork();
-  cr_assert_geq(c, 0);
-  if (c == 0)
-    _exit(an_test_sh("strace -qq -o /dev/null -e trace=rename -e inject=rename:delay_exit=700000 "
-                     "'%s' --root '%s' create --image busybox --disk 16m >'%s' 2>&1",
-                     an_cli.bin, store, log));
+  pid_t c = create_held_at_each_rename();
   char id[300] = "";
   long pid = 0;
   for (int i = 0; i < 30000 && !id[0]; i++) {
