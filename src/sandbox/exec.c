@@ -319,7 +319,15 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
     }
     return r;
   }
-  if ((r = acquire_slot(sb, err)) < 0) return an_error_prefix(err, "exec in sandbox %s", sb->rec.id);
+  if ((r = acquire_slot(sb, err)) < 0) {
+    /* a destroy moved the state directory away (or removed the cgroup)
+     * since the open: say so, not the mkdir or open that broke off */
+    if (r == -ENOENT && (access(sb->dir, F_OK) < 0 || !an_sb_pid_alive(sb->rec.init_pid, sb->rec.init_start))) {
+      an_error_free(err);
+      r = an_error_set(err, ESRCH, AN_SB_ENDED_MEANWHILE, sb->rec.id);
+    }
+    return an_error_prefix(err, "exec in sandbox %s", sb->rec.id);
+  }
   struct an_cgroup *ecg = sb->exec_cg;
   uint64_t oom1 = 0;
   an_error_t e = NULL;

@@ -126,8 +126,7 @@ static int ended_meanwhile(struct an_sandbox *sb, const struct an_sb_spawn *sp, 
   while ((n = poll(&p, 1, wait_ms)) < 0 && errno == EINTR) {}
   if (n <= 0) return r;
   an_error_free(err);
-  return an_error_set(err, ESRCH, "sandbox %s ended while the command was being started "
-                      "(destroyed, or its pid 1 exited)", sb->rec.id);
+  return an_error_set(err, ESRCH, AN_SB_ENDED_MEANWHILE, sb->rec.id);
 }
 
 int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid_out,

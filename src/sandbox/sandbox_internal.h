@@ -270,6 +270,11 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
  * (exec.c; the exec path and the monitor's processes use it.) */
 int an_sb_reap_command(const struct an_cgroup *cg, int pidfd, siginfo_t *si);
 
+/* The error of an exec (or process start) the sandbox's end cut short
+ * (ESRCH; exec_spawn.c, exec.c); the argument: the sandbox id. */
+#define AN_SB_ENDED_MEANWHILE \
+  "sandbox %s ended while the command was being started (destroyed, or its pid 1 exited)"
+
 struct an_output_opts;
 struct an_secret;
 int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
