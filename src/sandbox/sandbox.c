@@ -403,6 +403,33 @@ int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sa
   return an_sandbox_open_ctx(NULL, store_root, id_or_name, out, err);
 }
 
+/* An ENOENT from what open reads after the record (options, workspace):
+ * a destroy at work between the two removes the workspace, then moves the
+ * state away.  Said as the sandbox having ended when the state is gone, its
+ * lock is held (a teardown holds it throughout) or its status is no longer
+ * running; any other error, or an ENOENT with none of these, stays. */
+static int ended_while_opening(const char *dir, const char *who, int r, an_error_t *err) {
+  if (r != -ENOENT) return r;
+  bool ended = true;
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/%s", dir, AN_SB_LOCK_FILE);
+  /* no lock file: nobody took the lock yet (an_sb_lock makes it) */
+  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if ((fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) == 0) || (fd < 0 && errno == ENOENT && access(dir, F_OK) == 0)) {
+    struct an_sb_record now;
+    an_error_t e = NULL;
+    if (an_sb_record_read(dir, &now, &e) == 0) {
+      ended = strcmp(an_sb_status(&now), "running") != 0;
+      an_sb_record_clear(&now);
+    }
+    an_error_free(&e);
+  }
+  if (!ended) return r;
+  an_error_free(err);
+  return an_error_set(err, ESRCH, "sandbox %s ended while it was being opened (destroyed, or its pid 1 exited)",
+                      who);
+}
+
 int an_sandbox_open_ctx(const struct an_ctx *ctx, const char *store_root, const char *id_or_name,
                         struct an_sandbox **out, an_error_t *err) {
   const char *root = an_sb_root_or_default(store_root ? store_root : an_ctx_store_root(ctx));
@@ -461,7 +488,7 @@ int an_sandbox_open_ctx(const struct an_ctx *ctx, const char *store_root, const 
   if ((r = an_sandbox_opts_new_ctx(ctx, &sb->opts, err)) < 0 ||
       (r = an_sandbox_opts_load_profile(sb->opts, op, NULL, err)) < 0) {
     an_sandbox_close(sb);
-    return r;
+    return ended_while_opening(dir, who, r, err);
   }
   for (size_t i = 0; i < sb->rec.nsecrets; i++)
     if (sb->rec.secrets[i].value &&
@@ -473,7 +500,7 @@ int an_sandbox_open_ctx(const struct an_ctx *ctx, const char *store_root, const 
   if (sb->ws_fd < 0) {
     r = an_error_set(err, errno, "open %s", sb->workspace);
     an_sandbox_close(sb);
-    return r;
+    return ended_while_opening(dir, who, r, err);
   }
   *out = sb;
   return 0;

@@ -2,11 +2,13 @@
  * real kernel: lifetime expiry with no client, prune (and destroy) after
  * SIGKILL of the monitor (also once past the deadline), prune after SIGKILL of the creating process
  * (mid-run and at any point), each leaving nothing on the host; open
- * refuses what ls calls dead (an owned sandbox whose owner is gone).
+ * refuses what ls calls dead (an owned sandbox whose owner is gone) and
+ * says a sandbox a destroy is removing has ended.
  *
  * Uses the busybox (and, where needed, python) image from the image cache
  * (`make images`) in one store per run (sandbox_common.h); skips with a
  * message when the cache is absent.  Run as root from the worktree root. */
+#include <sys/mount.h>
 #include "sandbox_common.h"
 #include "sandbox/sandbox_internal.h"
 
@@ -261,5 +263,55 @@ Test(sandbox, open_refuses_an_owned_sandbox_whose_owner_is_gone_as_ls_calls_it_d
   cr_assert_eq(an_sandbox_destroy_dead_ctx(an_test_ctx(), g_root, id, got, &err), 0, "%s",
                err ? err->msg : "");
   assert_gone(id);
+  an_sandbox_opts_free(o);
+}
+
+/* Open between a destroy's removal of the workspace and its move of the
+ * state (the destroy holds the sandbox's lock throughout): "ended while it
+ * was being opened" (ESRCH), as exec's other races say, not "open
+ * <state>/workspace: ENOENT" (ci of ef597ff, exec racing destroy under
+ * ASan).  The destroy is played by the test: it holds the lock and moves
+ * the workspace aside.  Without the lock held (a running sandbox whose
+ * workspace an operator removed) the error stays the workspace's own. */
+Test(sandbox, open_while_a_destroy_removes_the_workspace_says_the_sandbox_ended) {
+  struct an_sandbox_opts *o = opts_for("busybox");
+  struct an_sandbox *sb = make_sb(o);
+  char id[AN_SANDBOX_ID_LEN + 1], dir[PATH_MAX + 64], ws[PATH_MAX + 80], aside[PATH_MAX + 80],
+      lockp[PATH_MAX + 80];
+  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
+  snprintf(dir, sizeof dir, "%s/sandboxes/%s", g_root, id);
+  snprintf(ws, sizeof ws, "%s/workspace", dir);
+  snprintf(aside, sizeof aside, "%s/workspace.aside", dir);
+  snprintf(lockp, sizeof lockp, "%s/lock", dir);
+  cr_assert(mkdir(aside, 0700) == 0, "mkdir %s: %s", aside, strerror(errno));
+  cr_assert(mount(ws, aside, NULL, MS_MOVE, NULL) == 0, "move the workspace mount: %s", strerror(errno));
+  cr_assert(rmdir(ws) == 0, "rmdir %s: %s", ws, strerror(errno));
+  an_error_t err = NULL;
+  struct an_sandbox *again = NULL;
+  int r1 = an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err);
+  char *m1 = strdup(err ? err->msg : "");
+  an_error_free(&err);
+  if (r1 == 0) an_sandbox_close(again);
+  int lk = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  cr_assert_geq(lk, 0, "open %s: %s", lockp, strerror(errno));
+  cr_assert(flock(lk, LOCK_EX) == 0);
+  int r2 = an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err);
+  char *m2 = strdup(err ? err->msg : "");
+  an_error_free(&err);
+  if (r2 == 0) an_sandbox_close(again);
+  close(lk);
+  /* put it back, so that destroy removes what create made */
+  cr_assert(mkdir(ws, 0700) == 0);
+  cr_assert(mount(aside, ws, NULL, MS_MOVE, NULL) == 0, "move the workspace back: %s", strerror(errno));
+  rmdir(aside);
+  cr_assert_eq(an_sandbox_destroy(sb, 0, &err), 0, "%s", err ? err->msg : "");
+  an_sandbox_close(sb);
+  assert_gone(id);
+  cr_expect_eq(r1, -ENOENT, "open of a running sandbox with no workspace: %d %s", r1, m1);
+  cr_expect(strstr(m1, "/workspace"), "the workspace named: %s", m1);
+  cr_expect_eq(r2, -ESRCH, "open while a destroy holds the lock: %d %s", r2, m2);
+  cr_expect(strstr(m2, "ended while it was being opened"), "%s", m2);
+  free(m1);
+  free(m2);
   an_sandbox_opts_free(o);
 }
