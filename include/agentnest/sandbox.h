@@ -309,7 +309,10 @@ yajl_gen_status an_artifact_json(yajl_gen g, const struct an_artifact *a, bool w
  * while the command was being started ("... ended while the command was
  * being started"; a command the destroy killed after its start is a
  * success, status 137); -ESTALE its image was removed from the store
- * (image rm --force); the errno of the failing setup step. */
+ * (image rm --force); the errno of the failing setup step, e.g. -ENOENT
+ * "process.cwd /dir: ENOENT" for an eo->workdir that does not exist (only
+ * the command's own failure, its lookup or execve, is a success with
+ * status 127 or 126). */
 int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_exec_opts *eo,
                     struct an_exec_result *res, an_error_t *err);
 

@@ -572,7 +572,7 @@ int an_container_run(const struct an_spec *spec, const struct an_container_opts 
   if (r < 0) goto out;
   /* [5] go; [6] EOF when execve succeeded */
   if ((r = an_sync_send(l.sync_fd, AN_SYNC_GO, -1, err)) < 0 ||
-      (r = an_sync_wait_exec(l.sync_fd, err)) < 0) {
+      (r = an_sync_wait_exec(l.sync_fd, NULL, err)) < 0) {
     an_error_prefix(err, "run container %s", opts->id);
     launch_teardown(&l);
     goto out;

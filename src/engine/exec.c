@@ -195,7 +195,7 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
   /* [1] to the joiner: cgroup entered; [7] spawned: the process's pidfd */
   if ((r = an_sync_send(c->sync_fd, AN_SYNC_IDMAPPED, -1, err)) < 0) goto fail;
   if ((r = wait_sync(c, err)) < 0 ||
-      (r = an_sync_wait(c->sync_fd, AN_SYNC_SPAWNED, &c->pidfd, err)) < 0)
+      (r = an_sync_wait_command(c->sync_fd, AN_SYNC_SPAWNED, &c->pidfd, &c->command_failed, err)) < 0)
     goto fail;
   siginfo_t si = {0};
   while (waitid(P_PIDFD, (id_t) jpidfd, &si, WEXITED) < 0 && errno == EINTR) {}
@@ -209,7 +209,7 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
   if ((r = an_sync_send(c->sync_fd, AN_SYNC_IDMAPPED, -1, err)) < 0) goto fail;
   /* [4] ready: identity, capabilities, PATH lookup done */
   if ((r = wait_sync(c, err)) < 0 ||
-      (r = an_sync_wait(c->sync_fd, AN_SYNC_READY, &c->master, err)) < 0)
+      (r = an_sync_wait_command(c->sync_fd, AN_SYNC_READY, &c->master, &c->command_failed, err)) < 0)
     goto fail;
   return 0;
 fail:
@@ -223,7 +223,7 @@ int an_exec_go(struct an_exec_child *c, an_error_t *err) {
   /* [5] go (not for a prepared process, which did not stop), [6] execve */
   int r = c->prepared ? 0 : an_sync_send(c->sync_fd, AN_SYNC_GO, -1, err);
   if (r == 0) r = wait_sync(c, err);
-  if (r == 0) r = an_sync_wait_exec(c->sync_fd, err);
+  if (r == 0) r = an_sync_wait_exec(c->sync_fd, &c->command_failed, err);
   if (r < 0) return r;
   close(c->sync_fd);
   c->sync_fd = -1;

@@ -50,6 +50,10 @@ struct an_exec_child {
   int sync_fd;  /* owned: the parent's end of the sync socket */
   int master;   /* owned: the terminal's master when process.terminal, else -1 */
   bool prepared; /* no [4]/[5]: an_exec_go only waits for [6] */
+  /* set by a failed an_exec_clone or an_exec_go: the failure is the
+   * command's own (args[0] not found or not executable, its execve failed:
+   * sync.h AN_SYNC_COMMAND_ERROR), not a step of its setup */
+  bool command_failed;
   const struct an_cgroup *cg;   /* borrowed: the target's cgroup (or NULL), for an_exec_abort */
   int cancel_fd;                /* borrowed: the target's cancel fd, or -1 */
 };

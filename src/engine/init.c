@@ -321,8 +321,10 @@ static int wait_for_start(int start_fd, int *conn, an_error_t *err) {
   return 0;
 }
 
+/* *command_failed: set when the error is the PATH lookup of args[0] (the
+ * command's own failure, reported as AN_SYNC_COMMAND_ERROR). */
 static int init_run(const struct an_init_config *c, int *report_fd, char *exe, size_t exesz,
-                    char ***env, an_error_t *err) {
+                    char ***env, bool *command_failed, an_error_t *err) {
   const struct an_spec *s = c->spec;
   int r;
   cleanup_free char *hook_state = NULL;
@@ -391,7 +393,10 @@ static int init_run(const struct an_init_config *c, int *report_fd, char *exe, s
   char **with_home = env_with_home(c->process->env, c->process->user.uid);
   if (with_home) *env = with_home;
   r = lookup_executable(c->process->args[0], c->process->env, exe, exesz, err);
-  if (r < 0) return r;
+  if (r < 0) {
+    *command_failed = true;
+    return r;
+  }
 
   /* [4] ready (with the pty master); [5] go, or detach and wait for
    * `start`.  An exec with inherited setup has nothing to hand over. */
@@ -459,13 +464,17 @@ _Noreturn void an_init_main(const struct an_init_config *c) {
   if (c->state_dirfd >= 0) close(c->state_dirfd);
 
   char **env = c->process->env;
+  bool command_failed = false;
   /* into the container's v1 cgroups before anything else (cgroup.h) */
   r = c->birth ? an_cgroup_birth_enter(c->birth, &err) : 0;
-  if (r == 0) r = init_run(c, &report_fd, exe, sizeof exe, &env, &err);
+  if (r == 0) r = init_run(c, &report_fd, exe, sizeof exe, &env, &command_failed, &err);
   if (r == 0) {
     execve(exe, c->process->args, env ? env : (char *[]){NULL});
     r = exec_failed(&err, errno, exe);
+    command_failed = true;
   }
-  if (report_fd >= 0) an_sync_send_error(report_fd, err);
-  _exit(r == -ENOENT ? 127 : r == -EACCES ? 126 : 1);
+  if (report_fd >= 0 && command_failed) an_sync_send_command_error(report_fd, err);
+  else if (report_fd >= 0) an_sync_send_error(report_fd, err);
+  /* a shell's statuses for the command's own failure; 1 for a setup step */
+  _exit(!command_failed ? 1 : r == -ENOENT || r == -ENOTDIR ? 127 : 126);
 }

@@ -88,8 +88,10 @@ static inline bool an_init_exec_inherits_setup(const struct an_init_config *c) {
 }
 
 /* Child entry after clone3: never returns (execve or _exit).  Errors are sent
- * to the parent as AN_SYNC_ERROR messages; the exit status is 127 when the
- * executable was not found, 126 when it is not executable, 1 otherwise. */
+ * to the parent as AN_SYNC_ERROR messages, the command's own (PATH lookup,
+ * execve) as AN_SYNC_COMMAND_ERROR (sync.h); the exit status is then 127
+ * when the executable was not found, 126 when it could not be executed, 1
+ * for any setup step's failure. */
 _Noreturn void an_init_main(const struct an_init_config *c);
 
 #endif

@@ -94,7 +94,7 @@ int an_container_start(const char *state_root, const char *id, an_error_t *err) 
   if (write(s, "s", 1) != 1) { r = an_error_set(err, errno, "start container %s", id); goto out; }
   unlinkat(dirfd, AN_STATE_START_SOCK, 0);
   /* EOF: init reached execve; a message: it failed (then it has exited). */
-  r = an_sync_wait_exec(s, err);
+  r = an_sync_wait_exec(s, NULL, err);
   if (r < 0) {
     an_error_prefix(err, "start container %s", id);
     st->status = AN_STATUS_STOPPED;

@@ -24,6 +24,7 @@ const char *an_sync_point_name(int point) {
   case AN_SYNC_DETACH: return "detach";
   case AN_SYNC_SPAWNED: return "spawned";
   case AN_SYNC_DETACHED: return "detached";
+  case AN_SYNC_COMMAND_ERROR: return "command-error";
   case AN_SYNC_ERROR: return "error";
   default: return "unknown";
   }
@@ -56,15 +57,27 @@ int an_sync_send(int sock, enum an_sync_point p, int fd_to_pass, an_error_t *err
   return 0;
 }
 
-void an_sync_send_error(int sock, const struct an_error *e) {
+static void send_error_at(int sock, enum an_sync_point p, const struct an_error *e) {
   struct { uint32_t point; int32_t errnum; char text[1024]; } m = {
-      .point = AN_SYNC_ERROR, .errnum = e && e->errnum ? e->errnum : EIO};
+      .point = p, .errnum = e && e->errnum ? e->errnum : EIO};
   const char *text = e && e->msg ? e->msg : "container init failed";
   size_t len = strnlen(text, sizeof m.text - 1);
   memcpy(m.text, text, len);
   m.text[len] = '\0';
   /* same layout as struct an_sync_msg, shorter text: no allocation here */
   sync_sendmsg(sock, (const struct an_sync_msg *) &m, offsetof(struct an_sync_msg, text) + len + 1, -1);
+}
+
+void an_sync_send_error(int sock, const struct an_error *e) {
+  send_error_at(sock, AN_SYNC_ERROR, e);
+}
+
+void an_sync_send_command_error(int sock, const struct an_error *e) {
+  send_error_at(sock, AN_SYNC_COMMAND_ERROR, e);
+}
+
+static bool is_error_point(uint32_t point) {
+  return point == AN_SYNC_ERROR || point == AN_SYNC_COMMAND_ERROR;
 }
 
 /* Receive one record.  Returns bytes read (0 on EOF) or -errno. */
@@ -106,7 +119,7 @@ static int sync_wait_msg(int sock, enum an_sync_point expected, int *fd_received
   if (n == 0)
     return an_error_set(err, EPIPE, "container init exited before sync point %d (%s)",
                         expected, an_sync_point_name(expected));
-  if (m->point == AN_SYNC_ERROR) return sync_error_from_msg(m, err);
+  if (is_error_point(m->point)) return sync_error_from_msg(m, err);
   if (m->point != (uint32_t) expected)
     return an_error_set(err, EPROTO, "sync: expected point %d (%s), got %u", expected,
                         an_sync_point_name(expected), m->point);
@@ -117,6 +130,17 @@ int an_sync_wait(int sock, enum an_sync_point expected, int *fd_received, an_err
   struct an_sync_msg *m = malloc(sizeof *m);
   if (!m) return an_error_set(err, ENOMEM, "sync");
   int r = sync_wait_msg(sock, expected, fd_received, m, err);
+  free(m);
+  return r;
+}
+
+int an_sync_wait_command(int sock, enum an_sync_point expected, int *fd_received,
+                         bool *command_failed, an_error_t *err) {
+  if (command_failed) *command_failed = false;
+  struct an_sync_msg *m = malloc(sizeof *m);
+  if (!m) return an_error_set(err, ENOMEM, "sync");
+  int r = sync_wait_msg(sock, expected, fd_received, m, err);
+  if (r < 0 && command_failed) *command_failed = m->point == AN_SYNC_COMMAND_ERROR;
   free(m);
   return r;
 }
@@ -164,15 +188,17 @@ int an_sync_wait_payload(int sock, enum an_sync_point expected, char **text, an_
   return r;
 }
 
-int an_sync_wait_exec(int sock, an_error_t *err) {
+int an_sync_wait_exec(int sock, bool *command_failed, an_error_t *err) {
+  if (command_failed) *command_failed = false;
   struct an_sync_msg *m = malloc(sizeof *m);
   if (!m) return an_error_set(err, ENOMEM, "sync");
   ssize_t n = sync_recv(sock, m, NULL);
   int r;
   if (n == 0) r = 0;
   else if (n < 0) r = an_error_set(err, (int) -n, "sync: wait for execve");
-  else if (m->point == AN_SYNC_ERROR) r = sync_error_from_msg(m, err);
+  else if (is_error_point(m->point)) r = sync_error_from_msg(m, err);
   else r = an_error_set(err, EPROTO, "sync: expected EOF at execve, got point %u", m->point);
+  if (command_failed && n > 0) *command_failed = m->point == AN_SYNC_COMMAND_ERROR;
   free(m);
   return r;
 }

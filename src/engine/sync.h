@@ -33,7 +33,7 @@
  *   then exit (init no longer dies with us)    the socket, block on the start socket
  *                                              until `start` connects
  *   [6] run: EOF on the socket = execve done;  (CLOEXEC closes the socket at execve)
- *       AN_SYNC_ERROR = execve failed
+ *       AN_SYNC_COMMAND_ERROR = execve failed
  *
  * [8] exists because the parent-death signal armed at clone is cleared only
  * by init itself (or by a change of uid, which a uid-0 container without a
@@ -45,11 +45,15 @@
  * process (exec_join.h), then [1], [4], [5], [6] with the process.
  *
  * At any point the child may send AN_SYNC_ERROR and exit instead; the parent
- * then tears everything down.
+ * then tears everything down.  The command's own failure (its PATH lookup
+ * before [4], its execve after [5]) is AN_SYNC_COMMAND_ERROR instead, so
+ * that the parent can tell "command not found" (a shell's 127, 126) from a
+ * setup step's ENOENT or EACCES (a mount source, a cgroup that went away).
  */
 #ifndef AN_ENGINE_SYNC_H
 #define AN_ENGINE_SYNC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "agentnest/error.h"
 
@@ -63,6 +67,8 @@ enum an_sync_point {
   AN_SYNC_SPAWNED = 7,  /* exec only: the joiner made the process (its pidfd rides along),
                            see exec_join.h */
   AN_SYNC_DETACHED = 8, /* create only: init disarmed its parent-death signal */
+  AN_SYNC_COMMAND_ERROR = 98, /* as AN_SYNC_ERROR, for the command's own failure: PATH
+                                 lookup of args[0] or its execve */
   AN_SYNC_ERROR = 99,
 };
 
@@ -77,11 +83,21 @@ int an_sync_send(int sock, enum an_sync_point p, int fd_to_pass, an_error_t *err
  * never fails.  Used by the child before it exits. */
 void an_sync_send_error(int sock, const struct an_error *e);
 
+/* As an_sync_send_error, as AN_SYNC_COMMAND_ERROR: the failure is the
+ * command's own (args[0] not found, not executable, its execve failed). */
+void an_sync_send_command_error(int sock, const struct an_error *e);
+
 /* Wait for point `expected`.  A received fd is stored in *fd_received (owned
  * by the caller) when it is non-NULL, else closed.  Errors: the child's own
  * errno and message when it sent AN_SYNC_ERROR; -EPIPE "container init exited
- * before <point>" on EOF; -EPROTO an unexpected point; errno of recvmsg. */
+ * before <point>" on EOF; -EPROTO an unexpected point; errno of recvmsg.
+ * An AN_SYNC_COMMAND_ERROR is returned as an AN_SYNC_ERROR. */
 int an_sync_wait(int sock, enum an_sync_point expected, int *fd_received, an_error_t *err);
+
+/* As an_sync_wait; *command_failed (non-NULL) is set true when the error is
+ * the child's AN_SYNC_COMMAND_ERROR, false otherwise. */
+int an_sync_wait_command(int sock, enum an_sync_point expected, int *fd_received,
+                         bool *command_failed, an_error_t *err);
 
 /* Send point `p` carrying a text payload (NUL-terminated, at most
  * AN_SYNC_PAYLOAD_MAX-1 bytes; longer text is an error).  Errors: -E2BIG,
@@ -97,8 +113,9 @@ int an_sync_wait_payload(int sock, enum an_sync_point expected, char **text, an_
 int an_sync_wait_either(int sock, enum an_sync_point a, enum an_sync_point b,
                         enum an_sync_point *got, an_error_t *err);
 
-/* Wait for EOF (the peer's execve closed its end) or an AN_SYNC_ERROR.
- * Returns 0 on EOF.  Errors: the child's error as above. */
-int an_sync_wait_exec(int sock, an_error_t *err);
+/* Wait for EOF (the peer's execve closed its end) or an AN_SYNC_ERROR or
+ * AN_SYNC_COMMAND_ERROR.  Returns 0 on EOF.  Errors: the child's error as
+ * above; *command_failed (non-NULL) as an_sync_wait_command. */
+int an_sync_wait_exec(int sock, bool *command_failed, an_error_t *err);
 
 #endif

@@ -263,11 +263,14 @@ void an_sb_finish_status(struct an_exec_result *res) {
 }
 
 /* A command that could not be started: status 126/127 and the reason on
- * stderr, like a shell (also to a streaming caller's on_data). */
-static int spawn_failure(int r, an_error_t *err, const struct an_exec_opts *eo,
+ * stderr, like a shell (also to a streaming caller's on_data), when the
+ * failure is the command's own (command_failed: its lookup or execve);
+ * a start step's ENOENT or EACCES stays an error.  A start the timeout or
+ * the cancel fd ended: 124 or 137. */
+static int spawn_failure(int r, bool command_failed, an_error_t *err, const struct an_exec_opts *eo,
                          struct an_exec_result *res) {
-  int st = r == -ENOENT || r == -ENOTDIR ? AN_EXEC_STATUS_NOT_FOUND
-         : r == -EACCES || r == -EPERM || r == -ENOEXEC || r == -EISDIR ? AN_EXEC_STATUS_NOT_EXECUTABLE
+  int st = command_failed && (r == -ENOENT || r == -ENOTDIR) ? AN_EXEC_STATUS_NOT_FOUND
+         : command_failed ? AN_EXEC_STATUS_NOT_EXECUTABLE
          : r == -ETIMEDOUT ? AN_EXEC_STATUS_TIMED_OUT
          : r == -ECANCELED ? 128 + SIGKILL   /* as a command the cancel fd ended */
          : 0;
@@ -341,6 +344,7 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   cleanup_free struct an_secret *own_secrets = NULL;
   int pidfd = -1;
   pid_t pid = 0, watch = 0;
+  bool command_failed = false;
   uint64_t t0 = an_mono_ms();
   /* before the command starts: its output is never captured unredacted */
   if ((r = an_sb_exec_secrets(sb, eo, &secrets, &nsec, &own_secrets, err)) < 0) goto out;
@@ -374,7 +378,8 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
                            .stdio = {in, eo->tty ? devnull : po[1], eo->tty ? devnull : pe[1]},
                            .cg = ecg, .timeout_ms = timeout == UINT64_MAX ? 0 : timeout,
                            .terminal = eo->tty, .rows = ws.ws_row, .cols = ws.ws_col,
-                           .master = &master, .has_cancel_fd = eo->has_cancel_fd, .cancel_fd = eo->cancel_fd};
+                           .master = &master, .has_cancel_fd = eo->has_cancel_fd, .cancel_fd = eo->cancel_fd,
+                           .command_failed = &command_failed};
   r = an_sb_spawn(sb, &sp, &pid, &pidfd, err);
   close(po[1]);
   close(pe[1]);
@@ -382,7 +387,7 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   if (pi[0] >= 0) close(pi[0]);
   pi[0] = -1;
   if (r < 0) {
-    r = spawn_failure(r, err, eo, res);
+    r = spawn_failure(r, command_failed, err, eo, res);
     if (r < 0) an_error_prefix(err, "exec in sandbox %s", sb->rec.id);
     goto out;
   }

@@ -107,10 +107,12 @@ static char **merge_env(char **base, char *const *extra) {
  * cgroup.procs ENOENT, which the caller would report as status 127).  The
  * teardown kills pid 1 before it removes the cgroups, but its exit can end
  * a moment after the joiner's: for a failure of that kind, wait up to 1 s
- * for it.  A command's own failure (not found: ENOENT from its execve)
- * with pid 1 alive is returned as it is, at once. */
-static int ended_meanwhile(struct an_sandbox *sb, const struct an_sb_spawn *sp, int r, an_error_t *err) {
-  if (r == -ETIMEDOUT || r == -ECANCELED || sb->init_pidfd < 0) return r;
+ * for it.  The command's own failure (not found, not executable: the
+ * engine's command_failed) is returned as it is, at once. */
+static int ended_meanwhile(struct an_sandbox *sb, const struct an_sb_spawn *sp,
+                           const struct an_exec_child *c, int r, an_error_t *err) {
+  if (sp->command_failed) *sp->command_failed = c->command_failed;
+  if (c->command_failed || r == -ETIMEDOUT || r == -ECANCELED || sb->init_pidfd < 0) return r;
   int wait_ms = 0;
   if (r == -EPIPE || r == -ECONNRESET || r == -ESRCH) wait_ms = 1000;
   else if ((r == -ENOENT || r == -ENOTDIR) && sp->cg) {
@@ -159,10 +161,10 @@ int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid_
     .has_cancel_fd = sp->has_cancel_fd, .cancel_fd = sp->cancel_fd,
   };
   struct an_exec_child c;
-  if ((r = an_exec_clone(&t, &c, err)) < 0) return ended_meanwhile(sb, sp, r, err);
+  if ((r = an_exec_clone(&t, &c, err)) < 0) return ended_meanwhile(sb, sp, &c, r, err);
   if ((r = an_exec_go(&c, err)) < 0) {
     an_exec_abort(&c);
-    return ended_meanwhile(sb, sp, r, err);
+    return ended_meanwhile(sb, sp, &c, r, err);
   }
   *pid_out = c.pid;
   *pidfd_out = c.pidfd;

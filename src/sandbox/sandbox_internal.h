@@ -225,7 +225,10 @@ int an_sb_ws_remove(int dfd, an_error_t *err);
 int an_sb_monitor_start(struct an_sandbox *sb, an_error_t *err);
 
 /* Spawn (exec_spawn.c): clone a process into the sandbox running `argv`
- * with stdio fds, in cgroup `cg`.  *pidfd and *pid owned by the caller. */
+ * with stdio fds, in cgroup `cg`.  *pidfd and *pid owned by the caller.
+ * On failure *command_failed (when non-NULL) says whether it was the
+ * command's own (not found, not executable: a shell's 127/126), not a
+ * step of the start. */
 struct an_sb_spawn {
   char *const *argv;
   char *const *env_extra;
@@ -241,6 +244,7 @@ struct an_sb_spawn {
   bool terminal;
   unsigned short rows, cols;
   int *master;
+  bool *command_failed;
 };
 int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid, int *pidfd,
                 an_error_t *err);

@@ -74,6 +74,21 @@ Test(sandbox, exit_statuses_follow_the_shell_convention) {
   cr_assert(an_sandbox_exec(sb, noexec, NULL, &res, &err) == 0, "%s", err ? err->msg : "");
   cr_expect_eq(res.status, 126, "not executable: %d", res.status);
   an_exec_result_release(&res);
+
+  /* A start step's ENOENT or ENOTDIR is not the command's: an error, not
+   * 127 (a workdir that does not exist was "command not found"). */
+  char *t[] = {"true", NULL};
+  struct an_exec_opts eo = {.workdir = "/no/such/dir"};
+  int r = an_sandbox_exec(sb, t, &eo, &res, &err);
+  cr_expect_eq(r, -ENOENT, "exec in a missing workdir: %d, status %d", r, res.status);
+  cr_expect(err && strstr(err->msg, "process.cwd /no/such/dir"), "%s", err ? err->msg : "(no error)");
+  an_error_free(&err);
+  if (r == 0) an_exec_result_release(&res);
+  eo.workdir = "/workspace/notexec";
+  r = an_sandbox_exec(sb, t, &eo, &res, &err);
+  cr_expect_eq(r, -ENOTDIR, "exec in a workdir that is a file: %d, status %d", r, res.status);
+  an_error_free(&err);
+  if (r == 0) an_exec_result_release(&res);
   destroy(sb);
   an_sandbox_opts_free(o);
 }
