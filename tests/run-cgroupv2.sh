@@ -5,7 +5,8 @@
 # needs: Debian's qemu-system-x86, linux-image-amd64, busybox-static, kmod,
 # cpio) and runs in it, as root,
 # $BUILD/tests/integration/cgroup_test, cgroup_birth_test, cgroup_limits_test,
-# cgroup_devices_test and cli_frozen_test (an exec into a frozen sandbox) plus every binary listed (space
+# cgroup_devices_test, cli_frozen_test (an exec into a frozen sandbox) and
+# exec_reap_test (an exec's unreported child found by its cgroup) plus every binary listed (space
 # separated, relative to the repo or absolute) in $CGROUPV2_TESTS.
 # Build on the host first (`make test-bins`); `make check-cgroupv2` does.
 # Prints one summary line "cgroupv2 VM: N passed, N failed"; exit status 0
@@ -20,7 +21,8 @@ BUILD=${BUILD:-build}
 vm=${RUN_IN_VM_SH:-$repo/tests/vm/run-in-vm.sh}
 [ -x "$vm" ] || { echo "run-cgroupv2: $vm not found or not executable" >&2; exit 125; }
 bins=("$BUILD/tests/integration/cgroup_test" "$BUILD/tests/integration/cgroup_birth_test" "$BUILD/tests/integration/cgroup_limits_test"
-      "$BUILD/tests/integration/cgroup_devices_test" "$BUILD/tests/integration/cli_frozen_test")
+      "$BUILD/tests/integration/cgroup_devices_test" "$BUILD/tests/integration/cli_frozen_test"
+      "$BUILD/tests/integration/exec_reap_test")
 for b in ${CGROUPV2_TESTS:-}; do bins+=("$b"); done
 for b in "${bins[@]}"; do
   [ -x "$b" ] || { echo "run-cgroupv2: $b missing (make test-bins)" >&2; exit 125; }

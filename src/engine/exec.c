@@ -91,9 +91,9 @@ static void child_abort(int *pidfd, pid_t pid, const struct an_cgroup *cg) {
   *pidfd = -1;
 }
 
-/* Read a small /proc file into buf (NUL-terminated); false when it cannot
- * be read (the process is gone). */
-static bool read_proc(const char *path, char *buf, size_t len) {
+/* Up to len-1 bytes of a /proc file into buf, NUL-terminated; returns the
+ * byte count (0: unreadable or empty). */
+static size_t read_proc(const char *path, char *buf, size_t len) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   size_t n = 0;
@@ -102,24 +102,33 @@ static bool read_proc(const char *path, char *buf, size_t len) {
     if (k > 0) n += (size_t) k;
   close(fd);
   buf[n] = '\0';
-  return n > 0;
+  return n;
 }
 
-/* A process the joiner cloned (CLONE_PARENT: a child of this thread) whose
- * pidfd never came, because the joiner was killed between its clone and
- * [7] (a destroy's cgroup kill), would stay this thread's zombie, unknown
- * to anyone; and a pid namespace's init does not exit while a process of
- * the namespace is unreaped (its parent outside), so the sandbox's
- * teardown would wait until the caller exits (a server: forever).  It is
- * found among this thread's children by its cgroup: the exec's own, which
- * no other process of the caller is in (the joiner is reaped already),
- * and a zombie's /proc/PID/cgroup still names.  SIGKILL, bounded reap. */
-static void reap_unreported(const struct an_cgroup *cg) {
+/* (exec_spawn.h) A process the joiner cloned (CLONE_PARENT: a child of
+ * this thread) whose pidfd never came would stay this thread's zombie,
+ * unknown to anyone; and a pid namespace's init does not exit while a
+ * process of the namespace is unreaped (its parent outside).  It is found
+ * among this thread's children by its cgroup: the exec's own, which no
+ * other process of the caller is in (the joiner is reaped already), and a
+ * zombie's /proc/PID/cgroup still names.  SIGKILL, bounded reap. */
+void an_exec_reap_unreported(const struct an_cgroup *cg) {
   if (!cg) return;
-  char kids[4096], want[PATH_MAX + 4];
+  char want[PATH_MAX + 4];
   const char *cp = an_cgroup_path(cg);
   snprintf(want, sizeof want, ":/%s\n", cp[0] == '/' ? cp + 1 : cp);
-  if (!read_proc("/proc/thread-self/children", kids, sizeof kids)) return;
+  /* all of them, however many (a server's thread can have thousands; the
+   * newest, the one looked for, is listed last) */
+  cleanup_free char *kids = NULL;
+  size_t len = 4096;
+  for (;;) {
+    free(kids);
+    if (!(kids = malloc(len))) return;
+    size_t n = read_proc("/proc/thread-self/children", kids, len);
+    if (!n) return;
+    if (n + 1 < len) break;
+    len *= 4;
+  }
   for (char *save = NULL, *w = strtok_r(kids, " \n", &save); w; w = strtok_r(NULL, " \n", &save)) {
     pid_t pid = (pid_t) atoi(w);
     char path[64], cgs[4096];
@@ -214,7 +223,7 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
   return 0;
 fail:
   child_abort(&jpidfd, jpid, t->cg);
-  if (c->pidfd < 0) reap_unreported(t->cg);
+  if (c->pidfd < 0) an_exec_reap_unreported(t->cg);
   an_exec_abort(c);
   return r;
 }

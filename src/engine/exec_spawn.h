@@ -72,6 +72,18 @@ struct an_exec_child {
  * stopped with SIGSTOP: the wait must not be endless). */
 int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_error_t *err);
 
+/* Kill and reap every child of the calling thread (/proc/thread-self/
+ * children, however many) that is in cgroup `cg` (NULL: nothing): a
+ * process the joiner cloned whose pidfd never came, because a destroy's
+ * cgroup kill ended the joiner between its clone and [7].  Left unreaped,
+ * it would stay the caller's zombie and keep the sandbox's pid 1 (which
+ * does not exit while a process of its pid namespace is unreaped) alive:
+ * a destroy would wait until the caller exits (a server: forever).  Each
+ * reap is bounded (an_cgroup_reap_killed, 5.1 s).  Best effort: no errors
+ * (a process already gone is skipped).  Called by an_exec_clone on
+ * failure.  Thread-safety: acts on the calling thread's children only. */
+void an_exec_reap_unreported(const struct an_cgroup *cg);
+
 /* Sync points [5] go (not for a prepared child) and [6]: wait until the
  * child has called execve.  On
  * success c->sync_fd is closed and c->pidfd, c->pid stay the caller's.
