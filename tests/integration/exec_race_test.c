@@ -84,7 +84,7 @@ Test(exec_race, exec_racing_destroy_ends_with_a_status_a_user_can_read) {
     cr_expect(rc == 125 && (strstr(l, "ended while the command was being started") ||
                             strstr(l, "ended while it was being opened") ||
                             strstr(l, "no such sandbox") || strstr(l, "is not running") ||
-                            strstr(l, "is dead (monitor or init gone)")),
+                            strstr(l, "is dead (monitor or init gone)") || strstr(l, "is being destroyed")),
               "exec racing destroy: %s", l);
   }
   cr_expect_eq(lines, 40, "%d results", lines);

@@ -2,8 +2,9 @@
  * real kernel: lifetime expiry with no client, prune (and destroy) after
  * SIGKILL of the monitor (also once past the deadline), prune after SIGKILL of the creating process
  * (mid-run and at any point), each leaving nothing on the host; open
- * refuses what ls calls dead (an owned sandbox whose owner is gone) and
- * says a sandbox a destroy is removing has ended.
+ * refuses what ls calls dead (an owned sandbox whose owner is gone; "is
+ * being destroyed" while a destroy holds it) and says a sandbox a destroy
+ * is removing has ended.
  *
  * Uses the busybox (and, where needed, python) image from the image cache
  * (`make images`) in one store per run (sandbox_common.h); skips with a
@@ -258,6 +259,20 @@ Test(sandbox, open_refuses_an_owned_sandbox_whose_owner_is_gone_as_ls_calls_it_d
   struct an_sandbox *again = NULL;
   int r = an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err);
   cr_expect_eq(r, -ESRCH, "open of a sandbox ls calls dead: %d %s", r, err ? err->msg : "");
+  cr_expect(err && strstr(err->msg, "is dead") && strstr(err->msg, "destroy it"), "%s", err ? err->msg : "");
+  if (r == 0) an_sandbox_close(again);
+  an_error_free(&err);
+  /* while a destroy is at work (it holds the lock): not "destroy it" */
+  char lockp[PATH_MAX + 80];
+  snprintf(lockp, sizeof lockp, "%s/lock", dir);
+  int lk = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  cr_assert_geq(lk, 0, "open %s: %s", lockp, strerror(errno));
+  cr_assert(flock(lk, LOCK_EX) == 0);
+  r = an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err);
+  close(lk);
+  cr_expect_eq(r, -ESRCH, "open of a dead sandbox a destroy holds: %d %s", r, err ? err->msg : "");
+  cr_expect(err && strstr(err->msg, "is being destroyed") && !strstr(err->msg, "destroy it"), "%s",
+            err ? err->msg : "");
   if (r == 0) an_sandbox_close(again);
   an_error_free(&err);
   cr_assert_eq(an_sandbox_destroy_dead_ctx(an_test_ctx(), g_root, id, got, &err), 0, "%s",
