@@ -157,10 +157,28 @@ int an_sb_reap_command(const struct an_cgroup *cg, int pidfd, siginfo_t *si) {
   return 1;
 }
 
-static int reap(const struct an_cgroup *cg, int pidfd, struct an_exec_result *res, an_error_t *err) {
+/* What the result's stderr (and a streaming caller) gets when the command
+ * could not be reaped (an_sb_reap_command returned 1). */
+#define UNREAPED_NOTE \
+  "agentnest: the command did not end within 5 s of its SIGKILL (a tracer in the sandbox holds " \
+  "it, or it is stuck in the kernel): reported as killed, it is left to end with the sandbox\n"
+
+static void note_unreaped(const struct an_output_opts *oo, struct an_exec_result *res) {
+  size_t n = strlen(UNREAPED_NOTE);
+  char *b = realloc(res->output.stderr_buf, res->output.stderr_len + n + 1);
+  if (!b) return;
+  memcpy(b + res->output.stderr_len, UNREAPED_NOTE, n + 1);
+  res->output.stderr_buf = b;
+  res->output.stderr_len += n;
+  if (oo && oo->on_data) oo->on_data(oo->on_data_arg, AN_STREAM_STDERR, UNREAPED_NOTE, n);
+}
+
+static int reap(const struct an_cgroup *cg, int pidfd, const struct an_output_opts *oo,
+                struct an_exec_result *res, an_error_t *err) {
   siginfo_t si = {0};
   int r = an_sb_reap_command(cg, pidfd, &si);
   if (r < 0) return an_error_set(err, -r, "wait for the command (waitid)");
+  if (r == 1) note_unreaped(oo, res);
   if (si.si_code == CLD_EXITED) {
     res->exit_code = si.si_status;
     res->signal = 0;
@@ -225,7 +243,8 @@ int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
     an_process_signal(pidfd, SIGKILL, &e);
     an_error_free(&e);
     struct an_exec_result tmp = {0};
-    reap(cg, pidfd, &tmp, &e);
+    reap(cg, pidfd, NULL, &tmp, &e);
+    an_output_release(&tmp.output);
     an_error_free(&e);
     return r;
   }
@@ -252,7 +271,7 @@ int an_sb_wait_capture(struct an_cgroup *cg, int pidfd, int out_fd, int err_fd,
       break;
     }
   }
-  return reap(cg, pidfd, res, err);
+  return reap(cg, pidfd, oo, res, err);
 }
 
 void an_sb_finish_status(struct an_exec_result *res) {
@@ -404,7 +423,8 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
       an_cgroup_kill(ecg, SIGKILL, &e);
       an_error_free(&e);
       struct an_exec_result gone = {0};
-      reap(ecg, pidfd, &gone, &e);
+      reap(ecg, pidfd, NULL, &gone, &e);
+      an_output_release(&gone.output);
       an_error_free(&e);
       close(pidfd);
       r = an_error_prefix(err, "exec in sandbox %s", sb->rec.id);

@@ -5,10 +5,15 @@
  * server's workers), and no other child is touched.  The list of the
  * thread's children was read 4 KiB at most (about 500 pids), and the
  * newest child, the one looked for, is listed last: behind 800 others it
- * was never found.  Run as root on the real kernel: this hybrid host and,
+ * was never found.  A command a tracer holds is reported killed, with the
+ * reason on stderr.  Run as root on the real kernel: this hybrid host and,
  * through tests/run-cgroupv2.sh, a pure cgroup v2 kernel. */
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include "cgroup_common.h"
+#include "agentnest/sandbox.h"
 #include "engine/exec_spawn.h"
+#include "sandbox/sandbox_internal.h"
 
 TestSuite(exec_reap, .init = setup, .fini = teardown);
 
@@ -52,4 +57,55 @@ Test(exec_reap, leaves_a_caller_with_no_child_in_the_cgroup_as_it_is) {
   an_exec_reap_unreported(g_cg);
   an_exec_reap_unreported(NULL);
   cr_expect_eq(waitpid(k.pid, NULL, WNOHANG), 0, "a child outside the cgroup was reaped");
+}
+
+/* A command a tracer holds (its zombie is reported to the tracer first,
+ * which never waits): exec's wait gives up 5 s after the SIGKILL of its
+ * timeout, reports it killed and says so on stderr (it said nothing: a
+ * status 137 with no reason).  The tracer is a sibling the test makes, as
+ * a tracer in the sandbox would be (with ptrace allowed by a custom
+ * seccomp profile, --seccomp-unsafe and --landlock off). */
+Test(exec_reap, a_command_a_tracer_holds_is_reported_killed_with_the_reason_on_stderr, .timeout = 60) {
+  int po[2], pe[2], ready[2];
+  cr_assert_eq(pipe2(po, O_CLOEXEC), 0);
+  cr_assert_eq(pipe2(pe, O_CLOEXEC), 0);
+  cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+  pid_t victim = fork();
+  cr_assert_geq(victim, 0);
+  if (victim == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    for (;;) pause();
+  }
+  g_kids[g_nkids++] = victim;
+  close(po[1]);
+  close(pe[1]);
+  pid_t tracer = fork();
+  cr_assert_geq(tracer, 0);
+  if (tracer == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    char ok = ptrace(PTRACE_SEIZE, victim, NULL, NULL) == 0 ? 'y' : 'n';
+    if (write(ready[1], &ok, 1) != 1) _exit(1);
+    for (;;) pause();   /* never waits for its tracee */
+  }
+  g_kids[g_nkids++] = tracer;
+  char ok = 0;
+  cr_assert_eq(read(ready[0], &ok, 1), 1);
+  cr_assert_eq(ok, 'y', "PTRACE_SEIZE of the victim failed");
+  int pidfd = (int) syscall(SYS_pidfd_open, victim, 0);
+  cr_assert_geq(pidfd, 0);
+  struct an_output_opts oo = {0};
+  struct an_exec_result res = {0};
+  an_error_t err = NULL;
+  int r = an_sb_wait_capture(NULL, pidfd, po[0], pe[0], 300, 0, -1, &oo, &res, &err);
+  kill(tracer, SIGKILL);   /* the tracee's zombie goes back to its parent */
+  waitpid(tracer, NULL, 0);
+  waitpid(victim, NULL, 0);
+  close(pidfd);
+  cr_assert_eq(r, 0, "%s", err ? err->msg : "");
+  cr_expect(res.timed_out);
+  cr_expect_eq(res.signal, SIGKILL);
+  cr_expect(res.output.stderr_buf && strstr(res.output.stderr_buf, "did not end within 5 s of its SIGKILL") &&
+                strstr(res.output.stderr_buf, "tracer"),
+            "stderr: %s", res.output.stderr_buf ? res.output.stderr_buf : "(none)");
+  an_exec_result_release(&res);
 }
