@@ -25,6 +25,7 @@
 #include "sandbox/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "util/json_gen.h"
+#include "util/json_tree.h"
 #include "util/safe_path.h"
 
 /* Why the sandbox of rec is dead and may be torn down ("creator dead",
@@ -256,6 +257,56 @@ int an_sandbox_prune(const char *store_root, bool all, char **report, an_error_t
   return an_sandbox_prune_ctx(NULL, store_root, all, report, err);
 }
 
+/* The length of the report's array member `key` (0: none). */
+static size_t report_count(yajl_val v, const char *key) {
+  yajl_val a = an_json_member_type(v, key, yajl_t_array);
+  return a ? YAJL_GET_ARRAY(a)->len : 0;
+}
+
+/* The array member `key` of the report as strings: each element's "id"
+ * (objects) or the element itself (strings); NULL-terminated, heap (the
+ * strings borrowed from v), NULL when there is no memory. */
+static const char **report_list(yajl_val v, const char *key) {
+  yajl_val a = an_json_member_type(v, key, yajl_t_array);
+  size_t n = report_count(v, key);
+  const char **out = calloc(n + 1, sizeof *out);
+  if (!out) return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    yajl_val e = YAJL_GET_ARRAY(a)->values[i];
+    yajl_val s = YAJL_IS_OBJECT(e) ? an_json_member_type(e, "id", yajl_t_string) : e;
+    if (YAJL_IS_STRING(s)) out[k++] = YAJL_GET_STRING(s);
+  }
+  return out;
+}
+
+/* The "prune" audit record: the ids of the sandboxes removed and the
+ * errors as lists, how many of each other kind it removed as numbers (the
+ * report, one JSON string in the record, was cut unreadable past the
+ * record's string limit).  Each sandbox removed also has its own "destroy"
+ * record (teardown.c).  Best effort, as every audit record. */
+static void audit_prune(const char *root, bool all, const char *doc) {
+  yajl_val v = NULL;
+  an_error_t e = NULL;
+  if (an_json_parse(doc, strlen(doc), "prune report", &v, &e) < 0) {
+    an_error_free(&e);
+    struct an_audit_field af[] = {AN_AUDIT_BOOL("all", all)};
+    an_sb_audit(NULL, root, NULL, "prune", 0, NULL, af, 1);
+    return;
+  }
+  cleanup_free const char **removed = report_list(v, "removed");
+  cleanup_free const char **errors = report_list(v, "errors");
+  struct an_audit_field af[] = {
+    AN_AUDIT_BOOL("all", all), AN_AUDIT_STRV("removed", (char *const *) removed),
+    AN_AUDIT_INT("pools", report_count(v, "pools")), AN_AUDIT_INT("containers", report_count(v, "containers")),
+    AN_AUDIT_INT("orphan_cgroups", report_count(v, "orphan_cgroups")),
+    AN_AUDIT_INT("idranges", report_count(v, "idranges")), AN_AUDIT_INT("tombstones", report_count(v, "tombstones")),
+    AN_AUDIT_STRV("errors", (char *const *) errors),
+  };
+  an_sb_audit(NULL, root, NULL, "prune", 0, NULL, af, sizeof af / sizeof *af);
+  yajl_tree_free(v);
+}
+
 int an_sandbox_prune_ctx(const struct an_ctx *ctx, const char *store_root, bool all, char **report,
                          an_error_t *err) {
   const char *root = an_sb_root_or_default(store_root ? store_root : an_ctx_store_root(ctx));
@@ -398,9 +449,7 @@ int an_sandbox_prune_ctx(const struct an_ctx *ctx, const char *store_root, bool 
   cleanup_free char *doc = NULL;
   int r = an_jgen_finish(&j, &doc, NULL);
   if (r < 0) return an_error_set(err, -r, "prune report: JSON");
-  /* each sandbox removed has its own "destroy" record (teardown.c) */
-  struct an_audit_field af[] = {AN_AUDIT_BOOL("all", all), AN_AUDIT_STR("report", doc)};
-  an_sb_audit(NULL, root, NULL, "prune", 0, NULL, af, 2);
+  audit_prune(root, all, doc);
   if (report) *report = an_steal(&doc);
   return 0;
 }

@@ -305,6 +305,42 @@ Test(audit, expiry_is_recorded_by_the_monitor) {
   recs_free(&r);
 }
 
+/* The prune record lists the ids it removed (and its errors) and counts
+ * the rest; it held the whole report as one JSON string, which the
+ * record's string limit cut unreadable past 1 KiB. */
+Test(audit, prune_records_the_ids_it_removed_as_a_list) {
+  need_image();
+  struct an_sandbox_opts *o = opts_busybox();
+  an_error_t err = NULL;
+  struct an_sandbox *sb = NULL;
+  cr_assert(an_sandbox_create(g_root, o, &sb, &err) == 0, "create: %s", err ? err->msg : "");
+  an_sandbox_opts_free(o);
+  char id[32];
+  snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
+  pid_t mon = an_sandbox_monitor_pid(sb);
+  an_sandbox_close(sb);
+  cr_assert_gt(mon, 0);
+  cr_assert_eq(kill(mon, SIGKILL), 0);
+  for (int i = 0; i < 100 && kill(mon, 0) == 0; i++) {
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+  }
+  char *report = NULL;
+  cr_assert(an_sandbox_prune_ctx(an_test_ctx(), g_root, false, &report, &err) == 0, "%s", err ? err->msg : "");
+  cr_expect(strstr(report, id), "report: %s", report);
+  free(report);
+  struct recs r;
+  struct an_audit_filter f = {.op = "prune"};
+  read_all(&r, &f);
+  cr_assert_eq(r.n, 1, "prune records: %zu", r.n);
+  yajl_val rm = member(r.v[0], "removed");
+  cr_expect(YAJL_IS_ARRAY(rm) && strv_has(rm, id), "\"removed\" does not list %s", id);
+  cr_expect(YAJL_IS_ARRAY(member(r.v[0], "errors")), "no \"errors\" list");
+  cr_expect(YAJL_IS_INTEGER(member(r.v[0], "orphan_cgroups")), "no \"orphan_cgroups\" count");
+  cr_expect_null(member(r.v[0], "report"), "the report as one string is still there");
+  recs_free(&r);
+}
+
 Test(audit, cli_prints_records_and_filters) {
   need_image();
   cr_assert_eq(cli("create --image busybox"), 0, "%s", g_err);
