@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -185,18 +184,7 @@ Test(exec_race, exec_racing_destroy_leaves_the_caller_no_child_of_the_sandbox) {
  * (it read the thread's children 4 KiB at most, about 500 pids). */
 Test(exec_race, exec_racing_destroy_leaves_a_caller_with_800_children_no_child_of_the_sandbox) {
   enum { N = 800 };
-  pid_t *idle = calloc(N, sizeof *idle);
-  cr_assert_not_null(idle);
-  for (int i = 0; i < N; i++) {
-    idle[i] = fork();
-    cr_assert_geq(idle[i], 0, "fork: %s", strerror(errno));
-    if (idle[i] == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);   /* gone with the test, even one that failed */
-      for (;;) pause();
-    }
-  }
+  pid_t *idle = an_test_idle_children(N);
   exec_racing_destroy_rounds(60, idle, N);
-  for (int i = 0; i < N; i++) kill(idle[i], SIGKILL);
-  for (int i = 0; i < N; i++) waitpid(idle[i], NULL, 0);
-  free(idle);
+  an_test_idle_end(idle, N);
 }

@@ -14,6 +14,7 @@
 #include "agentnest/sandbox.h"
 #include "engine/exec_spawn.h"
 #include "sandbox/sandbox_internal.h"
+#include "util.h"
 
 TestSuite(exec_reap, .init = setup, .fini = teardown);
 
@@ -24,25 +25,14 @@ static bool reaped(pid_t pid) {
 Test(exec_reap, finds_the_child_in_the_cgroup_behind_800_others) {
   enum { N = 800 };
   create_ok(NULL);
-  pid_t *idle = calloc(N, sizeof *idle);
-  cr_assert_not_null(idle);
-  for (int i = 0; i < N; i++) {
-    idle[i] = fork();
-    cr_assert_geq(idle[i], 0, "fork: %s", strerror(errno));
-    if (idle[i] == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);   /* gone with the test, even one that failed */
-      for (;;) pause();
-    }
-  }
+  pid_t *idle = an_test_idle_children(N);
   struct kid k = spawn(sleep_forever);
   enter_and_go(&k);
   an_exec_reap_unreported(g_cg);
   bool gone = reaped(k.pid);
   int others_left = 0;
   for (int i = 0; i < N; i++) others_left += waitpid(idle[i], NULL, WNOHANG) == 0;
-  for (int i = 0; i < N; i++) kill(idle[i], SIGKILL);
-  for (int i = 0; i < N; i++) waitpid(idle[i], NULL, 0);
-  free(idle);
+  an_test_idle_end(idle, N);
   if (gone)
     for (size_t i = 0; i < g_nkids; i++)
       if (g_kids[i] == k.pid) g_kids[i] = 0;

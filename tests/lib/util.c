@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -168,4 +169,24 @@ bool an_test_wait_reaped(const char *root) {
     usleep(100000);
   }
   return !reaping_left(root);
+}
+
+pid_t *an_test_idle_children(size_t n) {
+  pid_t *pids = calloc(n ? n : 1, sizeof *pids);
+  cr_assert_not_null(pids);
+  for (size_t i = 0; i < n; i++) {
+    pids[i] = fork();
+    cr_assert_geq(pids[i], 0, "fork: %s", strerror(errno));
+    if (pids[i] == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      for (;;) pause();
+    }
+  }
+  return pids;
+}
+
+void an_test_idle_end(pid_t *pids, size_t n) {
+  for (size_t i = 0; i < n; i++) kill(pids[i], SIGKILL);
+  for (size_t i = 0; i < n; i++) waitpid(pids[i], NULL, 0);
+  free(pids);
 }

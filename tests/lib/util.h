@@ -53,4 +53,11 @@ void an_test_sweep_stale(const char *prefix, void (*each)(const char *dir));
  * `root`.  Returns whether they are (the caller asserts). */
 bool an_test_wait_reaped(const char *root);
 
+/* Fork n children of the calling thread that pause until killed (a
+ * server's idle workers), each with a parent-death SIGKILL so that a test
+ * that fails leaves none behind; returns their pids (heap, n of them).
+ * an_test_idle_end kills and reaps them and frees the array.  Asserts. */
+pid_t *an_test_idle_children(size_t n);
+void an_test_idle_end(pid_t *pids, size_t n);
+
 #endif
