@@ -157,20 +157,14 @@ int an_sb_reap_command(const struct an_cgroup *cg, int pidfd, siginfo_t *si) {
   return 1;
 }
 
-/* What the result's stderr (and a streaming caller) gets when the command
- * could not be reaped (an_sb_reap_command returned 1). */
-#define UNREAPED_NOTE \
-  "agentnest: the command did not end within 5 s of its SIGKILL (a tracer in the sandbox holds " \
-  "it, or it is stuck in the kernel): reported as killed, it is left to end with the sandbox\n"
-
 static void note_unreaped(const struct an_output_opts *oo, struct an_exec_result *res) {
-  size_t n = strlen(UNREAPED_NOTE);
+  size_t n = strlen(AN_SB_UNREAPED_NOTE);
   char *b = realloc(res->output.stderr_buf, res->output.stderr_len + n + 1);
   if (!b) return;
-  memcpy(b + res->output.stderr_len, UNREAPED_NOTE, n + 1);
+  memcpy(b + res->output.stderr_len, AN_SB_UNREAPED_NOTE, n + 1);
   res->output.stderr_buf = b;
   res->output.stderr_len += n;
-  if (oo && oo->on_data) oo->on_data(oo->on_data_arg, AN_STREAM_STDERR, UNREAPED_NOTE, n);
+  if (oo && oo->on_data) oo->on_data(oo->on_data_arg, AN_STREAM_STDERR, AN_SB_UNREAPED_NOTE, n);
 }
 
 static int reap(const struct an_cgroup *cg, int pidfd, const struct an_output_opts *oo,

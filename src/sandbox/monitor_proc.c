@@ -163,7 +163,8 @@ static void read_stream(struct an_mon_proc *p, int s) {
 static void ended(struct an_mon *m, struct an_mon_proc *p) {
   siginfo_t si = {0};
   /* bounded: a tracer in the sandbox can hold the zombie from waitid */
-  if (an_sb_reap_command(p->cg, p->pidfd, &si) < 0) si = (siginfo_t) {.si_code = CLD_KILLED, .si_status = SIGKILL};
+  int reaped = an_sb_reap_command(p->cg, p->pidfd, &si);
+  if (reaped < 0) si = (siginfo_t) {.si_code = CLD_KILLED, .si_status = SIGKILL};
   p->running = false;
   p->ended_ms = an_sb_now_ms();
   if (si.si_code == CLD_EXITED) {
@@ -191,6 +192,7 @@ static void ended(struct an_mon *m, struct an_mon_proc *p) {
       close_stream(p, s);
     }
   }
+  if (reaped == 1) ring_sink(p, AN_STREAM_STDERR, AN_SB_UNREAPED_NOTE, strlen(AN_SB_UNREAPED_NOTE));
   an_sb_event(m->sb->dir, "proc_exited", ",\"handle\":\"%s\",\"pid\":%d,\"status\":%d", p->handle,
               (int) p->pid, p->status);
 }
