@@ -105,35 +105,51 @@ static size_t read_proc(const char *path, char *buf, size_t len) {
   return n;
 }
 
+bool an_exec_thread_children(pid_t **pids, size_t *n) {
+  *pids = NULL;
+  *n = 0;
+  /* all of them, however many (a server's thread can have thousands; the
+   * newest is listed last) */
+  cleanup_free char *kids = NULL;
+  size_t len = 4096, got = 0;
+  for (;;) {
+    free(kids);
+    if (!(kids = malloc(len))) return false;
+    got = read_proc("/proc/thread-self/children", kids, len);
+    if (got + 1 < len) break;
+    len *= 4;
+  }
+  pid_t *out = malloc((got / 2 + 1) * sizeof *out);   /* each pid takes 2 bytes at least */
+  if (!out) return false;
+  for (char *save = NULL, *w = strtok_r(kids, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
+    if (atoi(w) > 0) out[(*n)++] = (pid_t) atoi(w);
+  *pids = out;
+  return true;
+}
+
 /* (exec_spawn.h) A process the joiner cloned (CLONE_PARENT: a child of
  * this thread) whose pidfd never came would stay this thread's zombie,
  * unknown to anyone; and a pid namespace's init does not exit while a
  * process of the namespace is unreaped (its parent outside).  It is found
- * among this thread's children by its cgroup: the exec's own, which no
- * other process of the caller is in (the joiner is reaped already), and a
- * zombie's /proc/PID/cgroup still names.  SIGKILL, bounded reap. */
-void an_exec_reap_unreported(const struct an_cgroup *cg) {
+ * among this thread's children by its cgroup, which a zombie's
+ * /proc/PID/cgroup still names, less those the caller spares (in a
+ * container's own cgroup: its init and earlier detached execs, children
+ * of this thread too).  SIGKILL, bounded reap. */
+void an_exec_reap_unreported(const struct an_cgroup *cg, const pid_t *spare, size_t nspare) {
   if (!cg) return;
   char want[PATH_MAX + 4];
   const char *cp = an_cgroup_path(cg);
   snprintf(want, sizeof want, ":/%s\n", cp[0] == '/' ? cp + 1 : cp);
-  /* all of them, however many (a server's thread can have thousands; the
-   * newest, the one looked for, is listed last) */
-  cleanup_free char *kids = NULL;
-  size_t len = 4096;
-  for (;;) {
-    free(kids);
-    if (!(kids = malloc(len))) return;
-    size_t n = read_proc("/proc/thread-self/children", kids, len);
-    if (!n) return;
-    if (n + 1 < len) break;
-    len *= 4;
-  }
-  for (char *save = NULL, *w = strtok_r(kids, " \n", &save); w; w = strtok_r(NULL, " \n", &save)) {
-    pid_t pid = (pid_t) atoi(w);
+  cleanup_free pid_t *kids = NULL;
+  size_t n = 0;
+  if (!an_exec_thread_children(&kids, &n)) return;
+  for (size_t i = 0; i < n; i++) {
+    pid_t pid = kids[i];
+    bool spared = false;
+    for (size_t k = 0; k < nspare && !spared; k++) spared = spare[k] == pid;
     char path[64], cgs[4096];
     snprintf(path, sizeof path, "/proc/%d/cgroup", (int) pid);
-    if (pid <= 0 || !read_proc(path, cgs, sizeof cgs) || !strstr(cgs, want)) continue;
+    if (spared || !read_proc(path, cgs, sizeof cgs) || !strstr(cgs, want)) continue;
     int fd = (int) syscall(SYS_pidfd_open, pid, 0);
     if (fd < 0) continue;
     child_abort(&fd, pid, cg);
@@ -163,6 +179,12 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
     return an_error_set(err, e, "exec in %s: sync socketpair", t->what);
   }
   c->sync_fd = sp[0];
+  /* In a cgroup shared with others (a container's own: its init, earlier
+   * detached execs, children of this thread too) only a child that is new
+   * since now can be the process a killed joiner left unreported. */
+  cleanup_free pid_t *spare = NULL;
+  size_t nspare = 0;
+  bool spare_ok = !t->cg_exclusive && t->cg && an_exec_thread_children(&spare, &nspare);
   /* the joiner steps into the exec's v1 cgroups itself (cgroup.h: no
    * grace period); opened here, as host root.  Else it is moved below. */
   struct an_cgroup_birth birth;
@@ -223,7 +245,7 @@ int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_er
   return 0;
 fail:
   child_abort(&jpidfd, jpid, t->cg);
-  if (c->pidfd < 0) an_exec_reap_unreported(t->cg);
+  if (c->pidfd < 0 && (t->cg_exclusive || spare_ok)) an_exec_reap_unreported(t->cg, spare, nspare);
   an_exec_abort(c);
   return r;
 }

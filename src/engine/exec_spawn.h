@@ -35,6 +35,9 @@ struct an_exec_target {
   bool has_cancel_fd;                       /* cancel_fd is watched until execve: */
   int cancel_fd;                            /* readable: the caller gave up; the start ends
                                                with -ECANCELED (borrowed; never read) */
+  bool cg_exclusive;                        /* cg holds this exec's processes alone (a
+                                               sandbox's exec-N); false: a container's
+                                               own, with its init and other execs */
 };
 
 /* A process cloned into the container: stopped at sync point [4] (its
@@ -72,17 +75,26 @@ struct an_exec_child {
  * stopped with SIGSTOP: the wait must not be endless). */
 int an_exec_clone(const struct an_exec_target *t, struct an_exec_child *c, an_error_t *err);
 
-/* Kill and reap every child of the calling thread (/proc/thread-self/
- * children, however many) that is in cgroup `cg` (NULL: nothing): a
- * process the joiner cloned whose pidfd never came, because a destroy's
- * cgroup kill ended the joiner between its clone and [7].  Left unreaped,
- * it would stay the caller's zombie and keep the sandbox's pid 1 (which
- * does not exit while a process of its pid namespace is unreaped) alive:
- * a destroy would wait until the caller exits (a server: forever).  Each
- * reap is bounded (an_cgroup_reap_killed, 5.1 s).  Best effort: no errors
- * (a process already gone is skipped).  Called by an_exec_clone on
- * failure.  Thread-safety: acts on the calling thread's children only. */
-void an_exec_reap_unreported(const struct an_cgroup *cg);
+/* The calling thread's children (/proc/thread-self/children, however
+ * many), in *pids (heap, caller frees; *n of them, the newest last).
+ * Returns false (nothing stored) when the list cannot be read or there is
+ * no memory.  Thread-safety: the calling thread's children only. */
+bool an_exec_thread_children(pid_t **pids, size_t *n);
+
+/* Kill and reap every child of the calling thread (an_exec_thread_children)
+ * that is in cgroup `cg` (NULL: nothing), but for the nspare pids of
+ * `spare`: a process the joiner cloned whose pidfd never came, because a
+ * cgroup kill ended the joiner between its clone and [7].  Left
+ * unreaped, it would stay the caller's zombie and keep the container's
+ * pid 1 (which does not exit while a process of its pid namespace is
+ * unreaped) alive: a destroy would wait until the caller exits (a server:
+ * forever).  an_exec_clone calls it on failure, sparing for a cgroup that
+ * is not t->cg_exclusive the children the thread had before the joiner's
+ * clone (the container's init, earlier detached execs).  Each reap is
+ * bounded (an_cgroup_reap_killed, 5.1 s).  Best effort: no errors (a
+ * process already gone is skipped).  Thread-safety: acts on the calling
+ * thread's children only. */
+void an_exec_reap_unreported(const struct an_cgroup *cg, const pid_t *spare, size_t nspare);
 
 /* Sync points [5] go (not for a prepared child) and [6]: wait until the
  * child has called execve.  On

@@ -159,6 +159,7 @@ int an_sb_spawn(struct an_sandbox *sb, const struct an_sb_spawn *sp, pid_t *pid_
     .init_pidfd = sb->init_pidfd, .state_dirfd = -1, .cg = sp->cg, .seccomp = sb->seccomp,
     .stdio = {sp->stdio[0], sp->stdio[1], sp->stdio[2]}, .timeout_ms = sp->timeout_ms,
     .has_cancel_fd = sp->has_cancel_fd, .cancel_fd = sp->cancel_fd,
+    .cg_exclusive = true,   /* exec-N, a proc's or a session's own cgroup */
   };
   struct an_exec_child c;
   if ((r = an_exec_clone(&t, &c, err)) < 0) return ended_meanwhile(sb, sp, &c, r, err);

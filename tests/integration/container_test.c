@@ -401,6 +401,49 @@ Test(container, exec_joins_the_container_with_the_same_restrictions) {
   an_spec_free(spec);
 }
 
+/* An exec that fails before its process is reported (a process.cwd that
+ * does not exist fails in the joiner) leaves the container's init and an
+ * earlier detached exec alone: both are children of the caller in the
+ * container's cgroup, and the search for an unreported process (exec.c)
+ * SIGKILLed every child of the caller's thread in it (red-team rt8). */
+Test(container, failed_exec_spares_the_init_and_other_execs_of_the_caller) {
+  struct an_spec *spec = an_test_bundle_spec(&B, "sleep", "60", NULL);
+  struct an_container_opts o = an_test_bundle_opts(&B);
+  o.detach = true;
+  an_error_t err = NULL;
+  cr_assert_eq(an_container_run(spec, &o, &err), 0, "%s", err ? err->msg : "");
+  struct an_spec_process p = *spec->process;
+  char *args[] = {"sleep", "60", NULL};
+  p.args = args;
+  pid_t other = 0;
+  cr_assert_eq(an_container_exec(B.state_root, B.id, &p, true, NULL, NULL, &other, &err), 0, "%s",
+               err ? err->msg : "");
+  char *t[] = {"true", NULL};
+  p.args = t;
+  p.cwd = "/no/such/dir";
+  int r = an_container_exec(B.state_root, B.id, &p, false, NULL, NULL, NULL, &err);
+  cr_expect_lt(r, 0, "exec in a missing cwd: %d", r);
+  cr_expect(err && strstr(err->msg, "/no/such/dir"), "%s", err ? err->msg : "");
+  an_error_free(&err);
+  struct an_container_state *st = NULL;
+  cr_assert_eq(an_container_state(B.state_root, B.id, &st, &err), 0, "%s", err ? err->msg : "");
+  cr_expect_eq(st->status, AN_STATUS_RUNNING, "the container's init was killed: %s",
+               an_container_status_name(st->status));
+  an_container_state_free(st);
+  cr_expect_eq(kill(other, 0), 0, "the detached exec (pid %d) was killed", (int) other);
+  char path[64], stat[256] = "";
+  snprintf(path, sizeof path, "/proc/%d/stat", (int) other);
+  FILE *f = fopen(path, "re");
+  if (f) {
+    if (!fgets(stat, sizeof stat, f)) stat[0] = 0;
+    fclose(f);
+  }
+  cr_expect(!strstr(stat, ") Z "), "the detached exec is a zombie: %s", stat);
+  cr_assert_eq(an_container_delete(B.state_root, B.id, true, &err), 0, "%s", err ? err->msg : "");
+  waitpid(other, NULL, 0);
+  an_spec_free(spec);
+}
+
 static void drop_namespace(struct an_spec *spec, int flag) {
   struct an_spec_linux *l = &spec->linux;
   size_t k = 0;

@@ -28,7 +28,7 @@ Test(exec_reap, finds_the_child_in_the_cgroup_behind_800_others) {
   pid_t *idle = an_test_idle_children(N);
   struct kid k = spawn(sleep_forever);
   enter_and_go(&k);
-  an_exec_reap_unreported(g_cg);
+  an_exec_reap_unreported(g_cg, NULL, 0);
   bool gone = reaped(k.pid);
   int others_left = 0;
   for (int i = 0; i < N; i++) others_left += waitpid(idle[i], NULL, WNOHANG) == 0;
@@ -44,8 +44,8 @@ Test(exec_reap, finds_the_child_in_the_cgroup_behind_800_others) {
 Test(exec_reap, leaves_a_caller_with_no_child_in_the_cgroup_as_it_is) {
   create_ok(NULL);
   struct kid k = spawn(sleep_forever);
-  an_exec_reap_unreported(g_cg);
-  an_exec_reap_unreported(NULL);
+  an_exec_reap_unreported(g_cg, NULL, 0);
+  an_exec_reap_unreported(NULL, NULL, 0);
   cr_expect_eq(waitpid(k.pid, NULL, WNOHANG), 0, "a child outside the cgroup was reaped");
 }
 
@@ -98,4 +98,22 @@ Test(exec_reap, a_command_a_tracer_holds_is_reported_killed_with_the_reason_on_s
                 strstr(res.output.stderr_buf, "tracer"),
             "stderr: %s", res.output.stderr_buf ? res.output.stderr_buf : "(none)");
   an_exec_result_release(&res);
+}
+
+/* A child in the cgroup that the caller spares (a container's init or
+ * earlier detached exec, in the container's own cgroup) is left alone. */
+Test(exec_reap, spares_the_children_it_is_told_to) {
+  create_ok(NULL);
+  struct kid k = spawn(sleep_forever);
+  enter_and_go(&k);
+  pid_t spare[] = {k.pid};
+  an_exec_reap_unreported(g_cg, spare, 1);
+  cr_expect_eq(waitpid(k.pid, NULL, WNOHANG), 0, "a spared child in the cgroup was reaped");
+  pid_t *now = NULL;
+  size_t n = 0;
+  cr_assert(an_exec_thread_children(&now, &n));
+  bool listed = false;
+  for (size_t i = 0; i < n; i++) listed |= now[i] == k.pid;
+  free(now);
+  cr_expect(listed, "an_exec_thread_children does not list child %d", (int) k.pid);
 }
