@@ -157,7 +157,7 @@ int an_sandbox_create_owned(const char *store_root, const struct an_sandbox_opts
  * monitor or an owned sandbox's owner gone, or past the deadline with no
  * keeper left; an_sandbox_destroy_dead_ctx removes it); -ESRCH "sandbox
  * <id> is being destroyed" (dead, and a destroy or its keeper's teardown
- * holds its lock); -ESRCH "sandbox <id> ended while it was being opened" (a destroy, or pid 1's end, removed
+ * is at work on it); -ESRCH "sandbox <id> ended while it was being opened" (a destroy, or pid 1's end, removed
  * its workspace or options between the record and them); -EBUSY "sandbox
  * <id> is being created" (its create has not started pid 1 yet); read
  * errors of its state, named.  an_sandbox_open_ctx: the handle uses context

@@ -403,33 +403,22 @@ int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sa
   return an_sandbox_open_ctx(NULL, store_root, id_or_name, out, err);
 }
 
-/* The sandbox's lock is held by someone else (a teardown holds it
- * throughout) or its state is gone; false when the lock is free (or there
- * is no lock file yet: an_sb_lock makes it) and the state is there. */
-static bool locked_or_gone(const char *dir) {
-  char path[PATH_MAX];
-  snprintf(path, sizeof path, "%s/%s", dir, AN_SB_LOCK_FILE);
-  cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd >= 0) return flock(fd, LOCK_SH | LOCK_NB) < 0;
-  return errno != ENOENT || access(dir, F_OK) < 0;
-}
-
 /* An ENOENT from what open reads after the record (options, workspace):
  * a destroy at work between the two removes the workspace, then moves the
- * state away.  Said as the sandbox having ended when the state is gone, its
- * lock is held or its status is no longer running; any other error, or an
- * ENOENT with none of these, stays. */
+ * state away.  Said as the sandbox having ended when a teardown is at work
+ * (an_sb_destroying), its record is gone or its status is no longer
+ * running; any other error, or an ENOENT of a running sandbox (a file an
+ * operator removed), stays. */
 static int ended_while_opening(const char *dir, const char *who, int r, an_error_t *err) {
   if (r != -ENOENT) return r;
-  bool ended = true;
-  if (!locked_or_gone(dir)) {
-    struct an_sb_record now;
-    an_error_t e = NULL;
-    if (an_sb_record_read(dir, &now, &e) == 0) {
-      ended = strcmp(an_sb_status(&now), "running") != 0;
-      an_sb_record_clear(&now);
-    }
-    an_error_free(&e);
+  struct an_sb_record now;
+  an_error_t e = NULL;
+  int rr = an_sb_destroying(dir) ? -ENOENT : an_sb_record_read(dir, &now, &e);
+  an_error_free(&e);
+  bool ended = rr == -ENOENT;
+  if (rr == 0) {
+    ended = strcmp(an_sb_status(&now), "running") != 0;
+    an_sb_record_clear(&now);
   }
   if (!ended) return r;
   an_error_free(err);
@@ -478,9 +467,8 @@ int an_sandbox_open_ctx(const struct an_ctx *ctx, const char *store_root, const 
   const char *status = an_sb_status(&sb->rec);
   if (!strcmp(status, "dead")) {
     an_sandbox_close(sb);
-    /* not "destroy it" to the caller of a destroy (or a keeper's
-     * teardown) at work: it holds the lock */
-    if (locked_or_gone(dir)) return an_error_set(err, ESRCH, "sandbox %s is being destroyed", who);
+    /* not "destroy it" while a destroy (or a keeper's teardown) is at work */
+    if (an_sb_destroying(dir)) return an_error_set(err, ESRCH, "sandbox %s is being destroyed", who);
     return an_error_set(err, ESRCH, "sandbox %s is dead (monitor or init gone); destroy it (agentnest destroy)",
                         who);
   }

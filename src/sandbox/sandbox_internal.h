@@ -94,6 +94,15 @@ int an_sb_resolve(const char *root, const char *id_or_name, char id[AN_SANDBOX_I
                   an_error_t *err);
 /* flock the sandbox's lock file (LOCK_EX); returns the fd or -errno. */
 int an_sb_lock(const char *dir, an_error_t *err);
+/* A teardown at work (teardown.c, teardown_detach.c) marks the state it
+ * holds the lock of with the file AN_SB_DESTROYING_MARK before it stops
+ * anything (an_sb_mark_destroying; best effort; the state's removal takes
+ * it).  an_sb_destroying: the state `dir` is gone, or it has the mark and
+ * its lock is held (a mark with the lock free is a teardown that died:
+ * the sandbox is dead, for destroy or prune to finish).  state.c. */
+#define AN_SB_DESTROYING_MARK "destroying"
+void an_sb_mark_destroying(const char *dir);
+bool an_sb_destroying(const char *dir);
 /* Handle from a record (used by create and open).  Takes ownership of rec's
  * strings (rec is zeroed). */
 int an_sb_handle_new(const char *root, struct an_sb_record *rec, struct an_sandbox **out,

@@ -212,6 +212,27 @@ int an_sb_lock(const char *dir, an_error_t *err) {
   return fd;
 }
 
+void an_sb_mark_destroying(const char *dir) {
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/%s", dir, AN_SB_DESTROYING_MARK);
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) close(fd);
+}
+
+bool an_sb_destroying(const char *dir) {
+  char path[PATH_MAX + 16];
+  struct stat st;
+  if (stat(dir, &st) < 0) return errno == ENOENT;
+  snprintf(path, sizeof path, "%s/%s", dir, AN_SB_DESTROYING_MARK);
+  if (lstat(path, &st) < 0) return false;
+  snprintf(path, sizeof path, "%s/%s", dir, AN_SB_LOCK_FILE);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return errno == ENOENT && stat(dir, &st) < 0;
+  bool held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+  close(fd);
+  return held;
+}
+
 int an_sb_resolve(const char *root, const char *id_or_name, char id[AN_SANDBOX_ID_LEN + 1],
                   an_error_t *err) {
   root = an_sb_root_or_default(root);

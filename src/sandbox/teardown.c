@@ -149,6 +149,7 @@ int an_sb_teardown_in(const char *root, const char *area, const char *id, const 
   }
   snprintf(path, sizeof path, "%s/%s", dir, AN_SB_LOCK_FILE);
   if (stat(dir, &st) < 0 || access(path, F_OK) < 0) return 0;   /* removed while we waited */
+  an_sb_mark_destroying(dir);
 
   struct an_sb_record rec = {0};
   an_error_t e = NULL;

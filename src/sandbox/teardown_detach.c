@@ -216,6 +216,7 @@ int an_sb_teardown_detached(const char *root, const char *id, const char *reason
     close(lock);
     return 0;
   }
+  an_sb_mark_destroying(dir);
   struct an_sb_record rec;
   if (an_sb_record_read(dir, &rec, &e) < 0) {
     /* a create that died early: nothing runs, tear it down here */

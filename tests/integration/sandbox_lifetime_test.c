@@ -3,8 +3,8 @@
  * SIGKILL of the monitor (also once past the deadline), prune after SIGKILL of the creating process
  * (mid-run and at any point), each leaving nothing on the host; open
  * refuses what ls calls dead (an owned sandbox whose owner is gone; "is
- * being destroyed" while a destroy holds it) and says a sandbox a destroy
- * is removing has ended.
+ * being destroyed" while a destroy is at work) and says a sandbox a
+ * destroy is removing has ended.
  *
  * Uses the busybox (and, where needed, python) image from the image cache
  * (`make images`) in one store per run (sandbox_common.h); skips with a
@@ -262,16 +262,29 @@ Test(sandbox, open_refuses_an_owned_sandbox_whose_owner_is_gone_as_ls_calls_it_d
   cr_expect(err && strstr(err->msg, "is dead") && strstr(err->msg, "destroy it"), "%s", err ? err->msg : "");
   if (r == 0) an_sandbox_close(again);
   an_error_free(&err);
-  /* while a destroy is at work (it holds the lock): not "destroy it" */
-  char lockp[PATH_MAX + 80];
+  /* while a destroy is at work (its mark, its lock held): not "destroy
+   * it"; the lock held by another operation, or a mark a teardown that
+   * died left (the lock free), change nothing (red-team rt8) */
+  char lockp[PATH_MAX + 80], mark[PATH_MAX + 80];
   snprintf(lockp, sizeof lockp, "%s/lock", dir);
+  snprintf(mark, sizeof mark, "%s/destroying", dir);
   int lk = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   cr_assert_geq(lk, 0, "open %s: %s", lockp, strerror(errno));
   cr_assert(flock(lk, LOCK_EX) == 0);
   r = an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err);
+  cr_expect(r == -ESRCH && err && strstr(err->msg, "destroy it"), "locked, no mark: %d %s", r, err ? err->msg : "");
+  if (r == 0) an_sandbox_close(again);
+  an_error_free(&err);
+  an_test_write_file(mark, "", 0, 0600);
+  r = an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err);
   close(lk);
   cr_expect_eq(r, -ESRCH, "open of a dead sandbox a destroy holds: %d %s", r, err ? err->msg : "");
   cr_expect(err && strstr(err->msg, "is being destroyed") && !strstr(err->msg, "destroy it"), "%s",
+            err ? err->msg : "");
+  if (r == 0) an_sandbox_close(again);
+  an_error_free(&err);
+  r = an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err);
+  cr_expect(r == -ESRCH && err && strstr(err->msg, "destroy it"), "a mark, the lock free: %d %s", r,
             err ? err->msg : "");
   if (r == 0) an_sandbox_close(again);
   an_error_free(&err);
@@ -282,39 +295,43 @@ Test(sandbox, open_refuses_an_owned_sandbox_whose_owner_is_gone_as_ls_calls_it_d
 }
 
 /* Open between a destroy's removal of the workspace and its move of the
- * state (the destroy holds the sandbox's lock throughout): "ended while it
- * was being opened" (ESRCH), as exec's other races say, not "open
- * <state>/workspace: ENOENT" (ci of ef597ff, exec racing destroy under
- * ASan).  The destroy is played by the test: it holds the lock and moves
- * the workspace aside.  Without the lock held (a running sandbox whose
- * workspace an operator removed) the error stays the workspace's own. */
+ * state: "ended while it was being opened" (ESRCH), as exec's other races
+ * say, not "open <state>/workspace: ENOENT" (ci of ef597ff, exec racing
+ * destroy under ASan).  The destroy is played by the test: it moves the
+ * workspace aside, holds the lock and writes the mark a teardown writes.
+ * Without the mark (an operator removed the workspace of a running
+ * sandbox, with or without another operation holding its lock: red-team
+ * rt8) the error stays the workspace's own. */
 Test(sandbox, open_while_a_destroy_removes_the_workspace_says_the_sandbox_ended) {
   struct an_sandbox_opts *o = opts_for("busybox");
   struct an_sandbox *sb = make_sb(o);
   char id[AN_SANDBOX_ID_LEN + 1], dir[PATH_MAX + 64], ws[PATH_MAX + 80], aside[PATH_MAX + 80],
-      lockp[PATH_MAX + 80];
+      lockp[PATH_MAX + 80], mark[PATH_MAX + 80];
   snprintf(id, sizeof id, "%s", an_sandbox_id(sb));
   snprintf(dir, sizeof dir, "%s/sandboxes/%s", g_root, id);
   snprintf(ws, sizeof ws, "%s/workspace", dir);
   snprintf(aside, sizeof aside, "%s/workspace.aside", dir);
   snprintf(lockp, sizeof lockp, "%s/lock", dir);
+  snprintf(mark, sizeof mark, "%s/destroying", dir);
   cr_assert(mkdir(aside, 0700) == 0, "mkdir %s: %s", aside, strerror(errno));
   cr_assert(mount(ws, aside, NULL, MS_MOVE, NULL) == 0, "move the workspace mount: %s", strerror(errno));
   cr_assert(rmdir(ws) == 0, "rmdir %s: %s", ws, strerror(errno));
   an_error_t err = NULL;
   struct an_sandbox *again = NULL;
-  int r1 = an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err);
-  char *m1 = strdup(err ? err->msg : "");
-  an_error_free(&err);
-  if (r1 == 0) an_sandbox_close(again);
+  char *m[3];
+  int r[3];
   int lk = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   cr_assert_geq(lk, 0, "open %s: %s", lockp, strerror(errno));
-  cr_assert(flock(lk, LOCK_EX) == 0);
-  int r2 = an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err);
-  char *m2 = strdup(err ? err->msg : "");
-  an_error_free(&err);
-  if (r2 == 0) an_sandbox_close(again);
+  for (int i = 0; i < 3; i++) {
+    if (i == 1) cr_assert(flock(lk, LOCK_EX) == 0);   /* another operation's lock */
+    if (i == 2) an_test_write_file(mark, "", 0, 0600);   /* and a teardown's mark */
+    r[i] = an_sandbox_open_ctx(an_test_ctx(), g_root, id, &again, &err);
+    m[i] = strdup(err ? err->msg : "");
+    an_error_free(&err);
+    if (r[i] == 0) an_sandbox_close(again);
+  }
   close(lk);
+  unlink(mark);
   /* put it back, so that destroy removes what create made */
   cr_assert(mkdir(ws, 0700) == 0);
   cr_assert(mount(aside, ws, NULL, MS_MOVE, NULL) == 0, "move the workspace back: %s", strerror(errno));
@@ -322,11 +339,13 @@ Test(sandbox, open_while_a_destroy_removes_the_workspace_says_the_sandbox_ended)
   cr_assert_eq(an_sandbox_destroy(sb, 0, &err), 0, "%s", err ? err->msg : "");
   an_sandbox_close(sb);
   assert_gone(id);
-  cr_expect_eq(r1, -ENOENT, "open of a running sandbox with no workspace: %d %s", r1, m1);
-  cr_expect(strstr(m1, "/workspace"), "the workspace named: %s", m1);
-  cr_expect_eq(r2, -ESRCH, "open while a destroy holds the lock: %d %s", r2, m2);
-  cr_expect(strstr(m2, "ended while it was being opened"), "%s", m2);
-  free(m1);
-  free(m2);
+  for (int i = 0; i < 2; i++) {
+    cr_expect_eq(r[i], -ENOENT, "open of a running sandbox with no workspace (%s): %d %s",
+                 i ? "its lock held" : "unlocked", r[i], m[i]);
+    cr_expect(strstr(m[i], "/workspace"), "the workspace named: %s", m[i]);
+  }
+  cr_expect_eq(r[2], -ESRCH, "open while a destroy is at work: %d %s", r[2], m[2]);
+  cr_expect(strstr(m[2], "ended while it was being opened"), "%s", m[2]);
+  for (int i = 0; i < 3; i++) free(m[i]);
   an_sandbox_opts_free(o);
 }
