@@ -35,6 +35,18 @@ const char *an_sb_status(const struct an_sb_record *rec) {
   return "dead";
 }
 
+bool an_sb_ended(const char *dir) {
+  if (an_sb_destroying(dir)) return true;
+  struct an_sb_record rec;
+  an_error_t e = NULL;
+  int r = an_sb_record_read(dir, &rec, &e);
+  an_error_free(&e);
+  if (r < 0) return r == -ENOENT;
+  bool ended = strcmp(an_sb_status(&rec), "running") != 0;
+  an_sb_record_clear(&rec);
+  return ended;
+}
+
 static int cmp_created(const void *a, const void *b) {
   const struct an_sandbox_info *x = a, *y = b;
   return x->created_ms < y->created_ms ? -1 : x->created_ms > y->created_ms;

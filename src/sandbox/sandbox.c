@@ -410,17 +410,7 @@ int an_sandbox_open(const char *store_root, const char *id_or_name, struct an_sa
  * running; any other error, or an ENOENT of a running sandbox (a file an
  * operator removed), stays. */
 static int ended_while_opening(const char *dir, const char *who, int r, an_error_t *err) {
-  if (r != -ENOENT) return r;
-  struct an_sb_record now;
-  an_error_t e = NULL;
-  int rr = an_sb_destroying(dir) ? -ENOENT : an_sb_record_read(dir, &now, &e);
-  an_error_free(&e);
-  bool ended = rr == -ENOENT;
-  if (rr == 0) {
-    ended = strcmp(an_sb_status(&now), "running") != 0;
-    an_sb_record_clear(&now);
-  }
-  if (!ended) return r;
+  if (r != -ENOENT || !an_sb_ended(dir)) return r;
   an_error_free(err);
   return an_error_set(err, ESRCH, "sandbox %s ended while it was being opened (destroyed, or its pid 1 exited)",
                       who);

@@ -103,6 +103,12 @@ int an_sb_lock(const char *dir, an_error_t *err);
 #define AN_SB_DESTROYING_MARK "destroying"
 void an_sb_mark_destroying(const char *dir);
 bool an_sb_destroying(const char *dir);
+/* The sandbox of state `dir` has ended or is ending: a teardown is at work
+ * (an_sb_destroying), its record is gone, or its status (an_sb_status) is
+ * no longer "running".  For telling a request that broke off because of
+ * that (a file a destroy removed, a monitor connection it reset) from
+ * one that failed on its own.  list.c. */
+bool an_sb_ended(const char *dir);
 /* Handle from a record (used by create and open).  Takes ownership of rec's
  * strings (rec is zeroed). */
 int an_sb_handle_new(const char *root, struct an_sb_record *rec, struct an_sandbox **out,

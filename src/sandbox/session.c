@@ -130,6 +130,18 @@ void an_session_done(int conn, const char *name) {
   an_error_free(&e);
 }
 
+/* A session request whose monitor connection broke, or whose helper
+ * could not be reached, because the sandbox ended meanwhile (destroyed,
+ * its pid 1 or monitor exited) says so, ESRCH, instead of the channel's
+ * ECONNRESET or EPIPE (red-team rt8: session start racing destroy). */
+static int session_ended(const struct an_sandbox *sb, const char *doing, int r, an_error_t *err) {
+  if ((r != -EPIPE && r != -ECONNRESET && r != -ECONNREFUSED && r != -ENOENT) || !an_sb_ended(sb->dir))
+    return r;
+  an_error_free(err);
+  return an_error_set(err, ESRCH, "sandbox %s ended while %s (destroyed, or its pid 1 or monitor exited)",
+                      sb->rec.id, doing);
+}
+
 static int session_start_impl(struct an_sandbox *sb, enum an_session_kind kind, const char *name,
                               uint64_t timeout_ms, char **name_out, an_error_t *err) {
   if (name_out) *name_out = NULL;
@@ -140,7 +152,7 @@ static int session_start_impl(struct an_sandbox *sb, enum an_session_kind kind, 
                         "not starting with . or -", name, AN_SESSION_NAME_MAX);
   yajl_val reply = NULL;
   int r = request(sb, "session.start", name, an_session_kind_name(kind), &reply, err);
-  if (r < 0) return r;
+  if (r < 0) return session_ended(sb, "the session was being started", r, err);
   const char *got = an_json_member_str(reply, "name");
   cleanup_free char *nm = got ? strdup(got) : NULL;
   yajl_tree_free(reply);
@@ -181,7 +193,7 @@ fail:
   an_error_t e = NULL;
   request(sb, "session.stop", nm, NULL, NULL, &e);
   an_error_free(&e);
-  return r;
+  return session_ended(sb, "the session was being started", r, err);
 }
 
 int an_session_list(struct an_sandbox *sb, struct an_session_info **list, size_t *n,

@@ -1,6 +1,6 @@
 /* tests/integration/exec_race_test.c — an exec that races a destroy of
  * its sandbox (from another process, `agentnest destroy`): the CLI's exec
- * ends with a status a user can read, and a library caller (a server) is
+ * ends with a status a user can read (a session start too), and a library caller (a server) is
  * left with no child of the sandbox, also when it has hundreds of other
  * children.  Drives the library and the built binary
  * ($AN_TEST_BUILD/agentnest) on one store per run; uses the busybox image
@@ -88,6 +88,41 @@ Test(exec_race, exec_racing_destroy_ends_with_a_status_a_user_can_read) {
   }
   cr_expect_eq(lines, 40, "%d results", lines);
   cr_log_info("exec racing destroy: %d of %d refused", refused, lines);
+  free(txt);
+}
+
+/* A session start that races a destroy ends with 0 or 125 and a message
+ * that says the sandbox ended; it said what the monitor connection did
+ * ("control channel: read: ECONNRESET", "write: EPIPE", "no session
+ * \"s1\": ENOENT": red-team rt8). */
+Test(exec_race, session_start_racing_destroy_says_the_sandbox_ended) {
+  char out[PATH_MAX];
+  snprintf(out, sizeof out, "%s/session-race.txt", g_root);
+  int st = an_test_sh(
+      "B='%s' R='%s'; for i in $(seq 1 40); do "
+      "id=$(\"$B\" --root \"$R\" create --image busybox) || exit 3; "
+      "(sleep 0.0$((i %% 3))$((i %% 7)); \"$B\" --root \"$R\" destroy \"$id\" >/dev/null 2>&1) & "
+      "msg=$(\"$B\" --root \"$R\" session start \"$id\" --kind shell --name s1 2>&1 >/dev/null); rc=$?; "
+      "echo \"$rc $msg\" | tr '\\n' ' '; echo; wait; done > '%s'",
+      g_bin, g_root, out);
+  cr_assert_eq(st, 0, "the create/session start/destroy loop failed: %d", st);
+  char *txt = an_test_read_file(out, NULL);
+  cr_assert_not_null(txt);
+  int lines = 0, refused = 0;
+  for (char *save = NULL, *l = strtok_r(txt, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    lines++;
+    int rc = atoi(l);
+    if (rc == 0) continue;
+    refused++;
+    cr_expect(rc == 125 && (strstr(l, "ended while the session was being started") ||
+                            strstr(l, "ended while the command was being started") ||
+                            strstr(l, "ended while it was being opened") || strstr(l, "no such sandbox") ||
+                            strstr(l, "is not running") || strstr(l, "is dead (monitor or init gone)") ||
+                            strstr(l, "is being destroyed")),
+              "session start racing destroy: %s", l);
+  }
+  cr_expect_eq(lines, 40, "%d results", lines);
+  cr_log_info("session start racing destroy: %d of %d refused", refused, lines);
   free(txt);
 }
 
