@@ -290,8 +290,8 @@ int an_sb_create(const char *store_root, const struct an_sandbox_opts *opts,
 int an_sb_reap_command(const struct an_cgroup *cg, int pidfd, siginfo_t *si);
 /* What the command's stderr gets when an_sb_reap_command returned 1. */
 #define AN_SB_UNREAPED_NOTE \
-  "agentnest: the command did not end within 5 s of its SIGKILL (a tracer in the sandbox holds " \
-  "it, or it is stuck in the kernel): reported as killed, it is left to end with the sandbox\n"
+  "agentnest: the command did not end within 5 s of its SIGKILL (a tracer holds it, " \
+  "or it is stuck in the kernel): reported as killed, it is left to end with the sandbox\n"
 
 /* The error of an exec (or process start) the sandbox's end cut short
  * (ESRCH; exec_spawn.c, exec.c); the argument: the sandbox id. */
