@@ -17,6 +17,9 @@ step "import it again: same digest, no work"
 step "image ls"
 "$AN" image ls
 step "agentnest doctor: what this host offers sandboxes"
-"$AN" doctor >/dev/null && echo "all required kernel features present (run '$AN doctor' for the report)"
+# the store the demo used, in the hint too (AGENTNEST_ROOT=DIR make demo)
+hint="$AN doctor"
+[ -n "${AGENTNEST_ROOT:-}" ] && hint="$AN --root $AGENTNEST_ROOT doctor"
+"$AN" doctor >/dev/null && echo "all required kernel features present (run '$hint' for the report)"
 step "the demo job on the default image: agentnest demo"
 "$AN" demo

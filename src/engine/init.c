@@ -96,6 +96,9 @@ static int lookup_executable(const char *arg0, char *const *env, char *out, size
   if (strchr(arg0, '/')) {
     if (!is_exec_file(arg0, &why)) {
       if (why == EACCES) return not_executable(err, arg0, arg0);
+      if (why == ENOENT) return an_error_set(err, why, "exec \"%s\": no such file", AN_QUOTED(arg0));
+      if (why == ENOTDIR)
+        return an_error_set(err, why, "exec \"%s\": a component of its path is not a directory", AN_QUOTED(arg0));
       return an_error_set(err, why, "exec \"%s\"", AN_QUOTED(arg0));
     }
     snprintf(out, outsz, "%s", arg0);

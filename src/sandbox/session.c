@@ -24,7 +24,7 @@ const char *an_session_kind_name(enum an_session_kind kind) {
 int an_session_kind_parse(const char *s, enum an_session_kind *kind, an_error_t *err) {
   if (s && !strcmp(s, "python")) *kind = AN_SESSION_PYTHON;
   else if (s && !strcmp(s, "shell")) *kind = AN_SESSION_SHELL;
-  else return an_error_set(err, EINVAL, "session kind \"%.32s\": python or shell", s ? s : "");
+  else return an_error_set(err, EINVAL, "session kind \"%.32s\": not python or shell", s ? s : "");
   return 0;
 }
 
@@ -131,11 +131,14 @@ void an_session_done(int conn, const char *name) {
 }
 
 /* A session request whose monitor connection broke, or whose helper
- * could not be reached, because the sandbox ended meanwhile (destroyed,
- * its pid 1 or monitor exited) says so, ESRCH, instead of the channel's
- * ECONNRESET or EPIPE (red-team rt8: session start racing destroy). */
+ * could not be reached or started, because the sandbox ended meanwhile
+ * (destroyed, its pid 1 or monitor exited) says so, ESRCH, in the
+ * session's words, instead of the channel's ECONNRESET or EPIPE (red-team
+ * rt8: session start racing destroy) or the helper's start "ended while
+ * the command was being started" (new-user nu9). */
 static int session_ended(const struct an_sandbox *sb, const char *doing, int r, an_error_t *err) {
-  if ((r != -EPIPE && r != -ECONNRESET && r != -ECONNREFUSED && r != -ENOENT) || !an_sb_ended(sb->dir))
+  if ((r != -EPIPE && r != -ECONNRESET && r != -ECONNREFUSED && r != -ENOENT && r != -ESRCH) ||
+      !an_sb_ended(sb->dir))
     return r;
   an_error_free(err);
   return an_error_set(err, ESRCH, "sandbox %s ended while %s (destroyed, or its pid 1 or monitor exited)",

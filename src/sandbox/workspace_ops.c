@@ -96,7 +96,12 @@ static int get_impl(struct an_sandbox *sb, const char *src, const char *host_des
   cleanup_free char *tmp = NULL;
   if (asprintf(&tmp, "%s.agentnest-tmp.%d", host_dest, (int) getpid()) < 0) return an_error_set(err, ENOMEM, "get");
   cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return an_error_set(err, errno, "get: create %s", tmp);
+  if (fd < 0) {
+    /* the destination's name, not only the temporary's (new-user nu9) */
+    int e = errno;
+    if (e == ENOENT || e == ENOTDIR) return an_error_set(err, e, "get: create %s: its directory does not exist", host_dest);
+    return an_error_set(err, e, "get: create %s (as the temporary %s)", host_dest, tmp);
+  }
   uint64_t copied = 0;
   r = an_file_get_fd(sb->ws_fd, src, fd, &fo, &copied, err);
   if (r >= 0 && fsync(fd) < 0) r = an_error_set(err, errno, "get: fsync %s", tmp);

@@ -282,6 +282,13 @@ Test(cli_io, our_options_after_the_command_need_dashdash) {
   cr_expect_str_eq(out_text, "--env A=1\n");
   cr_assert_eq(an("exec %s echo -n x </dev/null", id), 0, "%s", err_text);
   cr_expect_str_eq(out_text, "x");
+  /* --detach with --timeout: refused, not accepted and ignored (new-user nu9) */
+  cr_assert_eq(an("exec -d --timeout 1 %s -- sleep 3 </dev/null", id), 125);
+  cr_expect(strstr(err_text, "--detach takes no --timeout"), "%s", err_text);
+  cr_expect_str_eq(out_text, "");
+  /* an absolute command path that does not exist says so */
+  cr_assert_eq(an("exec %s -- /no/such/dir/cmd </dev/null", id), 127);
+  cr_expect(strstr(err_text, "exec \"/no/such/dir/cmd\": no such file: ENOENT"), "%s", err_text);
   an("destroy %s", id);
   free(id);
 }

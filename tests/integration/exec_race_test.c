@@ -115,7 +115,6 @@ Test(exec_race, session_start_racing_destroy_says_the_sandbox_ended) {
     if (rc == 0) continue;
     refused++;
     cr_expect(rc == 125 && (strstr(l, "ended while the session was being started") ||
-                            strstr(l, "ended while the command was being started") ||
                             strstr(l, "ended while it was being opened") || strstr(l, "no such sandbox") ||
                             strstr(l, "is not running") || strstr(l, "is dead (monitor or init gone)") ||
                             strstr(l, "is being destroyed")),

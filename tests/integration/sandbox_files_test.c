@@ -89,3 +89,23 @@ Test(sandbox, fork_keeps_holes_and_restore_caps_sparse_entries) {
   destroy(sb);
   an_sandbox_opts_free(o);
 }
+
+/* A file copied out to a host directory that does not exist: the error
+ * names the destination and the cause, not only the temporary next to it
+ * ("create /dir/x.agentnest-tmp.PID: ENOENT": new-user nu9). */
+Test(sandbox, get_into_a_missing_host_directory_names_the_destination) {
+  struct an_sandbox_opts *o = opts_for("busybox");
+  struct an_sandbox *sb = make_sb(o);
+  an_error_t err = NULL;
+  cr_assert(an_sandbox_put_data(sb, "f.txt", "x", 1, 0, &err) == 0, "%s", err ? err->msg : "");
+  char dest[PATH_MAX + 32];
+  snprintf(dest, sizeof dest, "%s/no-such-dir/x", g_root);
+  int r = an_sandbox_get(sb, "f.txt", dest, &err);
+  cr_expect_eq(r, -ENOENT, "%d %s", r, err ? err->msg : "");
+  cr_expect(err && strstr(err->msg, dest) && strstr(err->msg, "its directory does not exist") &&
+                !strstr(err->msg, "agentnest-tmp"),
+            "%s", err ? err->msg : "");
+  an_error_free(&err);
+  destroy(sb);
+  an_sandbox_opts_free(o);
+}

@@ -84,7 +84,9 @@ static const char exec_usage[] =
     "                       \"data\":...} (base64 with \"encoding\":\"base64\" when not UTF-8),\n"
     "                       then one {\"type\":\"result\",...} with the --json members\n"
     "  -d, --detach         start CMD in the background and print its handle (see\n"
-    "                       `agentnest proc --help`); with --json: {sandbox,handle,pid}\n"
+    "                       `agentnest proc --help`); with --json: {sandbox,handle,pid}.\n"
+    "                       No --timeout; a CMD that cannot be started exits 125 (the\n"
+    "                       message says why: not found, not executable)\n"
     "  -h, --help           this help\n"
     "\n"
     "An option of ours after CMD is refused, not passed to CMD: put '--' before CMD to pass\n"
@@ -183,6 +185,10 @@ int cmd_exec(struct an_global_opts *g, int argc, char **argv) {
   if (json && stream) return cli_usage_error(cmd, "--json and --stream exclude each other");
   if (detach && (stream || interactive || stdin_file || eo.tty))
     return cli_usage_error(cmd, "--detach takes no -i, -t, --stdin or --stream (read its output with proc logs)");
+  /* it was accepted and ignored: the process ran to its end (new-user nu9) */
+  if (detach && eo.timeout_ms)
+    return cli_usage_error(cmd, "--detach takes no --timeout (end it with agentnest proc kill; the "
+                                "sandbox's lifetime bounds it)");
   if (detach) {
     return cli_exec_detach(g, cmd, id, argv + optind, &env, &nenv, eo.workdir, json);
   }
