@@ -366,12 +366,19 @@ Test(container, create_twice_with_same_id_is_refused) {
   an_spec_free(spec);
 }
 
-Test(container, exec_joins_the_container_with_the_same_restrictions) {
+/* The bundle's container running `sleep 60` detached: its spec (free it). */
+static struct an_spec *run_sleeper(void) {
   struct an_spec *spec = an_test_bundle_spec(&B, "sleep", "60", NULL);
   struct an_container_opts o = an_test_bundle_opts(&B);
   o.detach = true;
   an_error_t err = NULL;
   cr_assert_eq(an_container_run(spec, &o, &err), 0, "%s", err ? err->msg : "");
+  return spec;
+}
+
+Test(container, exec_joins_the_container_with_the_same_restrictions) {
+  struct an_spec *spec = run_sleeper();
+  an_error_t err = NULL;
   struct an_spec_process p = *spec->process;
   char *args[] = {"sh", "-c",
                   "test \"$(cat /proc/self/uid_map | tr -s ' ')\" = ' 0 100000 65536' && "
@@ -407,11 +414,8 @@ Test(container, exec_joins_the_container_with_the_same_restrictions) {
  * container's cgroup, and the search for an unreported process (exec.c)
  * SIGKILLed every child of the caller's thread in it (red-team rt8). */
 Test(container, failed_exec_spares_the_init_and_other_execs_of_the_caller) {
-  struct an_spec *spec = an_test_bundle_spec(&B, "sleep", "60", NULL);
-  struct an_container_opts o = an_test_bundle_opts(&B);
-  o.detach = true;
+  struct an_spec *spec = run_sleeper();
   an_error_t err = NULL;
-  cr_assert_eq(an_container_run(spec, &o, &err), 0, "%s", err ? err->msg : "");
   struct an_spec_process p = *spec->process;
   char *args[] = {"sleep", "60", NULL};
   p.args = args;
