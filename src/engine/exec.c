@@ -95,7 +95,7 @@ static void child_abort(int *pidfd, pid_t pid, const struct an_cgroup *cg) {
  * byte count (0: unreadable or empty). */
 static size_t read_proc(const char *path, char *buf, size_t len) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  if (fd < 0) return 0;
   size_t n = 0;
   ssize_t k;
   while (n + 1 < len && ((k = read(fd, buf + n, len - 1 - n)) > 0 || (k < 0 && errno == EINTR)))

@@ -127,11 +127,7 @@ static int sync_wait_msg(int sock, enum an_sync_point expected, int *fd_received
 }
 
 int an_sync_wait(int sock, enum an_sync_point expected, int *fd_received, an_error_t *err) {
-  struct an_sync_msg *m = malloc(sizeof *m);
-  if (!m) return an_error_set(err, ENOMEM, "sync");
-  int r = sync_wait_msg(sock, expected, fd_received, m, err);
-  free(m);
-  return r;
+  return an_sync_wait_command(sock, expected, fd_received, NULL, err);
 }
 
 int an_sync_wait_command(int sock, enum an_sync_point expected, int *fd_received,

@@ -338,7 +338,7 @@ int an_sandbox_exec(struct an_sandbox *sb, char *const argv[], const struct an_e
   if ((r = acquire_slot(sb, err)) < 0) {
     /* a destroy moved the state directory away (or removed the cgroup)
      * since the open: say so, not the mkdir or open that broke off */
-    if (r == -ENOENT && (access(sb->dir, F_OK) < 0 || !an_sb_pid_alive(sb->rec.init_pid, sb->rec.init_start))) {
+    if (r == -ENOENT && an_sb_ended(sb->dir)) {
       an_error_free(err);
       r = an_error_set(err, ESRCH, AN_SB_ENDED_MEANWHILE, sb->rec.id);
     }

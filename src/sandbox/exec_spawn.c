@@ -104,7 +104,7 @@ static char **merge_env(char **base, char *const *extra) {
 /* A start that failed because the sandbox was destroyed (or its pid 1
  * exited) meanwhile says so, -ESRCH, instead of the step it broke off at
  * (a sync socket's EPIPE or ECONNRESET, setns ESRCH, the exec cgroup's
- * cgroup.procs ENOENT, which the caller would report as status 127).  The
+ * cgroup.procs ENOENT).  The
  * teardown kills pid 1 before it removes the cgroups, but its exit can end
  * a moment after the joiner's: for a failure of that kind, wait up to 1 s
  * for it.  The command's own failure (not found, not executable: the

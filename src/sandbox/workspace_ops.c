@@ -99,7 +99,9 @@ static int get_impl(struct an_sandbox *sb, const char *src, const char *host_des
   if (fd < 0) {
     /* the destination's name, not only the temporary's (new-user nu9) */
     int e = errno;
-    if (e == ENOENT || e == ENOTDIR) return an_error_set(err, e, "get: create %s: its directory does not exist", host_dest);
+    if (e == ENOENT) return an_error_set(err, e, "get: create %s: its directory does not exist", host_dest);
+    if (e == ENOTDIR)
+      return an_error_set(err, e, "get: create %s: a component of its path is not a directory", host_dest);
     return an_error_set(err, e, "get: create %s (as the temporary %s)", host_dest, tmp);
   }
   uint64_t copied = 0;
